@@ -1,0 +1,70 @@
+# deberta.c build.  `make` builds build/deberta and build/libdeberta.a;
+# `make PRECISION=double` builds the double-precision variant into build-double/.
+# `make test` runs every cmocka suite and end-to-end shell test in both precisions.
+
+PRECISION ?= float
+ifeq ($(PRECISION),double)
+  BUILD ?= build-double
+  PFLAGS := -DDEBERTA_DOUBLE=1
+else
+  BUILD ?= build
+  PFLAGS :=
+endif
+
+CC      ?= gcc
+BLASDIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
+BLASINC := /usr/include/x86_64-linux-gnu/openblas-openmp
+HDF5_CFLAGS := $(shell pkg-config --cflags hdf5-serial 2>/dev/null || pkg-config --cflags hdf5 2>/dev/null)
+HDF5_LIBS   := $(shell pkg-config --libs hdf5-serial 2>/dev/null || pkg-config --libs hdf5 2>/dev/null)
+
+OPT     ?= -O3 -march=native
+CFLAGS  += $(OPT) -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp \
+           -I. -I$(BLASINC) $(HDF5_CFLAGS) $(PFLAGS) $(EXTRA_CFLAGS)
+LDLIBS  += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas $(HDF5_LIBS) -lm -fopenmp $(EXTRA_LDFLAGS)
+
+LIB_SRC := $(wildcard autograd/*.c model/*.c data/*.c) $(filter-out train/main.c,$(wildcard train/*.c))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+HDRS    := $(wildcard autograd/*.h model/*.h data/*.h train/*.h)
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+
+.PHONY: all test test-one check-float check-double sanitize clean demo bench deps
+
+all: $(BUILD)/deberta $(BUILD)/libdeberta.a
+
+$(BUILD)/obj/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libdeberta.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# Linked from the objects (not the archive) so that weak subcommand symbols resolve.
+$(BUILD)/deberta: $(BUILD)/obj/train/main.o $(LIB_OBJ)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libdeberta.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(BUILD)/libdeberta.a -o $@ $(LDLIBS) -lcmocka
+
+# One precision: every cmocka suite, then every end-to-end shell test.
+test-one: $(BUILD)/deberta $(TEST_BIN)
+	@BUILD=$(BUILD) PRECISION=$(PRECISION) sh tests/run-all.sh $(TEST_BIN)
+
+# The README's test command: dependencies, then both precisions.
+test:
+	@sh scripts/install-deps.sh
+	@$(MAKE) --no-print-directory PRECISION=float test-one
+	@$(MAKE) --no-print-directory PRECISION=double test-one
+
+sanitize:
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer" \
+	    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	    EXTRA_LDFLAGS="-fsanitize=address,undefined" test-one
+
+demo:
+	@sh scripts/demo.sh
+
+clean:
+	rm -rf build build-double build-asan

@@ -1,0 +1,131 @@
+/* tape.c — see tape.h */
+#include "autograd/tape.h"
+#include "autograd/util.h"
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void op_fail(const char *opname, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fflush(stdout);
+    fprintf(stderr, "error: op %s: ", opname);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+void tape_init(Tape *t, size_t arena_bytes) {
+    memset(t, 0, sizeof *t);
+    arena_init(&t->arena, arena_bytes);
+    t->cap_nodes = 256;
+    t->nodes = xcalloc(t->cap_nodes, sizeof(TapeNode));
+    t->seed = 1234;
+}
+
+void tape_free(Tape *t) {
+    arena_free(&t->arena);
+    free(t->nodes);
+    memset(t, 0, sizeof *t);
+}
+
+void tape_reset(Tape *t) {
+    arena_reset(&t->arena);
+    t->n_nodes = 0;
+    t->n_random = 0;
+}
+
+static Tensor *new_header(Tape *t, int ndim, const int *shape, const char *name) {
+    if (ndim < 0 || ndim > TENSOR_MAX_DIMS) fatal("tensor '%s': %d dimensions (0..4 allowed)", name ? name : "?", ndim);
+    Tensor *x = arena_alloc(&t->arena, sizeof(Tensor));
+    memset(x, 0, sizeof *x);
+    x->ndim = ndim;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0) fatal("tensor '%s': negative dimension %d", name ? name : "?", shape[i]);
+        x->shape[i] = shape[i];
+    }
+    x->n = shape_numel(ndim, shape);
+    x->name = name;
+    return x;
+}
+
+Tensor *tape_tensor(Tape *t, int ndim, const int *shape, const char *name) {
+    Tensor *x = new_header(t, ndim, shape, name);
+    x->data = arena_alloc(&t->arena, (size_t)x->n * sizeof(real));
+    return x;
+}
+
+Tensor *tape_zeros(Tape *t, int ndim, const int *shape, const char *name) {
+    Tensor *x = new_header(t, ndim, shape, name);
+    x->data = arena_calloc(&t->arena, (size_t)x->n * sizeof(real));
+    return x;
+}
+
+Tensor *tape_view(Tape *t, const Tensor *src, int ndim, const int *shape) {
+    Tensor *x = new_header(t, ndim, shape, src->name);
+    if (x->n != src->n) fatal("view of '%s': %ld elements cannot be viewed as %ld", src->name ? src->name : "?", src->n, x->n);
+    x->data = src->data;
+    return x;
+}
+
+TapeNode *tape_record(Tape *t, int op, Tensor *out, int nin, Tensor *const *in) {
+    int need = 0;
+    for (int i = 0; i < nin; i++)
+        if (in[i] && in[i]->requires_grad) need = 1;
+    if (t->nograd > 0) need = 0;
+    out->requires_grad = need;
+    if (!need) return NULL;
+    if (nin > TAPE_MAX_INPUTS) fatal("tape_record: op %s has %d inputs (max %d)", op_table[op].name, nin, TAPE_MAX_INPUTS);
+    if (t->n_nodes == t->cap_nodes) {
+        t->cap_nodes *= 2;
+        t->nodes = xrealloc(t->nodes, (size_t)t->cap_nodes * sizeof(TapeNode));
+    }
+    TapeNode *nd = &t->nodes[t->n_nodes++];
+    memset(nd, 0, sizeof *nd);
+    nd->op = op;
+    nd->nin = nin;
+    nd->out = out;
+    for (int i = 0; i < nin; i++) nd->in[i] = in[i];
+    return nd;
+}
+
+real *tape_grad(Tape *t, Tensor *x) {
+    if (!x->grad) x->grad = arena_calloc(&t->arena, (size_t)x->n * sizeof(real));
+    return x->grad;
+}
+
+void tape_backward(Tape *t, Tensor *loss, real seed_grad) {
+    if (loss->n != 1) fatal("tape_backward: the loss '%s' has %ld elements, expected a scalar", loss->name ? loss->name : "?", loss->n);
+    if (!loss->requires_grad) fatal("tape_backward: the loss '%s' does not depend on anything that requires grad", loss->name ? loss->name : "?");
+    tape_grad(t, loss)[0] += seed_grad;
+    tape_backward_from(t, loss, NULL);
+}
+
+void tape_backward_from(Tape *t, Tensor *out, const real *out_grad) {
+    if (out_grad) {
+        real *g = tape_grad(t, out);
+        for (long i = 0; i < out->n; i++) g[i] += out_grad[i];
+    }
+    for (int i = t->n_nodes - 1; i >= 0; i--) {
+        TapeNode *nd = &t->nodes[i];
+        if (!nd->out->grad) continue; /* no gradient flowed into this output */
+        op_table[nd->op].backward(t, nd);
+    }
+}
+
+Tensor *op_detach(Tape *t, Tensor *x) {
+    Tensor *y = tape_view(t, x, x->ndim, x->shape);
+    y->requires_grad = 0;
+    return y;
+}
+
+void tape_print(const Tape *t, FILE *f) {
+    for (int i = 0; i < t->n_nodes; i++) {
+        const TapeNode *nd = &t->nodes[i];
+        char buf[64];
+        fprintf(f, "%4d %-20s %-20s <-", i, op_table[nd->op].name, shape_str(nd->out, buf, sizeof buf));
+        for (int j = 0; j < nd->nin; j++) fprintf(f, " %s", nd->in[j] ? (nd->in[j]->name ? nd->in[j]->name : "_") : "NULL");
+        fputc('\n', f);
+    }
+}

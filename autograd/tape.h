@@ -1,0 +1,75 @@
+/* tape.h — the Tape: records of executed ops in execution order, and reverse-mode backward.
+ *
+ * Because records are appended in execution order they are already topologically sorted;
+ * tape_backward() walks them in reverse.  No DFS, no reference counts.
+ * Every backward ACCUMULATES (+=) into input gradients, so a tensor used twice is correct.
+ */
+#ifndef DEBERTA_TAPE_H
+#define DEBERTA_TAPE_H
+#include <stdio.h>
+#include "autograd/tensor.h"
+#include "autograd/op_table.h"
+
+#define TAPE_MAX_INPUTS 6
+
+typedef struct TapeNode {
+    int op;                         /* OpKind */
+    int nin;
+    Tensor *out;
+    Tensor *in[TAPE_MAX_INPUTS];
+    void *ctx;                      /* op-specific saved context, arena memory */
+    long iarg[6];                   /* small integer arguments (transposes, sizes, ...) */
+    double farg[4];                 /* small real arguments (eps, scale, p, ...) */
+} TapeNode;
+
+typedef struct Tape {
+    Arena arena;
+    TapeNode *nodes;
+    int n_nodes, cap_nodes;
+    int nograd;          /* > 0: inside a no-grad scope, nothing is recorded */
+    int training;        /* dropout active */
+    uint64_t seed;       /* RNG seed of the run */
+    uint64_t step;       /* training step: part of every dropout stream id */
+    uint32_t n_random;   /* random ops executed since the last reset: the stream's sub-index */
+} Tape;
+
+void tape_init(Tape *t, size_t arena_bytes);
+void tape_free(Tape *t);
+/* Forget all records and activations (end of a step).  Parameter grads are untouched. */
+void tape_reset(Tape *t);
+
+/* A fresh activation tensor in the arena: data uninitialised (or zeroed), grad NULL. */
+Tensor *tape_tensor(Tape *t, int ndim, const int *shape, const char *name);
+Tensor *tape_zeros(Tape *t, int ndim, const int *shape, const char *name);
+/* A tensor header that shares `data` (a view), e.g. for reshape/detach. */
+Tensor *tape_view(Tape *t, const Tensor *src, int ndim, const int *shape);
+
+/* Records a node if any input requires grad and no no-grad scope is active; sets
+ * out->requires_grad accordingly.  Returns the node (to fill ctx/args) or NULL if nothing recorded. */
+TapeNode *tape_record(Tape *t, int op, Tensor *out, int nin, Tensor *const *in);
+
+/* The gradient buffer of x, allocated zeroed in the arena on first use. */
+real *tape_grad(Tape *t, Tensor *x);
+
+/* Backward from a scalar: d(loss)/d(loss) = seed_grad (usually 1). */
+void tape_backward(Tape *t, Tensor *loss, real seed_grad);
+/* Backward from any tensor with a given output gradient (out->n values): used by gradient checks. */
+void tape_backward_from(Tape *t, Tensor *out, const real *out_grad);
+
+/* No-grad scope: for (tape_nograd_begin(t); ...; tape_nograd_end(t)). */
+static inline void tape_nograd_begin(Tape *t) { t->nograd++; }
+static inline void tape_nograd_end(Tape *t) { t->nograd--; }
+
+/* Stop-gradient: a view of x whose gradient is dropped (GDES needs exactly this). */
+Tensor *op_detach(Tape *t, Tensor *x);
+
+/* One line per record: index, op name, output shape, input names. */
+void tape_print(const Tape *t, FILE *f);
+
+/* Misuse of an op: one clear line naming the op and what is wrong, then exit(1). */
+#define OP_CHECK(cond, opname, ...)                                   \
+    do {                                                               \
+        if (!(cond)) op_fail(opname, __VA_ARGS__);                     \
+    } while (0)
+void op_fail(const char *opname, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+#endif

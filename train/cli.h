@@ -1,0 +1,11 @@
+/* cli.h — the subcommands of build/deberta.  Each lives in its own train/cmd_*.c file. */
+#ifndef DEBERTA_CLI_H
+#define DEBERTA_CLI_H
+int cmd_prep(int argc, char **argv);      /* text -> tokenizer + HDF5 shards         (train/cmd_prep.c) */
+int cmd_pretrain(int argc, char **argv);  /* ELECTRA-style G/D pretraining           (train/cmd_pretrain.c) */
+int cmd_eval(int argc, char **argv);      /* held-out metrics of a checkpoint        (train/cmd_eval.c) */
+int cmd_gradcheck(int argc, char **argv); /* finite-difference checks                (train/cmd_gradcheck.c) */
+int cmd_dump(int argc, char **argv);      /* every activation/gradient of one batch  (train/cmd_dump.c) */
+int cmd_export(int argc, char **argv);    /* Hugging Face folder                     (train/cmd_export.c) */
+int cmd_bench(int argc, char **argv);     /* timings                                 (train/cmd_bench.c) */
+#endif

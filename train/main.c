@@ -1,0 +1,53 @@
+/* main.c — build/deberta: dispatches to the subcommands declared in cli.h.
+ * A subcommand whose file is not yet part of the build is linked as a weak NULL symbol and
+ * reported as unavailable (exit 2) instead of failing the link. */
+#include <stdio.h>
+#include <string.h>
+#include "train/cli.h"
+
+#pragma weak cmd_prep
+#pragma weak cmd_pretrain
+#pragma weak cmd_eval
+#pragma weak cmd_gradcheck
+#pragma weak cmd_dump
+#pragma weak cmd_export
+#pragma weak cmd_bench
+
+typedef struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} Command;
+
+static void usage(const Command *cmds, int n) {
+    fprintf(stderr, "usage: deberta <command> [options]   (deberta <command> --help for its options)\n\ncommands:\n");
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, "  %-10s %s%s\n", cmds[i].name, cmds[i].help, cmds[i].fn ? "" : "  [not built]");
+}
+
+int main(int argc, char **argv) {
+    const Command cmds[] = {
+        {"prep", cmd_prep, "text files -> tokenizer + HDF5 token shards"},
+        {"pretrain", cmd_pretrain, "ELECTRA-style generator/discriminator pretraining"},
+        {"eval", cmd_eval, "held-out MLM and RTD metrics of a checkpoint"},
+        {"gradcheck", cmd_gradcheck, "finite-difference check of every op and of the model"},
+        {"dump", cmd_dump, "every activation, loss and gradient of one batch into HDF5"},
+        {"export", cmd_export, "checkpoint -> Hugging Face folders (config.json, model.safetensors)"},
+        {"bench", cmd_bench, "timings of the training step and its parts"},
+    };
+    const int n = (int)(sizeof(cmds) / sizeof(cmds[0]));
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(cmds, n);
+        return argc < 2 ? 2 : 0;
+    }
+    for (int i = 0; i < n; i++) {
+        if (strcmp(argv[1], cmds[i].name) != 0) continue;
+        if (!cmds[i].fn) {
+            fprintf(stderr, "error: command '%s' is not part of this build yet\n", argv[1]);
+            return 2;
+        }
+        return cmds[i].fn(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "error: unknown command '%s' (run 'deberta --help' for the list)\n", argv[1]);
+    return 2;
+}
