@@ -1,0 +1,93 @@
+/* safetensors.c — see safetensors.h */
+#include "model/safetensors.h"
+#include "autograd/util.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct {
+    char *s;
+    size_t len, cap;
+} Buf;
+
+static void buf_put(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#include <stdarg.h>
+static void buf_put(Buf *b, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (k >= 0 && (size_t)k < b->cap - b->len) {
+            b->len += (size_t)k;
+            return;
+        }
+        b->cap = b->cap * 2 + (size_t)(k > 0 ? k : 64) + 64;
+        b->s = xrealloc(b->s, b->cap);
+    }
+}
+
+static long numel(const StEntry *e) {
+    long n = 1;
+    for (int i = 0; i < e->ndim; i++) n *= e->shape[i];
+    return n;
+}
+
+static void put_u64_le(unsigned char *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+int safetensors_write(const char *path, const StEntry *entries, int n, char *err, size_t errlen) {
+    Buf h = {xmalloc(256), 0, 256};
+    h.s[0] = 0;
+    buf_put(&h, "{\"__metadata__\":{\"format\":\"pt\"}");
+    uint64_t off = 0;
+    for (int i = 0; i < n; i++) {
+        const StEntry *e = &entries[i];
+        for (const char *c = e->name; *c; c++)
+            if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20) {
+                snprintf(err, errlen, "tensor name '%s' has a character that needs JSON escaping", e->name);
+                free(h.s);
+                return -1;
+            }
+        uint64_t bytes = (uint64_t)numel(e) * 4;
+        buf_put(&h, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[", e->name);
+        for (int d = 0; d < e->ndim; d++) buf_put(&h, d ? ",%d" : "%d", e->shape[d]);
+        buf_put(&h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off, (unsigned long long)(off + bytes));
+        off += bytes;
+    }
+    buf_put(&h, "}");
+    while (h.len % 8) buf_put(&h, " ");
+
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+        free(h.s);
+        return -1;
+    }
+    unsigned char len8[8];
+    put_u64_le(len8, h.len);
+    int ok = fwrite(len8, 1, 8, f) == 8 && fwrite(h.s, 1, h.len, f) == h.len;
+    float chunk[1024];
+    for (int i = 0; ok && i < n; i++) {
+        long m = numel(&entries[i]);
+        for (long j = 0; ok && j < m; j += 1024) {
+            long k = m - j < 1024 ? m - j : 1024;
+            for (long q = 0; q < k; q++) chunk[q] = (float)entries[i].data[j + q];
+            ok = fwrite(chunk, 4, (size_t)k, f) == (size_t)k; /* x86-64 is little-endian */
+        }
+    }
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok = (fclose(f) == 0) && ok;
+    free(h.s);
+    if (!ok || rename(tmp, path) != 0) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
