@@ -1,0 +1,447 @@
+/* test_optim.c — AdamW / XAdam against independently computed values (long double, textbook form),
+ * against torch.optim.AdamW + clip_grad_norm_ + a LambdaLR linear schedule when torch is present,
+ * decay/no-decay by name, clipping, non-finite skip, schedule values, determinism over threads. */
+#include "tests/testutil.h"
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "autograd/util.h"
+#include "train/optim.h"
+
+#if REAL_IS_DOUBLE
+#define TOL 1e-12
+#else
+#define TOL 2e-6
+#endif
+
+static void assert_close(double got, long double want, double tol, const char *what, int i) {
+    long double d = fabsl((long double)got - want);
+    if (d > tol * (1.0L + fabsl(want))) fail_msg("%s[%d]: got %.12g, expected %.12Lg (|diff| %.3Lg)", what, i, got, want, d);
+}
+
+/* A tiny model: one weight, one bias, one LayerNorm weight and bias. */
+static void tiny_set(ParamSet *ps) {
+    params_init(ps);
+    const int s23[2] = {2, 3}, s3[1] = {3}, s2[1] = {2};
+    params_add(ps, "m.encoder.dense.weight", 2, s23);
+    params_add(ps, "m.encoder.dense.bias", 1, s3);
+    params_add(ps, "m.encoder.LayerNorm.weight", 1, s3);
+    params_add(ps, "m.encoder.LayerNorm.bias", 1, s2);
+    params_finalize(ps);
+    int k = 0;
+    for (int i = 0; i < ps->n; i++)
+        for (long j = 0; j < ps->params[i]->n; j++, k++) ps->params[i]->data[j] = (real)(0.3 * sin(1.7 * k + 0.2) + (i == 2 ? 1.0 : 0.0));
+}
+
+/* Gradient of step s (0-based), element k: varied signs and magnitudes, exact in float. */
+static double grad_val(int s, int k, double scale) { return scale * ((double)((k * 7 + s * 3) % 11) - 5.0) / 8.0; }
+
+static void set_grads(ParamSet *ps, int s, double scale) {
+    int k = 0;
+    for (int i = 0; i < ps->n; i++)
+        for (long j = 0; j < ps->params[i]->n; j++, k++) ps->params[i]->grad[j] = (real)grad_val(s, k, scale);
+}
+
+static void decay_by_name(void **state) {
+    assert_true(optim_name_decays("generator.deberta.encoder.layer.0.attention.self.query_proj.weight"));
+    assert_true(optim_name_decays("generator.deberta.embeddings.word_embeddings.weight"));
+    assert_true(optim_name_decays("discriminator.deberta.embeddings.word_embeddings._weight"));
+    assert_true(optim_name_decays("generator.deberta.encoder.rel_embeddings.weight"));
+    assert_false(optim_name_decays("generator.deberta.encoder.layer.0.attention.self.query_proj.bias"));
+    assert_false(optim_name_decays("discriminator.deberta.encoder.layer.1.output.LayerNorm.weight"));
+    assert_false(optim_name_decays("discriminator.deberta.encoder.layer.1.output.LayerNorm.bias"));
+    assert_false(optim_name_decays("generator.lm_predictions.lm_head.bias"));
+    assert_false(optim_name_decays("generator.deberta.encoder.LayerNorm.weight"));
+}
+
+static void group_points_into_paramset(void **state) {
+    ParamSet ps;
+    params_init(&ps);
+    const int s[1] = {5};
+    params_add(&ps, "generator.a.weight", 1, s);
+    params_add(&ps, "discriminator.a.weight", 1, s);
+    params_add(&ps, "generator.a.bias", 1, s);
+    params_finalize(&ps);
+    OptimConfig c;
+    optim_config_default(&c, OPTIM_ADAMW);
+    OptimGroup g, d;
+    optim_group_init(&g, "generator", &c, &ps, "generator.");
+    optim_group_init(&d, "discriminator", &c, &ps, "discriminator.");
+    assert_int_equal(g.n, 2);
+    assert_int_equal(d.n, 1);
+    assert_ptr_equal(g.p[1].t, ps.params[2]);
+    assert_ptr_equal(g.p[1].m, ps.m + ps.offset[2]);
+    assert_ptr_equal(g.p[1].v, ps.v + ps.offset[2]);
+    assert_ptr_equal(d.p[0].m, ps.m + ps.offset[1]);
+    assert_int_equal(g.p[0].decay, 1);
+    assert_int_equal(g.p[1].decay, 0);
+    assert_int_equal(g.n_elems, 10);
+    /* zero_grad and scale_grads touch only their own group */
+    for (long i = 0; i < ps.total; i++) ps.grad[i] = 2;
+    optim_scale_grads(&g, 0.25);
+    assert_float_equal(ps.params[0]->grad[3], 0.5, 0);
+    assert_float_equal(ps.params[1]->grad[3], 2, 0);
+    optim_zero_grad(&d);
+    assert_float_equal(ps.params[1]->grad[4], 0, 0);
+    assert_float_equal(ps.params[2]->grad[4], 0.5, 0);
+    optim_group_free(&g);
+    optim_group_free(&d);
+    params_free(&ps);
+}
+
+/* Reference AdamW in long double, textbook form (Loshchilov & Hutter with torch's bias correction):
+ *   p ← p·(1 − lr·wd);  m̂ = m/(1−β1^t);  v̂ = v/(1−β2^t);  p ← p − lr·m̂/(sqrt(v̂) + eps). */
+typedef struct { long double p[32], m[32], v[32]; } Ref;
+
+static void ref_init(Ref *r, const ParamSet *ps) {
+    memset(r, 0, sizeof *r);
+    int k = 0;
+    for (int i = 0; i < ps->n; i++)
+        for (long j = 0; j < ps->params[i]->n; j++, k++) r->p[k] = ps->params[i]->data[j];
+}
+
+static void ref_adamw_step(Ref *r, const ParamSet *ps, int s, double gscale_in, int t, long double lr, const OptimConfig *c, int xadam) {
+    long double gg[32], n2 = 0;
+    int k = 0;
+    for (int i = 0; i < ps->n; i++)
+        for (long j = 0; j < ps->params[i]->n; j++, k++) {
+            gg[k] = (real)grad_val(s, k, gscale_in);
+            n2 += gg[k] * gg[k];
+        }
+    const long double norm = sqrtl(n2);
+    long double clip = 1;
+    if (!xadam && c->max_grad_norm / (norm + 1e-6L) < 1) clip = c->max_grad_norm / (norm + 1e-6L);
+    if (xadam && norm / c->max_grad_norm > 1) clip = 1 / (norm / c->max_grad_norm);
+    k = 0;
+    for (int i = 0; i < ps->n; i++) {
+        const int decay = optim_name_decays(ps->params[i]->name);
+        for (long j = 0; j < ps->params[i]->n; j++, k++) {
+            const long double g = gg[k] * clip;
+            r->m[k] = c->beta1 * r->m[k] + (1 - (long double)c->beta1) * g;
+            r->v[k] = c->beta2 * r->v[k] + (1 - (long double)c->beta2) * g * g;
+            if (!xadam) {
+                if (decay) r->p[k] *= 1 - lr * c->weight_decay;
+                const long double mh = r->m[k] / (1 - powl(c->beta1, t)), vh = r->v[k] / (1 - powl(c->beta2, t));
+                r->p[k] -= lr * mh / (sqrtl(vh) + c->eps);
+            } else {
+                long double u = r->m[k] / (sqrtl(r->v[k]) + c->eps);
+                if (decay) u += c->weight_decay * r->p[k];
+                r->p[k] -= lr * u;
+            }
+        }
+    }
+}
+
+static void ref_compare(const Ref *r, const ParamSet *ps, const char *what) {
+    int k = 0;
+    for (int i = 0; i < ps->n; i++) {
+        const Tensor *t = ps->params[i];
+        const real *m = ps->m + ps->offset[i], *v = ps->v + ps->offset[i];
+        for (long j = 0; j < t->n; j++, k++) {
+            assert_close(t->data[j], r->p[k], TOL, what, k);
+            assert_close(m[j], r->m[k], TOL, "m", k);
+            assert_close(v[j], r->v[k], TOL, "v", k);
+        }
+    }
+}
+
+static void adamw_three_steps_match_reference(void **state) {
+    ParamSet ps;
+    tiny_set(&ps);
+    OptimConfig c;
+    optim_config_default(&c, OPTIM_ADAMW);
+    c.lr = 1e-2;
+    c.weight_decay = 0.1;
+    c.eps = 1e-6;
+    c.total_steps = 5;
+    c.warmup_steps = 2;  /* lr: 0, lr/2, lr, 2lr/3, lr/3 */
+    c.max_grad_norm = 1.0;
+    OptimGroup g;
+    optim_group_init(&g, "all", &c, &ps, NULL);
+    Ref r;
+    ref_init(&r, &ps);
+    const double scales[4] = {0.1, 3.0, 0.05, 2.0}; /* steps 1 and 3 are clipped (norm > 1) */
+    const long double lrs[4] = {0, 5e-3L, 1e-2L, 1e-2L * 2 / 3};
+    for (int s = 0; s < 4; s++) {
+        set_grads(&ps, s, scales[s]);
+        OptimStepResult res = optim_step(&g);
+        assert_false(res.skipped);
+        assert_close(res.lr, lrs[s], 1e-15, "lr", s);
+        ref_adamw_step(&r, &ps, s, scales[s], s + 1, lrs[s], &c, 0);
+        ref_compare(&r, &ps, "adamw p");
+        assert_int_equal(g.step, s + 1);
+    }
+    /* a first update with lr 0 leaves the parameters unchanged (decay too) but moves the moments */
+    optim_group_free(&g);
+    params_free(&ps);
+}
+
+static void clipping_returns_preclip_norm(void **state) {
+    ParamSet ps;
+    params_init(&ps);
+    const int s[1] = {2};
+    params_add(&ps, "a.weight", 1, s);
+    params_add(&ps, "b.weight", 1, s);
+    params_finalize(&ps);
+    /* grads (3, 0) and (0, 4): global norm 5 */
+    ps.params[0]->grad[0] = 3;
+    ps.params[1]->grad[1] = 4;
+    OptimConfig c;
+    optim_config_default(&c, OPTIM_ADAMW);
+    c.schedule = OPTIM_SCHED_CONSTANT;
+    c.lr = 1.0;
+    c.weight_decay = 0;
+    c.eps = 1e-12;
+    c.max_grad_norm = 1.0;
+    OptimGroup g;
+    optim_group_init(&g, "all", &c, &ps, NULL);
+    assert_float_equal(optim_grad_norm(&g), 5.0, 1e-12);
+    OptimStepResult r = optim_step(&g);
+    assert_float_equal(r.grad_norm, 5.0, 1e-12);
+    /* clipped g = (0.6, 0) (0, 0.8) up to the 1e-6; m = 0.1 g; v = 0.001 g²; first step: m̂/sqrt(v̂) = sign(g) */
+    const double clip = 1.0 / (5.0 + 1e-6);
+    assert_float_equal(ps.m[ps.offset[0]], 0.1 * 3 * clip, 1e-7);
+    assert_float_equal(ps.v[ps.offset[1] + 1], 0.001 * 16 * clip * clip, 1e-9);
+    assert_float_equal(ps.params[0]->data[0], -1.0, 1e-6);
+    assert_float_equal(ps.params[0]->data[1], 0.0, 0);  /* zero grad, zero moments: no update */
+    optim_group_free(&g);
+    params_free(&ps);
+}
+
+static void xadam_matches_reference(void **state) {
+    ParamSet ps;
+    tiny_set(&ps);
+    OptimConfig c;
+    optim_config_default(&c, OPTIM_XADAM);
+    c.lr = 1e-2;
+    c.weight_decay = 0.1;
+    c.total_steps = 5;
+    c.warmup_steps = 2;  /* x = s/5, w = 0.4: lr·{0, 0.5, 0.6 (jump), 0.4} */
+    OptimGroup g;
+    optim_group_init(&g, "all", &c, &ps, NULL);
+    Ref r;
+    ref_init(&r, &ps);
+    real p0[32];
+    for (int i = 0; i < 3; i++) p0[i] = ps.params[0]->data[i];
+    const double scales[4] = {0.1, 3.0, 0.05, 2.0};
+    const long double lrs[4] = {0, 5e-3L, 6e-3L, 4e-3L};
+    for (int s = 0; s < 4; s++) {
+        set_grads(&ps, s, scales[s]);
+        OptimStepResult res = optim_step(&g);
+        assert_close(res.lr, lrs[s], 1e-15, "lr", s);
+        if (s == 0) /* lr 0: parameters untouched, moments updated */
+            for (int i = 0; i < 3; i++) {
+                assert_true(ps.params[0]->data[i] == p0[i]);
+                assert_true(ps.m[i] != 0);
+            }
+        ref_adamw_step(&r, &ps, s, scales[s], s + 1, lrs[s], &c, 1);
+        ref_compare(&r, &ps, "xadam p");
+    }
+    optim_group_free(&g);
+    params_free(&ps);
+}
+
+static void schedule_values(void **state) {
+    OptimConfig c;
+    optim_config_default(&c, OPTIM_ADAMW);
+    c.lr = 2.0;
+    c.total_steps = 10;
+    c.warmup_steps = 2;
+    assert_float_equal(optim_lr_at(&c, 0), 0.0, 1e-15);
+    assert_float_equal(optim_lr_at(&c, 1), 1.0, 1e-15);
+    assert_float_equal(optim_lr_at(&c, 2), 2.0, 1e-15);  /* peak */
+    assert_float_equal(optim_lr_at(&c, 6), 1.0, 1e-15);
+    assert_float_equal(optim_lr_at(&c, 9), 0.25, 1e-15); /* last update: lr/(T−W) */
+    assert_float_equal(optim_lr_at(&c, 10), 0.0, 1e-15);
+    assert_float_equal(optim_lr_at(&c, 12), 0.0, 1e-15);
+    c.warmup_steps = 0;
+    assert_float_equal(optim_lr_at(&c, 0), 2.0, 1e-15);
+    assert_float_equal(optim_lr_at(&c, 5), 1.0, 1e-15);
+
+    optim_config_default(&c, OPTIM_XADAM);
+    assert_int_equal(c.schedule, OPTIM_SCHED_WARMUP_LINEAR);
+    assert_float_equal(c.eps, 1e-6, 0);
+    assert_float_equal(c.beta2, 0.999, 0);
+    c.lr = 2.0;
+    c.total_steps = 10;
+    c.warmup_steps = 2; /* w = 0.2 */
+    assert_float_equal(optim_lr_at(&c, 0), 0.0, 1e-15);
+    assert_float_equal(optim_lr_at(&c, 1), 1.0, 1e-15);
+    assert_float_equal(optim_lr_at(&c, 2), 1.6, 1e-15);  /* the jump: (1 − 0.2)·lr, never the full lr */
+    assert_float_equal(optim_lr_at(&c, 5), 1.0, 1e-15);
+    assert_float_equal(optim_lr_at(&c, 9), 0.2, 1e-15);
+    c.schedule = OPTIM_SCHED_CONSTANT;
+    assert_float_equal(optim_lr_at(&c, 7), 2.0, 0);
+}
+
+static void nonfinite_norm_skips_step(void **state) {
+    ParamSet ps;
+    tiny_set(&ps);
+    OptimConfig c;
+    optim_config_default(&c, OPTIM_ADAMW);
+    c.schedule = OPTIM_SCHED_CONSTANT;
+    c.lr = 0.1;
+    OptimGroup g;
+    optim_group_init(&g, "all", &c, &ps, NULL);
+    set_grads(&ps, 0, 1.0);
+    optim_step(&g);
+    const size_t bytes = (size_t)ps.total * sizeof(real);
+    real *d = malloc(bytes), *m = malloc(bytes), *v = malloc(bytes);
+    memcpy(d, ps.data, bytes);
+    memcpy(m, ps.m, bytes);
+    memcpy(v, ps.v, bytes);
+    for (int bad = 0; bad < 2; bad++) {
+        set_grads(&ps, 1, 1.0);
+        ps.params[1]->grad[1] = bad ? (real)INFINITY : (real)NAN;
+        OptimStepResult r = optim_step(&g);
+        assert_int_equal(r.skipped, 1);
+        assert_false(isfinite(r.grad_norm));
+        assert_int_equal(g.step, 1);
+        assert_memory_equal(ps.data, d, bytes);
+        assert_memory_equal(ps.m, m, bytes);
+        assert_memory_equal(ps.v, v, bytes);
+    }
+    free(d);
+    free(m);
+    free(v);
+    optim_group_free(&g);
+    params_free(&ps);
+}
+
+/* Bitwise identical norm and update for 1 and 2 threads, over several chunks and tensors. */
+static void deterministic_over_threads(void **state) {
+    real *res[2];
+    double norms[2];
+    long total = 0;
+    for (int run = 0; run < 2; run++) {
+        omp_set_num_threads(run + 1);
+        ParamSet ps;
+        params_init(&ps);
+        const int s1[2] = {300, 173}, s2[1] = {OPTIM_CHUNK + 5}, s3[1] = {7};
+        params_add(&ps, "x.weight", 2, s1);
+        params_add(&ps, "x.bias", 1, s2);
+        params_add(&ps, "y.LayerNorm.weight", 1, s3);
+        params_finalize(&ps);
+        for (long i = 0; i < ps.total; i++) {
+            ps.data[i] = (real)sin(0.001 * i);
+            ps.grad[i] = (real)(1e-3 * cos(0.37 * i) * (1 + i % 13));
+        }
+        OptimConfig c;
+        optim_config_default(&c, OPTIM_ADAMW);
+        c.lr = 1e-3;
+        c.total_steps = 10;
+        c.warmup_steps = 1;
+        OptimGroup g;
+        optim_group_init(&g, "all", &c, &ps, NULL);
+        assert_true(g.n_chunks >= 6);
+        norms[run] = optim_grad_norm(&g);
+        for (int s = 0; s < 3; s++) optim_step(&g);
+        total = ps.total;
+        res[run] = malloc((size_t)total * sizeof(real));
+        memcpy(res[run], ps.data, (size_t)total * sizeof(real));
+        optim_group_free(&g);
+        params_free(&ps);
+    }
+    omp_set_num_threads(2);
+    assert_true(norms[0] == norms[1]);
+    assert_memory_equal(res[0], res[1], (size_t)total * sizeof(real));
+    free(res[0]);
+    free(res[1]);
+}
+
+/* torch.optim.AdamW with decay / no-decay groups, clip_grad_norm_(1.0), and the transformers linear
+ * schedule as a LambdaLR; same inputs, 4 steps.  Skipped when /usr/bin/python3 has no torch. */
+static void adamw_matches_torch(void **state) {
+    if (system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "skipped: /usr/bin/python3 with torch not available\n");
+        skip();
+    }
+    ParamSet ps;
+    tiny_set(&ps);
+    char in[] = "/tmp/deberta-test-optim-XXXXXX";
+    int fd = mkstemp(in);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    const double scales[4] = {0.1, 3.0, 0.05, 2.0};
+    fprintf(f, "%s\n", REAL_IS_DOUBLE ? "float64" : "float32");
+    for (int i = 0; i < ps.n; i++) {
+        fprintf(f, "%s %ld", ps.params[i]->name, ps.params[i]->n);
+        for (long j = 0; j < ps.params[i]->n; j++) fprintf(f, " %.17g", (double)ps.params[i]->data[j]);
+        fprintf(f, "\n");
+    }
+    for (int s = 0; s < 4; s++) {
+        set_grads(&ps, s, scales[s]);
+        for (long i = 0; i < ps.total; i++) fprintf(f, "%.17g ", (double)ps.grad[i]);
+        fprintf(f, "\n");
+    }
+    fclose(f);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 - %s <<'EOF'\n%s\nEOF\n", in,
+             "import sys, torch\n"
+             "L = open(sys.argv[1]).read().split('\\n')\n"
+             "dt = getattr(torch, L[0]); P = []; names = []\n"
+             "for l in L[1:5]:\n"
+             "    w = l.split(); names.append(w[0]); P.append(torch.tensor([float(x) for x in w[2:]], dtype=dt, requires_grad=True))\n"
+             "nd = lambda n: 'bias' in n or 'LayerNorm.weight' in n\n"
+             "groups = [{'params': [p for n, p in zip(names, P) if not nd(n)], 'weight_decay': 0.1},\n"
+             "          {'params': [p for n, p in zip(names, P) if nd(n)], 'weight_decay': 0.0}]\n"
+             "opt = torch.optim.AdamW(groups, lr=1e-2, betas=(0.9, 0.999), eps=1e-6)\n"
+             "T, W = 5, 2\n"
+             "sch = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: s / W if s < W else max(0.0, (T - s) / (T - W)))\n"
+             "for s in range(4):\n"
+             "    g = [float(x) for x in L[5 + s].split()]; k = 0\n"
+             "    for p in P:\n"
+             "        n = p.numel(); p.grad = torch.tensor(g[k:k + n], dtype=dt); k += (n + 15) // 16 * 16\n"
+             "    torch.nn.utils.clip_grad_norm_(P, 1.0)\n"
+             "    opt.step(); sch.step()\n"
+             "print(' '.join('%.17g' % x for p in P for x in p.detach().tolist()))\n");
+    FILE *py = popen(cmd, "r");
+    assert_non_null(py);
+    double want[32];
+    int nw = 0;
+    while (nw < 32 && fscanf(py, "%lf", &want[nw]) == 1) nw++;
+    int rc = pclose(py);
+    unlink(in);
+    assert_int_equal(rc, 0);
+
+    OptimConfig c;
+    optim_config_default(&c, OPTIM_ADAMW);
+    c.lr = 1e-2;
+    c.weight_decay = 0.1;
+    c.total_steps = 5;
+    c.warmup_steps = 2;
+    OptimGroup g;
+    optim_group_init(&g, "all", &c, &ps, NULL);
+    for (int s = 0; s < 4; s++) {
+        set_grads(&ps, s, scales[s]);
+        optim_step(&g);
+    }
+    int k = 0, nbitexact = 0;
+    for (int i = 0; i < ps.n; i++)
+        for (long j = 0; j < ps.params[i]->n; j++, k++) {
+            assert_true(k < nw);
+            assert_close(ps.params[i]->data[j], want[k], TOL, "vs torch", k);
+            nbitexact += (real)want[k] == ps.params[i]->data[j];
+        }
+    assert_int_equal(k, nw);
+    fprintf(stderr, "adamw vs torch: %d of %d parameters bit-identical\n", nbitexact, k);
+    optim_group_free(&g);
+    params_free(&ps);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(decay_by_name),
+        cmocka_unit_test(group_points_into_paramset),
+        cmocka_unit_test(adamw_three_steps_match_reference),
+        cmocka_unit_test(clipping_returns_preclip_norm),
+        cmocka_unit_test(xadam_matches_reference),
+        cmocka_unit_test(schedule_values),
+        cmocka_unit_test(nonfinite_norm_skips_step),
+        cmocka_unit_test(deterministic_over_threads),
+        cmocka_unit_test(adamw_matches_torch),
+    };
+    return cmocka_run_group_tests_name("optim", tests, NULL, NULL);
+}

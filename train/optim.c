@@ -1,0 +1,213 @@
+/* optim.c — AdamW / XAdam over a parameter group.  See optim.h for the exact semantics. */
+#include "train/optim.h"
+#include "autograd/util.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if REAL_IS_DOUBLE
+#define sqrtr sqrt
+#else
+#define sqrtr sqrtf
+#endif
+
+void optim_config_default(OptimConfig *c, OptimKind kind) {
+    memset(c, 0, sizeof *c);
+    c->kind = kind;
+    c->schedule = kind == OPTIM_XADAM ? OPTIM_SCHED_WARMUP_LINEAR : OPTIM_SCHED_LINEAR;
+    c->lr = 5e-5;
+    c->beta1 = 0.9;
+    c->beta2 = 0.999;
+    c->eps = 1e-6;
+    c->weight_decay = 0.01;
+    c->max_grad_norm = 1.0;
+    c->total_steps = 1;
+    c->warmup_steps = 0;
+}
+
+int optim_name_decays(const char *name) {
+    return !(strstr(name, "bias") || strstr(name, "LayerNorm.weight"));
+}
+
+static int param_index(const ParamSet *ps, const Tensor *t) {
+    for (int i = 0; i < ps->n; i++)
+        if (ps->params[i] == t) return i;
+    return -1;
+}
+
+void optim_group_init_list(OptimGroup *g, const char *name, const OptimConfig *cfg, ParamSet *ps, Tensor *const *list, int n) {
+    if (!ps->finalized) fatal("optimizer group '%s': the parameter set is not finalized", name);
+    if (n <= 0) fatal("optimizer group '%s' has no parameters", name);
+    memset(g, 0, sizeof *g);
+    snprintf(g->name, sizeof g->name, "%s", name);
+    g->cfg = *cfg;
+    g->p = xcalloc((size_t)n, sizeof(OptimParam));
+    g->n = n;
+    int nc = 0;
+    for (int k = 0; k < n; k++) {
+        int i = param_index(ps, list[k]);
+        if (i < 0) fatal("optimizer group '%s': parameter '%s' is not in the parameter set", name, list[k]->name ? list[k]->name : "?");
+        OptimParam *p = &g->p[k];
+        p->t = list[k];
+        p->m = ps->m + ps->offset[i];
+        p->v = ps->v + ps->offset[i];
+        p->decay = optim_name_decays(list[k]->name ? list[k]->name : "");
+        g->n_elems += p->t->n;
+        nc += (int)((p->t->n + OPTIM_CHUNK - 1) / OPTIM_CHUNK);
+    }
+    g->chunks = xcalloc((size_t)nc, sizeof(OptimChunk));
+    g->partial = xcalloc((size_t)nc, sizeof(double));
+    g->n_chunks = nc;
+    int c = 0;
+    for (int k = 0; k < n; k++)
+        for (long b = 0; b < g->p[k].t->n; b += OPTIM_CHUNK) {
+            g->chunks[c].p = k;
+            g->chunks[c].begin = b;
+            g->chunks[c].end = MIN(b + OPTIM_CHUNK, g->p[k].t->n);
+            c++;
+        }
+}
+
+void optim_group_init(OptimGroup *g, const char *name, const OptimConfig *cfg, ParamSet *ps, const char *prefix) {
+    size_t pl = prefix ? strlen(prefix) : 0;
+    Tensor **list = xcalloc((size_t)(ps->n ? ps->n : 1), sizeof(Tensor *));
+    int n = 0;
+    for (int i = 0; i < ps->n; i++)
+        if (!pl || !strncmp(ps->params[i]->name, prefix, pl)) list[n++] = ps->params[i];
+    if (!n) fatal("optimizer group '%s': no parameter name starts with '%s'", name, prefix ? prefix : "");
+    optim_group_init_list(g, name, cfg, ps, list, n);
+    free(list);
+}
+
+void optim_group_free(OptimGroup *g) {
+    free(g->p);
+    free(g->chunks);
+    free(g->partial);
+    memset(g, 0, sizeof *g);
+}
+
+double optim_lr_at(const OptimConfig *c, long s) {
+    const double T = (double)(c->total_steps > 0 ? c->total_steps : 1);
+    const double W = (double)(c->warmup_steps > 0 ? c->warmup_steps : 0);
+    switch (c->schedule) {
+    case OPTIM_SCHED_CONSTANT:
+        return c->lr;
+    case OPTIM_SCHED_LINEAR:
+        if ((double)s < W) return c->lr * (double)s / W;
+        if (T <= W) return 0.0;
+        return c->lr * fmax(0.0, (T - (double)s) / (T - W));
+    case OPTIM_SCHED_WARMUP_LINEAR: {
+        /* official lr_schedulers.warmup_linear(step, total, warmup, ends=0) */
+        double x = (double)s / T;
+        x = x - (double)(long)x;
+        const double w = W / T;
+        if (x < w) return c->lr * x / w;
+        return c->lr * (1.0 - x);
+    }
+    }
+    return c->lr;
+}
+
+double optim_grad_norm(OptimGroup *g) {
+    const int nc = g->n_chunks;
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < nc; c++) {
+        const OptimChunk *ch = &g->chunks[c];
+        const real *gr = g->p[ch->p].t->grad;
+        double s = 0;
+        for (long i = ch->begin; i < ch->end; i++) s += (double)gr[i] * (double)gr[i];
+        g->partial[c] = s;
+    }
+    double s = 0;
+    for (int c = 0; c < nc; c++) s += g->partial[c];
+    return sqrt(s);
+}
+
+void optim_scale_grads(OptimGroup *g, double s) {
+    const real rs = (real)s;
+    const int nc = g->n_chunks;
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < nc; c++) {
+        const OptimChunk *ch = &g->chunks[c];
+        real *gr = g->p[ch->p].t->grad;
+        for (long i = ch->begin; i < ch->end; i++) gr[i] *= rs;
+    }
+}
+
+void optim_zero_grad(OptimGroup *g) {
+    for (int k = 0; k < g->n; k++) memset(g->p[k].t->grad, 0, (size_t)g->p[k].t->n * sizeof(real));
+}
+
+/* torch.optim.AdamW (_single_tensor_adamw, non-capturable), element by element in its order. */
+static void adamw_chunk(const OptimParam *p, long b, long e, real decay_mul, real b1, real one_m_b1, real b2, real one_m_b2,
+                        real bc2_sqrt, real eps, real neg_step_size, real gscale) {
+    real *w = p->t->data, *gr = p->t->grad, *m = p->m, *v = p->v;
+    for (long i = b; i < e; i++) {
+        const real g = gr[i] * gscale;
+        if (p->decay) w[i] *= decay_mul;                   /* param.mul_(1 - lr*wd) */
+        m[i] = m[i] * b1 + one_m_b1 * g;                   /* exp_avg.mul_(b1).add_(g, alpha=1-b1) */
+        v[i] = v[i] * b2 + one_m_b2 * g * g;               /* exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2) */
+        const real denom = sqrtr(v[i]) / bc2_sqrt + eps;   /* (v.sqrt() / sqrt(bc2)).add_(eps) */
+        w[i] = w[i] + neg_step_size * m[i] / denom;        /* param.addcdiv_(m, denom, value=-lr/bc1) */
+    }
+}
+
+/* Official XAdam.update_param with bias_correction = 0 (spec §4.7). */
+static void xadam_chunk(const OptimParam *p, long b, long e, real lr, real wd, real b1, real one_m_b1, real b2, real one_m_b2, real eps,
+                        real gscale_div) {
+    real *w = p->t->data, *gr = p->t->grad, *m = p->m, *v = p->v;
+    for (long i = b; i < e; i++) {
+        const real g = gr[i] / gscale_div;                 /* grad / grad_scale */
+        m[i] = m[i] * b1 + one_m_b1 * g;
+        v[i] = v[i] * b2 + one_m_b2 * g * g;
+        real u = m[i] / (sqrtr(v[i]) + eps);
+        if (p->decay) u += wd * w[i];
+        w[i] -= lr * u;
+    }
+}
+
+OptimStepResult optim_step(OptimGroup *g) {
+    OptimStepResult r = {0};
+    const OptimConfig *c = &g->cfg;
+    r.grad_norm = optim_grad_norm(g);
+    if (!isfinite(r.grad_norm)) {
+        r.skipped = 1;
+        return r;
+    }
+    const double lr = optim_lr_at(c, g->step);
+    r.lr = lr;
+    const int nc = g->n_chunks;
+    if (c->kind == OPTIM_ADAMW) {
+        /* torch.nn.utils.clip_grad_norm_: clip_coef = max_norm/(norm + 1e-6), clamped to 1 */
+        real gscale = 1;
+        if (c->max_grad_norm > 0) {
+            const double coef = c->max_grad_norm / (r.grad_norm + 1e-6);
+            if (coef < 1.0) gscale = (real)coef;
+        }
+        const long t = g->step + 1;
+        const double bc1 = 1.0 - pow(c->beta1, (double)t);
+        const double bc2 = 1.0 - pow(c->beta2, (double)t);
+        const real decay_mul = (real)(1.0 - lr * c->weight_decay);
+        const real b1 = (real)c->beta1, one_m_b1 = (real)(1.0 - c->beta1), b2 = (real)c->beta2, one_m_b2 = (real)(1.0 - c->beta2);
+        const real bc2_sqrt = (real)sqrt(bc2), eps = (real)c->eps, neg_step = (real)(-(lr / bc1));
+#pragma omp parallel for schedule(static)
+        for (int k = 0; k < nc; k++) {
+            const OptimChunk *ch = &g->chunks[k];
+            adamw_chunk(&g->p[ch->p], ch->begin, ch->end, decay_mul, b1, one_m_b1, b2, one_m_b2, bc2_sqrt, eps, neg_step, gscale);
+        }
+    } else {
+        /* official fp32 path: grad_scale = max(1, norm / max_norm), g = grad / grad_scale */
+        real gdiv = 1;
+        if (c->max_grad_norm > 0 && r.grad_norm / c->max_grad_norm > 1.0) gdiv = (real)(r.grad_norm / c->max_grad_norm);
+        const real b1 = (real)c->beta1, one_m_b1 = (real)(1.0 - c->beta1), b2 = (real)c->beta2, one_m_b2 = (real)(1.0 - c->beta2);
+        const real rlr = (real)lr, wd = (real)c->weight_decay, eps = (real)c->eps;
+#pragma omp parallel for schedule(static)
+        for (int k = 0; k < nc; k++) {
+            const OptimChunk *ch = &g->chunks[k];
+            xadam_chunk(&g->p[ch->p], ch->begin, ch->end, rlr, wd, b1, one_m_b1, b2, one_m_b2, eps, gdiv);
+        }
+    }
+    g->step++;
+    return r;
+}

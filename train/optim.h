@@ -1,0 +1,112 @@
+/* optim.h — AdamW over a parameter group, global-norm clipping, LR schedules, gradient accumulation.
+ *
+ * A group is a list of parameters of one ParamSet, each with its moments m, v pointing into the
+ * ParamSet's flat m/v buffers.  The decoupled ELECTRA recipe (spec §4.6) uses two groups over one
+ * ParamSet (prefix "generator." and "discriminator."); joint mode uses one group over everything.
+ *
+ * Two optimizers (spec §4.7, §11):
+ *   OPTIM_ADAMW  torch.optim.AdamW, in torch's order of operations:
+ *                  p *= 1 − lr·wd                       (decoupled decay, decay params only)
+ *                  m  = lerp(m, g, 1−β1);  v = β2·v + (1−β2)·g²
+ *                  p −= lr/(1−β1^t) · m / (sqrt(v)/sqrt(1−β2^t) + eps)     t = 1, 2, ...
+ *                clipping as torch.nn.utils.clip_grad_norm_: g *= min(1, max_norm/(‖g‖ + 1e-6)).
+ *                Schedule OPTIM_SCHED_LINEAR (below).
+ *   OPTIM_XADAM  the official DeBERTa XAdam:  no bias correction, eps outside the sqrt,
+ *                  u = m/(sqrt(v) + eps);  if decay: u += wd·p;  p −= lr_t·u
+ *                clipping as the official fp32 path: g /= max(1, ‖g‖/max_norm).
+ *                Schedule OPTIM_SCHED_WARMUP_LINEAR (below; first update has lr 0).
+ *
+ * No weight decay for parameters whose name contains "bias" or "LayerNorm.weight" (the official
+ * regexes; LayerNorm.bias matches "bias").
+ *
+ * Determinism: the group is cut into fixed chunks of OPTIM_CHUNK elements (independent of the
+ * thread count); the squared norm is summed per chunk in double and the chunk sums are added in
+ * order, so the norm — and hence the whole update — is bitwise the same for any thread count.
+ * optim_step() does no heap allocation.
+ */
+#ifndef DEBERTA_OPTIM_H
+#define DEBERTA_OPTIM_H
+#include "autograd/tensor.h"
+
+#define OPTIM_CHUNK 16384
+
+typedef enum { OPTIM_ADAMW = 0, OPTIM_XADAM = 1 } OptimKind;
+
+typedef enum {
+    /* Linear warm-up then linear decay to 0, exactly transformers' get_linear_schedule_with_warmup
+     * (a torch LambdaLR) evaluated at s = updates done so far (0 for the first update):
+     *   s < W:  lr·s/W          s ≥ W:  lr·max(0, (T − s)/(T − W))
+     * so with W > 0 the first update has lr 0 (as in transformers), lr peaks at s = W and the
+     * last update (s = T−1) has lr/(T − W).  W = 0: lr·(T − s)/T from the first update. */
+    OPTIM_SCHED_LINEAR = 0,
+    /* The official warmup_linear (spec §4.7): x = s/T (wrapped into [0,1) as the official
+     * x − int(x)), w = W/T;  x < w: lr·x/w,  else lr·(1 − x).  s = updates so far, so the first
+     * update has lr 0; the multiplier jumps from ~1 to 1 − w at the end of warm-up. */
+    OPTIM_SCHED_WARMUP_LINEAR = 1,
+    OPTIM_SCHED_CONSTANT = 2, /* lr for every update (tests, ablations) */
+} OptimSchedule;
+
+typedef struct OptimConfig {
+    OptimKind kind;
+    OptimSchedule schedule;
+    double lr;             /* peak learning rate */
+    double beta1, beta2, eps;
+    double weight_decay;   /* applied to decay parameters only */
+    double max_grad_norm;  /* ≤ 0: no clipping (the norm is still computed and returned) */
+    long total_steps;      /* T: updates of this group over the whole run */
+    long warmup_steps;     /* W */
+} OptimConfig;
+
+typedef struct OptimParam {
+    Tensor *t;        /* data and grad (in the ParamSet) */
+    real *m, *v;      /* AdamW moments, inside ParamSet.m / ParamSet.v */
+    int decay;        /* 1: weight decay applies */
+} OptimParam;
+
+typedef struct OptimChunk {
+    int p;            /* index into OptimGroup.p */
+    long begin, end;  /* element range inside that parameter */
+} OptimChunk;
+
+typedef struct OptimGroup {
+    char name[64];    /* "generator", "discriminator", "all": used in checkpoints and logs */
+    OptimConfig cfg;
+    OptimParam *p;
+    int n;
+    long n_elems;     /* real elements in the group */
+    OptimChunk *chunks;
+    int n_chunks;
+    double *partial;  /* per-chunk partial sums (n_chunks) */
+    long step;        /* updates done so far (skipped steps do not count); saved in checkpoints */
+} OptimGroup;
+
+typedef struct OptimStepResult {
+    double grad_norm; /* global L2 norm of the group's gradient before clipping */
+    double lr;        /* learning rate used (0 when skipped) */
+    int skipped;      /* 1: the norm was NaN/Inf, nothing was changed (caller logs, zero-grads) */
+} OptimStepResult;
+
+/* Spec defaults: β1 0.9, β2 0.999, eps 1e-6, weight decay 0.01, max_grad_norm 1.0, lr 5e-5, and
+ * the schedule that belongs to the kind (LINEAR for adamw, WARMUP_LINEAR for xadam). */
+void optim_config_default(OptimConfig *c, OptimKind kind);
+/* 1 if weight decay applies to a parameter of this name (not "bias", not "LayerNorm.weight"). */
+int optim_name_decays(const char *name);
+/* Group of every parameter of ps whose name starts with prefix (NULL or "" = all of them).
+ * ps must be finalized.  Fatal if the prefix selects nothing. */
+void optim_group_init(OptimGroup *g, const char *name, const OptimConfig *cfg, ParamSet *ps, const char *prefix);
+/* Group of an explicit list of parameters (each must belong to ps). */
+void optim_group_init_list(OptimGroup *g, const char *name, const OptimConfig *cfg, ParamSet *ps, Tensor *const *list, int n);
+void optim_group_free(OptimGroup *g);
+
+/* Schedule multiplier × lr for the update that follows s updates (s = g->step before it). */
+double optim_lr_at(const OptimConfig *c, long s);
+/* Global L2 norm of the group's gradient (double accumulation, fixed order). */
+double optim_grad_norm(OptimGroup *g);
+/* Multiply every gradient of the group by s (gradient accumulation: s = 1/k after k micro-batches). */
+void optim_scale_grads(OptimGroup *g, double s);
+/* Zero the group's gradients only (the other group's stay). */
+void optim_zero_grad(OptimGroup *g);
+/* Norm, non-finite check, clipping, update, step++.  A non-finite norm skips everything (parameters,
+ * moments, gradients and step are left as they were) and returns skipped = 1. */
+OptimStepResult optim_step(OptimGroup *g);
+#endif
