@@ -2,6 +2,7 @@
  * Each case builds small random leaves (edge cases included: size-1 dims, fully masked rows,
  * repeated indices), checks every element, frees its leaves and returns the result. */
 #include "autograd/gradcheck_ops.h"
+#include "autograd/gradcheck_attention.h"
 #include "autograd/ops.h"
 #include "autograd/util.h"
 
@@ -62,5 +63,6 @@ const GCCase gc_op_cases[] = {
     {"matmul", "[1,1]x[1,1]", gc_mm_ones},
     {"linear", "[2,3,4]x[5,4]^T+[5]", gc_linear},
     {"linear", "[1,4]x[1,4]^T no bias", gc_linear_nobias},
+    GC_ATTENTION_CASES /* autograd/gradcheck_attention.c */
 };
 const int gc_n_op_cases = (int)ARRAY_LEN(gc_op_cases);

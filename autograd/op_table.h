@@ -15,7 +15,8 @@ struct TapeNode;
     OP_LIST_MORE(X)
 
 /* Further ops are appended here, one line each (keep OP_LIST itself short and stable). */
-#define OP_LIST_MORE(X)
+#define OP_LIST_MORE(X) \
+    X(DISENTANGLED_ATTENTION, disentangled_attention)
 
 enum OpKind {
     OP_NONE = 0,

@@ -1,0 +1,62 @@
+/* gradcheck_attention.c — see gradcheck_attention.h */
+#include "autograd/gradcheck_attention.h"
+#include "autograd/ops_attention.h"
+#include <math.h>
+
+typedef struct {
+    int terms;
+    const int32_t *c, *qmask, *kmask;
+    real scale;
+} DACtx;
+
+/* leaves: q, k, qr, kr */
+static Tensor *g_attention(Tape *t, Tensor **x, int n, void *ctx) {
+    const DACtx *c = ctx;
+    return op_disentangled_attention_probs(t, x[0], x[1], x[2], x[3], c->c, c->terms, c->scale, c->qmask, c->kmask);
+}
+
+/* B=2, A=2, D=3, R=5; Tq, Tk given; masks optional; table rank 3 or 4. */
+static GCResult run_case(Tape *t, int terms, int Tq, int Tk, const int32_t *qmask, const int32_t *kmask, int table4) {
+    enum { B = 2, A = 2, D = 3, R = 5 };
+    int32_t c[8 * 8];
+    /* a relative-style index with repeats: clamp(i − j + 2, 0, R − 1) */
+    for (int i = 0; i < Tq; i++)
+        for (int j = 0; j < Tk; j++) {
+            int v = i - j + 2;
+            c[i * Tk + j] = v < 0 ? 0 : v > R - 1 ? R - 1 : v;
+        }
+    const int sq[4] = {B, A, Tq, D}, sk[4] = {B, A, Tk, D};
+    const int st3[3] = {A, R, D}, st4[4] = {1, A, R, D};
+    Tensor *x[4];
+    x[0] = gc_leaf(4, sq, 1, "q");
+    x[1] = gc_leaf(4, sk, 1, "k");
+    x[2] = table4 ? gc_leaf(4, st4, 1, "qr") : gc_leaf(3, st3, 1, "qr");
+    x[3] = table4 ? gc_leaf(4, st4, 1, "kr") : gc_leaf(3, st3, 1, "kr");
+    for (int i = 0; i < 4; i++) gc_fill_uniform(x[i], 200 + i, -1.0, 1.0);
+    /* the op ignores the table of a term that is off: not checked */
+    if (!(terms & ATT_P2C)) x[2]->requires_grad = 0;
+    if (!(terms & ATT_C2P)) x[3]->requires_grad = 0;
+    int nterms = !!(terms & ATT_C2C) + !!(terms & ATT_C2P) + !!(terms & ATT_P2C);
+    DACtx ctx = {terms, c, qmask, kmask, (real)(1.0 / sqrt(3.0 * nterms))};
+    GCResult r = gradcheck_elements(t, g_attention, x, 4, &ctx, 0);
+    for (int i = 0; i < 4; i++) gc_leaf_free(x[i]);
+    return r;
+}
+
+/* g_attention reads x[2]/x[3] only when the term is on (the op ignores qr/kr otherwise). */
+GCResult gc_attention_c2c(Tape *t) { return run_case(t, ATT_C2C, 4, 4, NULL, NULL, 0); }
+GCResult gc_attention_c2p(Tape *t) { return run_case(t, ATT_C2P, 4, 4, NULL, NULL, 0); }
+GCResult gc_attention_p2c(Tape *t) { return run_case(t, ATT_P2C, 4, 4, NULL, NULL, 0); }
+GCResult gc_attention_c2c_c2p(Tape *t) { return run_case(t, ATT_C2C | ATT_C2P, 4, 4, NULL, NULL, 0); }
+GCResult gc_attention_c2c_p2c(Tape *t) { return run_case(t, ATT_C2C | ATT_P2C, 4, 4, NULL, NULL, 0); }
+GCResult gc_attention_c2p_p2c(Tape *t) { return run_case(t, ATT_C2P | ATT_P2C, 4, 4, NULL, NULL, 0); }
+GCResult gc_attention_all(Tape *t) { return run_case(t, ATT_ALL, 4, 4, NULL, NULL, 0); }
+GCResult gc_attention_all_padded(Tape *t) {
+    /* batch 0: last query row and last key padded; batch 1: fully padded (every row all zeros) */
+    static const int32_t m[8] = {1, 1, 1, 0, 0, 0, 0, 0};
+    return run_case(t, ATT_ALL, 4, 4, m, m, 0);
+}
+GCResult gc_attention_rect(Tape *t) {
+    static const int32_t qm[6] = {1, 1, 0, 1, 1, 1}, km[10] = {1, 1, 1, 1, 0, 1, 0, 1, 1, 1};
+    return run_case(t, ATT_ALL, 3, 5, qm, km, 1);
+}

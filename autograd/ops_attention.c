@@ -1,0 +1,234 @@
+/* ops_attention.c — fused disentangled attention probabilities: scores (c2c + gathered c2p +
+ * gathered p2c), scale, pairwise mask and softmax in one op with a hand-written backward.
+ * See ops_attention.h for the formula.  Threads own (batch, head) pairs; the only cross-pair sum
+ * (the gradient of the shared relative table) runs afterwards, serially over b, in a fixed order. */
+#include <omp.h>
+#include <string.h>
+#include "autograd/ops_attention.h"
+#include <math.h>
+
+#if REAL_IS_DOUBLE
+#define da_exp exp
+#else
+#define da_exp expf
+#endif
+
+typedef struct {
+    int B, A, Tq, Tk, D, R, terms;
+} DAGeom;
+
+static DAGeom da_geometry(const Tensor *q, const Tensor *k, const Tensor *qr, const Tensor *kr, const int32_t *c, int terms) {
+    char s1[64], s2[64];
+    const char *op = "disentangled_attention";
+    OP_CHECK(q && k, op, "NULL q or k");
+    OP_CHECK(terms > 0 && terms <= ATT_ALL, op, "attention terms %d: need a non-empty subset of c2c|c2p|p2c", terms);
+    OP_CHECK(q->ndim == 4 && k->ndim == 4, op, "q %s and k %s must be [B, A, T, D]", shape_str(q, s1, 64), shape_str(k, s2, 64));
+    DAGeom g = {q->shape[0], q->shape[1], q->shape[2], k->shape[2], q->shape[3], 0, terms};
+    OP_CHECK(k->shape[0] == g.B && k->shape[1] == g.A && k->shape[3] == g.D, op, "q %s and k %s differ in B, A or D",
+             shape_str(q, s1, 64), shape_str(k, s2, 64));
+    const Tensor *tabs[2] = {(terms & ATT_P2C) ? qr : NULL, (terms & ATT_C2P) ? kr : NULL};
+    const char *tn[2] = {"qr (p2c)", "kr (c2p)"};
+    for (int i = 0; i < 2; i++) {
+        const Tensor *x = tabs[i];
+        if (!x) {
+            OP_CHECK(!(i == 0 ? (terms & ATT_P2C) : (terms & ATT_C2P)), op, "%s is NULL but the term is on", tn[i]);
+            continue;
+        }
+        int ok = (x->ndim == 3 || (x->ndim == 4 && x->shape[0] == 1)) && tdim(x, -3) == g.A && tdim(x, -1) == g.D;
+        OP_CHECK(ok, op, "%s %s must be [A, R, D] or [1, A, R, D] with A = %d, D = %d", tn[i], shape_str(x, s1, 64), g.A, g.D);
+        OP_CHECK(g.R == 0 || g.R == tdim(x, -2), op, "qr and kr have different row counts");
+        g.R = tdim(x, -2);
+    }
+    if (terms & (ATT_C2P | ATT_P2C)) OP_CHECK(c != NULL, op, "c2p/p2c need the relative index c");
+    return g;
+}
+
+/* P[b,a] = masked softmax of scale·S[b,a] (S given in P, overwritten).  Row i of batch b is kept
+ * iff qm[b·Tq+i]; entry j iff km[b·Tk+j].  Max over kept entries; masked entries never enter exp. */
+static void masked_softmax_rows(real *P, int Tq, int Tk, real scale, const int32_t *qm, const int32_t *km) {
+    for (int i = 0; i < Tq; i++) {
+        real *row = P + (long)i * Tk;
+        if (qm && !qm[i]) {
+            memset(row, 0, (size_t)Tk * sizeof(real));
+            continue;
+        }
+        real mx = 0;
+        int any = 0;
+        for (int j = 0; j < Tk; j++) {
+            if (km && !km[j]) continue;
+            real x = scale * row[j];
+            if (!any || x > mx) mx = x;
+            any = 1;
+        }
+        if (!any) {
+            memset(row, 0, (size_t)Tk * sizeof(real));
+            continue;
+        }
+        real sum = 0;
+        for (int j = 0; j < Tk; j++) {
+            if (km && !km[j]) {
+                row[j] = 0;
+                continue;
+            }
+            row[j] = da_exp(scale * row[j] - mx);
+            sum += row[j];
+        }
+        const real inv = 1 / sum;
+        for (int j = 0; j < Tk; j++) row[j] *= inv;
+    }
+}
+
+/* P [B,A,Tq,Tk] from q [B,A,Tq,D], k [B,A,Tk,D], qr/kr [A,R,D], c [Tq,Tk].
+ * scratch: omp_get_max_threads() · (Tq + Tk) · R reals. */
+static void disentangled_attention_forward(real *P, real *scratch, const real *q, const real *k, const real *qr, const real *kr,
+                                    const int32_t *c, const int32_t *qmask, const int32_t *kmask, const DAGeom *g, real scale) {
+    const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, A = g->A;
+    const long nba = (long)g->B * A;
+    const int par = nba > 1 && nba * Tq * Tk >= 4096;
+#pragma omp parallel for schedule(static) if (par)
+    for (long ba = 0; ba < nba; ba++) {
+        const int b = (int)(ba / A), a = (int)(ba % A);
+        real *S = P + ba * Tq * Tk;
+        const real *qb = q + ba * Tq * D, *kb = k + ba * Tk * D;
+        real *Pc = scratch + (long)omp_get_thread_num() * (Tq + Tk) * R; /* [Tq, R] */
+        real *Pp = Pc + (long)Tq * R;                                     /* [Tk, R] */
+        /* c2c: S = q · k^T */
+        if (g->terms & ATT_C2C)
+            cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, D, 1, qb, D, kb, D, 0, S, Tk);
+        else
+            memset(S, 0, (size_t)Tq * Tk * sizeof(real));
+        /* c2p: Pc = q · kr[a]^T [Tq, R];  S[i,j] += Pc[i, c(i,j)] */
+        if (g->terms & ATT_C2P) {
+            cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, R, D, 1, qb, D, kr + (long)a * R * D, D, 0, Pc, R);
+            for (int i = 0; i < Tq; i++) {
+                const int32_t *ci = c + (long)i * Tk;
+                const real *pci = Pc + (long)i * R;
+                real *Si = S + (long)i * Tk;
+                for (int j = 0; j < Tk; j++) Si[j] += pci[ci[j]];
+            }
+        }
+        /* p2c: Pp = k · qr[a]^T [Tk, R];  S[i,j] += Pp[j, c(i,j)] */
+        if (g->terms & ATT_P2C) {
+            cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tk, R, D, 1, kb, D, qr + (long)a * R * D, D, 0, Pp, R);
+            for (int i = 0; i < Tq; i++) {
+                const int32_t *ci = c + (long)i * Tk;
+                real *Si = S + (long)i * Tk;
+                for (int j = 0; j < Tk; j++) Si[j] += Pp[(long)j * R + ci[j]];
+            }
+        }
+        masked_softmax_rows(S, Tq, Tk, scale, qmask ? qmask + (long)b * Tq : NULL, kmask ? kmask + (long)b * Tk : NULL);
+    }
+}
+
+/* Given dP, accumulate dq, dk (per (b,a)), dqr, dkr (summed over b).  Any grad pointer may be NULL.
+ * scratch: omp_get_max_threads() · Tq · Tk reals (dS);  dPc [B,A,Tq,R], dPp [B,A,Tk,R] zeroed. */
+static void disentangled_attention_backward(real *dq, real *dk, real *dqr, real *dkr, real *scratch, real *dPc, real *dPp,
+                                     const real *dP, const real *P, const real *q, const real *k, const real *qr,
+                                     const real *kr, const int32_t *c, const DAGeom *g, real scale) {
+    const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, A = g->A;
+    const long nba = (long)g->B * A;
+    const int par = nba > 1 && nba * Tq * Tk >= 4096;
+#pragma omp parallel for schedule(static) if (par)
+    for (long ba = 0; ba < nba; ba++) {
+        const int a = (int)(ba % A);
+        const real *Pb = P + ba * Tq * Tk, *dPb = dP + ba * Tq * Tk;
+        const real *qb = q + ba * Tq * D, *kb = k + ba * Tk * D;
+        real *dS = scratch + (long)omp_get_thread_num() * Tq * Tk;
+        /* P = softmax(scale·S):  dS[i,j] = scale · P[i,j] · (dP[i,j] − Σ_j' P[i,j'] dP[i,j'])
+         * (masked entries have P = 0, so they get dS = 0) */
+        for (int i = 0; i < Tq; i++) {
+            const real *p = Pb + (long)i * Tk, *dp = dPb + (long)i * Tk;
+            real dot = 0;
+            for (int j = 0; j < Tk; j++) dot += p[j] * dp[j];
+            real *ds = dS + (long)i * Tk;
+            for (int j = 0; j < Tk; j++) ds[j] = scale * p[j] * (dp[j] - dot);
+        }
+        /* S = q · k^T:  dq += dS · k,  dk += dS^T · q */
+        if (g->terms & ATT_C2C) {
+            if (dq) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, Tk, 1, dS, Tk, kb, D, 1, dq + ba * Tq * D, D);
+            if (dk) cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, D, Tq, 1, dS, Tk, qb, D, 1, dk + ba * Tk * D, D);
+        }
+        /* S[i,j] += Pc[i, c(i,j)], Pc = q · kr^T:  dPc[i, c(i,j)] += dS[i,j];  dq += dPc · kr */
+        if (g->terms & ATT_C2P) {
+            real *dpc = dPc + ba * Tq * R;
+            for (int i = 0; i < Tq; i++) {
+                const int32_t *ci = c + (long)i * Tk;
+                const real *ds = dS + (long)i * Tk;
+                real *d = dpc + (long)i * R;
+                for (int j = 0; j < Tk; j++) d[ci[j]] += ds[j];
+            }
+            if (dq)
+                cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, R, 1, dpc, R, kr + (long)a * R * D, D, 1,
+                           dq + ba * Tq * D, D);
+        }
+        /* S[i,j] += Pp[j, c(i,j)], Pp = k · qr^T:  dPp[j, c(i,j)] += dS[i,j];  dk += dPp · qr */
+        if (g->terms & ATT_P2C) {
+            real *dpp = dPp + ba * Tk * R;
+            for (int i = 0; i < Tq; i++) {
+                const int32_t *ci = c + (long)i * Tk;
+                const real *ds = dS + (long)i * Tk;
+                for (int j = 0; j < Tk; j++) dpp[(long)j * R + ci[j]] += ds[j];
+            }
+            if (dk)
+                cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tk, D, R, 1, dpp, R, qr + (long)a * R * D, D, 1,
+                           dk + ba * Tk * D, D);
+        }
+    }
+    /* the table is shared by every batch item: dkr[a] += Σ_b dPc[b,a]^T · q[b,a],
+     * dqr[a] += Σ_b dPp[b,a]^T · k[b,a]  (b in increasing order: bitwise repeatable) */
+    for (int a = 0; a < A; a++) {
+        for (int b = 0; b < g->B; b++) {
+            const long ba = (long)b * A + a;
+            if (dkr && (g->terms & ATT_C2P))
+                cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, R, D, Tq, 1, dPc + ba * Tq * R, R, q + ba * Tq * D, D, 1,
+                           dkr + (long)a * R * D, D);
+            if (dqr && (g->terms & ATT_P2C))
+                cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, R, D, Tk, 1, dPp + ba * Tk * R, R, k + ba * Tk * D, D, 1,
+                           dqr + (long)a * R * D, D);
+        }
+    }
+}
+
+Tensor *op_disentangled_attention_probs(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, const int32_t *c_idx,
+                                        int terms, real scale, const int32_t *qmask, const int32_t *kmask) {
+    DAGeom g = da_geometry(q, k, qr, kr, c_idx, terms);
+    const int use_pos = (terms & (ATT_C2P | ATT_P2C)) != 0;
+    if (use_pos) {
+        const long n = (long)g.Tq * g.Tk;
+        for (long i = 0; i < n; i++)
+            OP_CHECK(c_idx[i] >= 0 && c_idx[i] < g.R, "disentangled_attention", "c[%ld] = %d outside the %d table rows", i,
+                     (int)c_idx[i], g.R);
+    }
+    const int shape[4] = {g.B, g.A, g.Tq, g.Tk};
+    Tensor *p = tape_tensor(t, 4, shape, "attn_probs");
+    real *scratch = use_pos ? arena_alloc(&t->arena, (size_t)omp_get_max_threads() * (g.Tq + g.Tk) * g.R * sizeof(real)) : NULL;
+    disentangled_attention_forward(p->data, scratch, q->data, k->data, (terms & ATT_P2C) ? qr->data : NULL,
+                                   (terms & ATT_C2P) ? kr->data : NULL, c_idx, qmask, kmask, &g, scale);
+    Tensor *in[4] = {q, k, (terms & ATT_P2C) ? qr : NULL, (terms & ATT_C2P) ? kr : NULL};
+    TapeNode *nd = tape_record(t, OP_DISENTANGLED_ATTENTION, p, 4, in);
+    if (nd) {
+        nd->iarg[0] = terms;
+        nd->farg[0] = scale;
+        if (use_pos) {
+            int32_t *cc = arena_alloc(&t->arena, (size_t)g.Tq * g.Tk * sizeof(int32_t));
+            memcpy(cc, c_idx, (size_t)g.Tq * g.Tk * sizeof(int32_t));
+            nd->ctx = cc;
+        }
+    }
+    return p;
+}
+
+void disentangled_attention_backward_node(Tape *t, TapeNode *nd) {
+    Tensor *q = nd->in[0], *k = nd->in[1], *qr = nd->in[2], *kr = nd->in[3];
+    const int terms = (int)nd->iarg[0];
+    const int32_t *c = nd->ctx;
+    DAGeom g = da_geometry(q, k, qr, kr, c, terms);
+    real *scratch = arena_alloc(&t->arena, (size_t)omp_get_max_threads() * g.Tq * g.Tk * sizeof(real));
+    real *dPc = (terms & ATT_C2P) ? arena_calloc(&t->arena, (size_t)g.B * g.A * g.Tq * g.R * sizeof(real)) : NULL;
+    real *dPp = (terms & ATT_P2C) ? arena_calloc(&t->arena, (size_t)g.B * g.A * g.Tk * g.R * sizeof(real)) : NULL;
+    disentangled_attention_backward(q->requires_grad ? tape_grad(t, q) : NULL, k->requires_grad ? tape_grad(t, k) : NULL,
+                                    qr && qr->requires_grad ? tape_grad(t, qr) : NULL,
+                                    kr && kr->requires_grad ? tape_grad(t, kr) : NULL, scratch, dPc, dPp, nd->out->grad,
+                                    nd->out->data, q->data, k->data, qr ? qr->data : NULL, kr ? kr->data : NULL, c, &g,
+                                    (real)nd->farg[0]);
+}

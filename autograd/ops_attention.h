@@ -1,0 +1,29 @@
+/* ops_attention.h — the fused disentangled-attention op (DeBERTa, spec §1.6–§1.7).
+ *
+ * Letters: B batch, A heads, Tq queries, Tk keys, D head size, R rows of the relative table that are
+ * passed in (the caller projects only the rows reachable at the current length and shifts c).
+ *
+ *   S[b,a,i,j] = c2c  q[b,a,i]·k[b,a,j]                    (if ATT_C2C)
+ *              + c2p  q[b,a,i]·kr[a,c(i,j)]                 (if ATT_C2P)  = (q·kr^T)[i, c(i,j)]
+ *              + p2c  k[b,a,j]·qr[a,c(i,j)]                 (if ATT_P2C)  = (k·qr^T)[j, c(i,j)]
+ *   P[b,a,i,:] = masked softmax over j of scale·S[b,a,i,:]   kept iff qmask[b,i] && kmask[b,j]
+ *
+ * c2p and p2c are a [T, R] matmul against the table followed by a gather: no T×T×D tensor exists.
+ * Masked entries are exactly 0 and a fully masked row (a padded query) is all zeros, never NaN.
+ * Memory: the output P (B·A·Tq·Tk) plus, in backward only, dS per thread (Tq·Tk) and the gathered
+ * gradients d(q·kr^T), d(k·qr^T) (B·A·(Tq+Tk)·R).  See docs/ARCHITECTURE.md, "Model".
+ */
+#ifndef DEBERTA_OPS_ATTENTION_H
+#define DEBERTA_OPS_ATTENTION_H
+#include <stdint.h>
+#include "autograd/tape.h"
+
+/* Attention terms, a bitmask (model/config.h uses the same). */
+enum { ATT_C2C = 1, ATT_C2P = 2, ATT_P2C = 4, ATT_ALL = 7 };
+
+/* q [B,A,Tq,D], k [B,A,Tk,D]; qr, kr [A,R,D] or [1,A,R,D] (qr needed iff p2c, kr iff c2p, else NULL);
+ * c_idx [Tq,Tk] int32 in [0,R) (NULL iff neither c2p nor p2c); qmask [B·Tq], kmask [B·Tk] 0/1 or NULL.
+ * Returns P [B,A,Tq,Tk].  c_idx is copied when a backward needs it. */
+Tensor *op_disentangled_attention_probs(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, const int32_t *c_idx,
+                                        int terms, real scale, const int32_t *qmask, const int32_t *kmask);
+#endif

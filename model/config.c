@@ -1,0 +1,380 @@
+/* config.c — see config.h.  One table of keys drives parsing, flags and the writer. */
+#include "model/config.h"
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { K_INT, K_DBL, K_BOOL, K_TERMS, K_NORM, K_SHARING, K_MODE };
+
+typedef struct {
+    const char *key;
+    int type;
+    size_t off;
+} Key;
+
+#define F(field) offsetof(ModelConfig, field)
+static const Key KEYS[] = {
+    {"hidden_size", K_INT, F(hidden_size)},
+    {"num_hidden_layers", K_INT, F(num_hidden_layers)},
+    {"num_attention_heads", K_INT, F(num_attention_heads)},
+    {"attention_head_size", K_INT, F(attention_head_size)},
+    {"intermediate_size", K_INT, F(intermediate_size)},
+    {"vocab_size", K_INT, F(vocab_size)},
+    {"max_position_embeddings", K_INT, F(max_position_embeddings)},
+    {"position_buckets", K_INT, F(position_buckets)},
+    {"max_relative_positions", K_INT, F(max_relative_positions)},
+    {"pos_att_type", K_TERMS, F(att_terms)},
+    {"share_att_key", K_BOOL, F(share_att_key)},
+    {"norm_rel_ebd", K_NORM, F(norm_rel_ebd)},
+    {"layer_norm_eps", K_DBL, F(layer_norm_eps)},
+    {"hidden_dropout_prob", K_DBL, F(hidden_dropout_prob)},
+    {"attention_probs_dropout_prob", K_DBL, F(attention_probs_dropout_prob)},
+    {"initializer_range", K_DBL, F(initializer_range)},
+    {"gen_num_hidden_layers", K_INT, F(gen_num_hidden_layers)},
+    {"use_emd", K_BOOL, F(use_emd)},
+    {"embedding_sharing", K_SHARING, F(embedding_sharing)},
+    {"rtd_lambda", K_DBL, F(rtd_lambda)},
+    {"training_mode", K_MODE, F(training_mode)},
+    {"pad_id", K_INT, F(pad_id)},
+    {"cls_id", K_INT, F(cls_id)},
+    {"sep_id", K_INT, F(sep_id)},
+    {"unk_id", K_INT, F(unk_id)},
+    {"mask_id", K_INT, F(mask_id)},
+    {"max_seq_len", K_INT, F(max_seq_len)},
+};
+#undef F
+#define N_KEYS ((int)(sizeof(KEYS) / sizeof(KEYS[0])))
+
+static int errf(char *err, size_t len, const char *fmt, ...) {
+    if (err && len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, len, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+void config_defaults(ModelConfig *c) {
+    memset(c, 0, sizeof *c);
+    c->hidden_size = 256;
+    c->num_hidden_layers = 4;
+    c->num_attention_heads = 4;
+    c->attention_head_size = 64;
+    c->intermediate_size = 1024;
+    c->vocab_size = 8192;
+    c->max_position_embeddings = 512;
+    c->position_buckets = 64;
+    c->max_relative_positions = 128;
+    c->att_terms = ATT_ALL;
+    c->share_att_key = 1;
+    c->norm_rel_ebd = 1;
+    c->layer_norm_eps = 1e-7;
+    c->hidden_dropout_prob = 0.1;
+    c->attention_probs_dropout_prob = 0.1;
+    c->initializer_range = 0.02;
+    c->gen_num_hidden_layers = 0;
+    c->use_emd = 1;
+    c->embedding_sharing = SHARE_GDES;
+    c->rtd_lambda = 10.0;
+    c->training_mode = TRAIN_DECOUPLED;
+    c->pad_id = 0;
+    c->cls_id = 1;
+    c->sep_id = 2;
+    c->unk_id = 3;
+    c->mask_id = 4;
+    c->max_seq_len = 128;
+}
+
+int config_preset(ModelConfig *c, const char *name) {
+    if (!strcmp(name, "tiny")) {
+        config_defaults(c);
+        return 0;
+    }
+    if (!strcmp(name, "xsmall")) { /* spec §6.1; vocab 8192 for our tokenizer */
+        config_defaults(c);
+        c->hidden_size = 384;
+        c->num_hidden_layers = 12;
+        c->num_attention_heads = 6;
+        c->attention_head_size = 64;
+        c->intermediate_size = 1536;
+        c->position_buckets = 256;
+        c->max_relative_positions = -1; /* -> 512 */
+        c->max_seq_len = 512;
+        return 0;
+    }
+    if (!strcmp(name, "test")) { /* S = PB = 8, R = 16 rows; matches the reference's `test` preset */
+        config_defaults(c);
+        c->hidden_size = 16;
+        c->num_hidden_layers = 2;
+        c->num_attention_heads = 2;
+        c->attention_head_size = 8;
+        c->intermediate_size = 32;
+        c->vocab_size = 40;
+        c->max_position_embeddings = 32;
+        c->position_buckets = 8;
+        c->max_relative_positions = 16;
+        c->gen_num_hidden_layers = 2;
+        c->max_seq_len = 32;
+        return 0;
+    }
+    return -1;
+}
+
+/* ---------------- terms, enums ---------------- */
+
+int config_parse_terms(const char *s) {
+    int m = 0;
+    const char *p = s;
+    while (*p) {
+        while (*p == '|' || *p == ',' || *p == '+' || isspace((unsigned char)*p)) p++;
+        if (!*p) break;
+        size_t n = strcspn(p, "|,+ \t");
+        if (n == 3 && !strncmp(p, "c2c", 3)) m |= ATT_C2C;
+        else if (n == 3 && !strncmp(p, "c2p", 3)) m |= ATT_C2P;
+        else if (n == 3 && !strncmp(p, "p2c", 3)) m |= ATT_P2C;
+        else return -1;
+        p += n;
+    }
+    return m ? m : -1;
+}
+
+const char *config_terms_str(int terms) {
+    static const char *names[8] = {"", "c2c", "c2p", "c2c|c2p", "p2c", "c2c|p2c", "c2p|p2c", "c2c|c2p|p2c"};
+    return names[terms & 7];
+}
+
+const char *config_sharing_str(int s) { return s == SHARE_GDES ? "gdes" : s == SHARE_ES ? "es" : "nes"; }
+const char *config_mode_str(int m) { return m == TRAIN_JOINT ? "joint" : "decoupled"; }
+
+/* ---------------- setting keys ---------------- */
+
+static int parse_int(const char *v, int *out) {
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    while (isspace((unsigned char)*end)) end++;
+    if (errno || end == v || *end || x < -2147483647L || x > 2147483647L) return -1;
+    *out = (int)x;
+    return 0;
+}
+
+static int parse_dbl(const char *v, double *out) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    while (isspace((unsigned char)*end)) end++;
+    if (errno || end == v || *end || !isfinite(x)) return -1;
+    *out = x;
+    return 0;
+}
+
+static int parse_bool(const char *v, int *out) {
+    if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "True") || !strcmp(v, "yes")) *out = 1;
+    else if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "False") || !strcmp(v, "no")) *out = 0;
+    else return -1;
+    return 0;
+}
+
+/* "hidden-size" -> "hidden_size" into buf. */
+static const Key *find_key(const char *key) {
+    char buf[64];
+    size_t n = strlen(key);
+    if (n >= sizeof buf) return NULL;
+    for (size_t i = 0; i <= n; i++) buf[i] = key[i] == '-' ? '_' : key[i];
+    for (int i = 0; i < N_KEYS; i++)
+        if (!strcmp(KEYS[i].key, buf)) return &KEYS[i];
+    return NULL;
+}
+
+int config_set(ModelConfig *c, const char *key, const char *value, char *err, size_t errlen) {
+    if (!strcmp(key, "preset")) {
+        if (config_preset(c, value)) return errf(err, errlen, "unknown preset '%s' (tiny, xsmall, test)", value);
+        return 0;
+    }
+    const Key *k = find_key(key);
+    if (!k) return errf(err, errlen, "unknown config key '%s'", key);
+    void *p = (char *)c + k->off;
+    switch (k->type) {
+    case K_INT:
+        if (parse_int(value, p)) return errf(err, errlen, "%s: '%s' is not an integer", k->key, value);
+        return 0;
+    case K_DBL:
+        if (parse_dbl(value, p)) return errf(err, errlen, "%s: '%s' is not a number", k->key, value);
+        return 0;
+    case K_BOOL:
+        if (parse_bool(value, p)) return errf(err, errlen, "%s: '%s' is not a boolean (true/false/1/0)", k->key, value);
+        return 0;
+    case K_TERMS: {
+        int m = config_parse_terms(value);
+        if (m < 0) return errf(err, errlen, "%s: '%s' must be a non-empty '|'-list of c2c, c2p, p2c", k->key, value);
+        *(int *)p = m;
+        return 0;
+    }
+    case K_NORM:
+        if (!strcmp(value, "layer_norm")) *(int *)p = 1;
+        else if (!strcmp(value, "none")) *(int *)p = 0;
+        else return errf(err, errlen, "%s: '%s' (layer_norm or none)", k->key, value);
+        return 0;
+    case K_SHARING:
+        if (!strcmp(value, "gdes")) *(int *)p = SHARE_GDES;
+        else if (!strcmp(value, "es")) *(int *)p = SHARE_ES;
+        else if (!strcmp(value, "nes") || !strcmp(value, "none")) *(int *)p = SHARE_NES;
+        else return errf(err, errlen, "%s: '%s' (gdes, es or nes)", k->key, value);
+        return 0;
+    case K_MODE:
+        if (!strcmp(value, "decoupled")) *(int *)p = TRAIN_DECOUPLED;
+        else if (!strcmp(value, "joint")) *(int *)p = TRAIN_JOINT;
+        else return errf(err, errlen, "%s: '%s' (decoupled or joint)", k->key, value);
+        return 0;
+    }
+    return errf(err, errlen, "internal: key type");
+}
+
+static char *trim(char *s) {
+    while (isspace((unsigned char)*s)) s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
+    return s;
+}
+
+int config_load(ModelConfig *c, const char *path, char *err, size_t errlen) {
+    FILE *f = fopen(path, "r");
+    if (!f) return errf(err, errlen, "config %s: cannot open (%s)", path, strerror(errno));
+    char line[1024], msg[512];
+    int ln = 0;
+    while (fgets(line, sizeof line, f)) {
+        ln++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            fclose(f);
+            return errf(err, errlen, "config %s:%d: line longer than %zu bytes", path, ln, sizeof line - 2);
+        }
+        char *hash = strchr(line, '#');
+        if (hash) *hash = 0;
+        char *s = trim(line);
+        if (!*s) continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            fclose(f);
+            return errf(err, errlen, "config %s:%d: expected 'key = value', got '%s'", path, ln, s);
+        }
+        *eq = 0;
+        char *key = trim(s), *val = trim(eq + 1);
+        if (config_set(c, key, val, msg, sizeof msg)) {
+            fclose(f);
+            return errf(err, errlen, "config %s:%d: %s", path, ln, msg);
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+int config_parse_flag(ModelConfig *c, int argc, char **argv, int *i, char *err, size_t errlen) {
+    const char *a = argv[*i];
+    if (strncmp(a, "--", 2)) return 0;
+    const char *key = a + 2;
+    if (strcmp(key, "preset") && !find_key(key)) return 0;
+    if (*i + 1 >= argc) return errf(err, errlen, "flag %s needs a value", a);
+    char msg[512];
+    if (config_set(c, key, argv[*i + 1], msg, sizeof msg)) return errf(err, errlen, "flag %s: %s", a, msg);
+    *i += 1;
+    return 1;
+}
+
+/* ---------------- validation ---------------- */
+
+int config_att_span(const ModelConfig *c) { return c->position_buckets > 0 ? c->position_buckets : c->max_relative_positions; }
+int config_rel_rows(const ModelConfig *c) { return 2 * config_att_span(c); }
+int config_num_terms(const ModelConfig *c) {
+    return !!(c->att_terms & ATT_C2C) + !!(c->att_terms & ATT_C2P) + !!(c->att_terms & ATT_P2C);
+}
+
+int config_validate(ModelConfig *c, char *err, size_t errlen) {
+#define POS(field)                                                                                   \
+    if (c->field < 1) return errf(err, errlen, "config: " #field " must be >= 1 (got %d)", c->field)
+    POS(hidden_size);
+    POS(num_hidden_layers);
+    POS(num_attention_heads);
+    POS(intermediate_size);
+    POS(vocab_size);
+    POS(max_position_embeddings);
+    POS(max_seq_len);
+#undef POS
+    if (c->attention_head_size < 0) return errf(err, errlen, "config: attention_head_size must be >= 0 (0 = hidden/heads)");
+    if (c->attention_head_size == 0) {
+        if (c->hidden_size % c->num_attention_heads)
+            return errf(err, errlen, "config: hidden_size %d is not divisible by num_attention_heads %d", c->hidden_size,
+                        c->num_attention_heads);
+        c->attention_head_size = c->hidden_size / c->num_attention_heads;
+    }
+    if (c->max_relative_positions < 1) c->max_relative_positions = c->max_position_embeddings;
+    if (c->position_buckets > 0) {
+        /* make_log_bucket_position needs ln((MRP-1)/mid) > 0, i.e. MRP - 1 > mid = PB/2 */
+        if (c->position_buckets < 2)
+            return errf(err, errlen, "config: position_buckets %d is too small (>= 2, or <= 0 for none)", c->position_buckets);
+        if (c->max_relative_positions - 1 <= c->position_buckets / 2)
+            return errf(err, errlen,
+                        "config: position_buckets %d is larger than allowed for max_relative_positions %d "
+                        "(need max_relative_positions - 1 > position_buckets / 2)",
+                        c->position_buckets, c->max_relative_positions);
+    } else {
+        c->position_buckets = -1;
+    }
+    if (c->att_terms <= 0 || c->att_terms > ATT_ALL)
+        return errf(err, errlen, "config: pos_att_type selects no attention term (need a non-empty subset of c2c|c2p|p2c)");
+    if (c->share_att_key != 1)
+        return errf(err, errlen, "config: share_att_key = false is not supported (DeBERTa-V3 shares the attention key)");
+    if (!(c->layer_norm_eps > 0)) return errf(err, errlen, "config: layer_norm_eps must be > 0 (got %g)", c->layer_norm_eps);
+    if (c->hidden_dropout_prob < 0 || c->hidden_dropout_prob >= 1)
+        return errf(err, errlen, "config: hidden_dropout_prob must be in [0, 1) (got %g)", c->hidden_dropout_prob);
+    if (c->attention_probs_dropout_prob < 0 || c->attention_probs_dropout_prob >= 1)
+        return errf(err, errlen, "config: attention_probs_dropout_prob must be in [0, 1) (got %g)", c->attention_probs_dropout_prob);
+    if (!(c->initializer_range > 0)) return errf(err, errlen, "config: initializer_range must be > 0 (got %g)", c->initializer_range);
+    if (c->gen_num_hidden_layers < 0) return errf(err, errlen, "config: gen_num_hidden_layers must be >= 0 (0 = half)");
+    if (c->gen_num_hidden_layers == 0) c->gen_num_hidden_layers = c->num_hidden_layers / 2 > 0 ? c->num_hidden_layers / 2 : 1;
+    if (c->rtd_lambda < 0) return errf(err, errlen, "config: rtd_lambda must be >= 0 (got %g)", c->rtd_lambda);
+    const int ids[5] = {c->pad_id, c->cls_id, c->sep_id, c->unk_id, c->mask_id};
+    const char *names[5] = {"pad_id", "cls_id", "sep_id", "unk_id", "mask_id"};
+    for (int i = 0; i < 5; i++) {
+        if (ids[i] < 0 || ids[i] >= c->vocab_size)
+            return errf(err, errlen, "config: %s %d is outside the vocabulary [0, %d)", names[i], ids[i], c->vocab_size);
+        for (int j = 0; j < i; j++)
+            if (ids[i] == ids[j]) return errf(err, errlen, "config: %s and %s are both %d", names[j], names[i], ids[i]);
+    }
+    if (c->max_seq_len < 2 || c->max_seq_len > c->max_position_embeddings)
+        return errf(err, errlen, "config: max_seq_len %d must be in [2, max_position_embeddings = %d]", c->max_seq_len,
+                    c->max_position_embeddings);
+    return 0;
+}
+
+/* ---------------- writer ---------------- */
+
+void config_write(const ModelConfig *c, FILE *f) {
+    for (int i = 0; i < N_KEYS; i++) {
+        const void *p = (const char *)c + KEYS[i].off;
+        fprintf(f, "%s = ", KEYS[i].key);
+        switch (KEYS[i].type) {
+        case K_INT: fprintf(f, "%d\n", *(const int *)p); break;
+        case K_DBL: fprintf(f, "%.17g\n", *(const double *)p); break;
+        case K_BOOL: fprintf(f, "%s\n", *(const int *)p ? "true" : "false"); break;
+        case K_TERMS: fprintf(f, "%s\n", config_terms_str(*(const int *)p)); break;
+        case K_NORM: fprintf(f, "%s\n", *(const int *)p ? "layer_norm" : "none"); break;
+        case K_SHARING: fprintf(f, "%s\n", config_sharing_str(*(const int *)p)); break;
+        case K_MODE: fprintf(f, "%s\n", config_mode_str(*(const int *)p)); break;
+        }
+    }
+}
+
+int config_save(const ModelConfig *c, const char *path, char *err, size_t errlen) {
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) return errf(err, errlen, "config %s: path too long", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return errf(err, errlen, "config %s: cannot write (%s)", tmp, strerror(errno));
+    fprintf(f, "# deberta.c model config (resolved)\n");
+    config_write(c, f);
+    if (fclose(f) || rename(tmp, path)) return errf(err, errlen, "config %s: write failed (%s)", path, strerror(errno));
+    return 0;
+}
