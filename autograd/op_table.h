@@ -15,7 +15,27 @@ struct TapeNode;
     OP_LIST_MORE(X)
 
 /* Further ops are appended here, one line each (keep OP_LIST itself short and stable). */
-#define OP_LIST_MORE(X) \
+#define OP_LIST_MORE(X)                  \
+    X(ADD, add)                          \
+    X(BIAS_ADD, bias_add)                \
+    X(SCALE, scale)                      \
+    X(MUL, mul)                          \
+    X(GELU, gelu)                        \
+    X(BIAS_GELU, bias_gelu)              \
+    X(LAYERNORM, layernorm)              \
+    X(SOFTMAX_MASKED, softmax_masked)    \
+    X(EMBEDDING, embedding)              \
+    X(GATHER_LAST, gather_last)          \
+    X(INDEX_SELECT, index_select)        \
+    X(DROPOUT, dropout)                  \
+    X(CROSS_ENTROPY, cross_entropy)      \
+    X(BCE_LOGITS, bce_logits)            \
+    X(SUM, sum)                          \
+    X(MEAN, mean)                        \
+    X(RESHAPE, reshape)                  \
+    X(TRANSPOSE, transpose)              \
+    X(SPLIT_HEADS, split_heads)          \
+    X(MERGE_HEADS, merge_heads)          \
     X(DISENTANGLED_ATTENTION, disentangled_attention)
 
 enum OpKind {

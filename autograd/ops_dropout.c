@@ -1,0 +1,60 @@
+/* ops_dropout.c — inverted dropout with counter-based keep masks.
+ *
+ * Decisions (see docs/ARCHITECTURE.md, "Dropout and randomness"):
+ * - Element i is dropped iff rng_uniform(seed, stream, i) < p with
+ *   stream = rng_stream(RNG_DROPOUT, tape->step, k), k = tape->n_random at the call.  The mask is a
+ *   pure function of (seed, step, k, i): independent of threads, and a resumed run at the same step
+ *   draws the same masks.
+ * - In training mode EVERY op_dropout call takes the next k (tape->n_random++), also when p == 0, so
+ *   the k of a call site does not shift when another dropout's p is set to 0 (ablations).  tape_reset
+ *   sets n_random back to 0: every step numbers its calls from 0.
+ * - When !tape->training, or p == 0, the op is the identity and returns x itself: no copy, no node,
+ *   no RNG draw (eval and p == 0 cost nothing).  Outside training n_random does not advance.
+ * - Kept elements are scaled by 1/(1 − p); the keep mask is stored as one byte per element in the
+ *   arena (cheaper than regenerating it in the backward: 1 byte vs a Philox block per element). */
+#include "autograd/ops.h"
+#include "autograd/rmath.h"
+#include "autograd/rng.h"
+
+/* y[n] = keep[n] ? x[n] / (1 − p) : 0,  keep[n] = rng_uniform(seed, stream, n) >= p */
+static void dropout_forward(real *y, uint8_t *keep, const real *x, long n, real p, uint64_t seed, uint64_t stream) {
+    const real s = 1 / (1 - p);
+#pragma omp parallel for schedule(static) if (n >= OMP_MIN_ELEMS / 8)
+    for (long i = 0; i < n; i++) {
+        const uint8_t k = rng_uniform(seed, stream, (uint64_t)i) >= (double)p;
+        keep[i] = k;
+        y[i] = k ? x[i] * s : 0;
+    }
+}
+/* dx[n] += keep[n] ? dy[n] / (1 − p) : 0 */
+static void dropout_backward(real *dx, const real *dy, const uint8_t *keep, long n, real p) {
+    const real s = 1 / (1 - p);
+#pragma omp parallel for schedule(static) if (n >= OMP_MIN_ELEMS)
+    for (long i = 0; i < n; i++)
+        if (keep[i]) dx[i] += dy[i] * s;
+}
+
+Tensor *op_dropout(Tape *t, Tensor *x, real p) {
+    char sx[64];
+    OP_CHECK(x, "dropout", "NULL input");
+    OP_CHECK(p >= 0 && p < 1, "dropout", "p = %g outside [0, 1) for x %s", (double)p, shape_str(x, sx, 64));
+    if (!t->training) return x;
+    const uint64_t stream = rng_stream(RNG_DROPOUT, t->step, t->n_random++);
+    if (p == 0) return x;
+    Tensor *y = tape_tensor(t, x->ndim, x->shape, "dropout");
+    uint8_t *keep = arena_alloc(&t->arena, (size_t)x->n);
+    dropout_forward(y->data, keep, x->data, x->n, p, t->seed, stream);
+    Tensor *in[1] = {x};
+    TapeNode *nd = tape_record(t, OP_DROPOUT, y, 1, in);
+    if (nd) {
+        nd->ctx = keep;
+        nd->farg[0] = p;
+        nd->iarg[0] = (long)stream; /* for tape dumps / debugging */
+    }
+    return y;
+}
+
+void dropout_backward_node(Tape *t, TapeNode *nd) {
+    Tensor *x = nd->in[0];
+    dropout_backward(tape_grad(t, x), nd->out->grad, nd->ctx, x->n, (real)nd->farg[0]);
+}

@@ -1,0 +1,111 @@
+/* ops_norm.c — LayerNorm over the last dim (biased variance, affine), mean and rstd saved in the
+ * node for the backward. */
+#include "autograd/ops.h"
+#include "autograd/rmath.h"
+
+typedef struct {
+    real *mean, *rstd; /* [R] each, arena */
+} LNCtx;
+
+/* y[R, C] = (x − mean_r) · rstd_r · g[C] + b[C],  mean_r = Σ_c x / C,  var_r = Σ_c (x − mean_r)² / C,
+ * rstd_r = 1/sqrt(var_r + eps).  g or b may be NULL (then 1 or 0).  Two passes per row, in double. */
+static void layernorm_forward(real *y, real *mean, real *rstd, const real *x, const real *g, const real *b, long R, int C,
+                              real eps) {
+#pragma omp parallel for schedule(static) if (R * (long)C >= OMP_MIN_ELEMS)
+    for (long r = 0; r < R; r++) {
+        const real *xr = x + r * C;
+        real *yr = y + r * C;
+        double s = 0;
+        for (int c = 0; c < C; c++) s += xr[c];
+        const real m = (real)(s / C);
+        double v = 0;
+        for (int c = 0; c < C; c++) {
+            const double d = (double)(xr[c] - m);
+            v += d * d;
+        }
+        const real rs = (real)(1.0 / sqrt(v / C + (double)eps));
+        mean[r] = m;
+        rstd[r] = rs;
+        for (int c = 0; c < C; c++) {
+            real xh = (xr[c] - m) * rs;
+            yr[c] = xh * (g ? g[c] : 1) + (b ? b[c] : 0);
+        }
+    }
+}
+
+/* With xhat = (x − mean)·rstd and dxhat = dy·g:
+ *   dx[r, c] += rstd_r · (dxhat − mean_c(dxhat) − xhat · mean_c(dxhat · xhat))   (rows in parallel)
+ *   dg[c] += Σ_r dy · xhat,  db[c] += Σ_r dy   (fixed column blocks, rows in order) */
+static void layernorm_backward(real *dx, real *dg, real *db, const real *dy, const real *x, const real *g, const real *mean,
+                               const real *rstd, long R, int C) {
+    if (dx) {
+#pragma omp parallel for schedule(static) if (R * (long)C >= OMP_MIN_ELEMS)
+        for (long r = 0; r < R; r++) {
+            const real *xr = x + r * C, *dyr = dy + r * C;
+            real *dxr = dx + r * C;
+            const real m = mean[r], rs = rstd[r];
+            real s1 = 0, s2 = 0;
+            for (int c = 0; c < C; c++) {
+                const real dxh = dyr[c] * (g ? g[c] : 1);
+                s1 += dxh;
+                s2 += dxh * (xr[c] - m) * rs;
+            }
+            s1 /= C;
+            s2 /= C;
+            for (int c = 0; c < C; c++) {
+                const real dxh = dyr[c] * (g ? g[c] : 1);
+                dxr[c] += rs * (dxh - s1 - (xr[c] - m) * rs * s2);
+            }
+        }
+    }
+    if (dg || db) {
+        const int nb = (C + COLSUM_BLOCK - 1) / COLSUM_BLOCK;
+#pragma omp parallel for schedule(static) if (R * (long)C >= OMP_MIN_ELEMS)
+        for (int bk = 0; bk < nb; bk++) {
+            const int c0 = bk * COLSUM_BLOCK, c1 = c0 + COLSUM_BLOCK < C ? c0 + COLSUM_BLOCK : C;
+            real ag[COLSUM_BLOCK] = {0}, ab[COLSUM_BLOCK] = {0};
+            for (long r = 0; r < R; r++) {
+                const real *xr = x + r * C, *dyr = dy + r * C;
+                const real m = mean[r], rs = rstd[r];
+                for (int c = c0; c < c1; c++) {
+                    ag[c - c0] += dyr[c] * (xr[c] - m) * rs;
+                    ab[c - c0] += dyr[c];
+                }
+            }
+            for (int c = c0; c < c1; c++) {
+                if (dg) dg[c] += ag[c - c0];
+                if (db) db[c] += ab[c - c0];
+            }
+        }
+    }
+}
+
+Tensor *op_layernorm(Tape *t, Tensor *x, Tensor *g, Tensor *b, real eps) {
+    char sx[64], sg[64], sb[64];
+    OP_CHECK(x, "layernorm", "NULL input x");
+    OP_CHECK(x->ndim >= 1 && x->shape[x->ndim - 1] > 0, "layernorm", "x %s has no last dim to normalise", shape_str(x, sx, 64));
+    const int C = x->shape[x->ndim - 1];
+    OP_CHECK(!g || (g->ndim == 1 && g->shape[0] == C), "layernorm", "gain %s does not match x %s (expected [%d])",
+             shape_str(g, sg, 64), shape_str(x, sx, 64), C);
+    OP_CHECK(!b || (b->ndim == 1 && b->shape[0] == C), "layernorm", "bias %s does not match x %s (expected [%d])",
+             shape_str(b, sb, 64), shape_str(x, sx, 64), C);
+    OP_CHECK(eps >= 0, "layernorm", "eps %g is negative", (double)eps);
+    const long R = trows(x);
+    Tensor *y = tape_tensor(t, x->ndim, x->shape, "layernorm");
+    LNCtx *cx = arena_alloc(&t->arena, sizeof(LNCtx));
+    cx->mean = arena_alloc(&t->arena, (size_t)R * sizeof(real));
+    cx->rstd = arena_alloc(&t->arena, (size_t)R * sizeof(real));
+    layernorm_forward(y->data, cx->mean, cx->rstd, x->data, g ? g->data : NULL, b ? b->data : NULL, R, C, eps);
+    Tensor *in[3] = {x, g, b};
+    TapeNode *nd = tape_record(t, OP_LAYERNORM, y, 3, in);
+    if (nd) nd->ctx = cx;
+    return y;
+}
+
+void layernorm_backward_node(Tape *t, TapeNode *nd) {
+    Tensor *x = nd->in[0], *g = nd->in[1], *b = nd->in[2];
+    LNCtx *cx = nd->ctx;
+    layernorm_backward(x->requires_grad ? tape_grad(t, x) : NULL, g && g->requires_grad ? tape_grad(t, g) : NULL,
+                       b && b->requires_grad ? tape_grad(t, b) : NULL, nd->out->grad, x->data, g ? g->data : NULL,
+                       cx->mean, cx->rstd, trows(x), x->shape[x->ndim - 1]);
+}

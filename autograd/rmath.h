@@ -1,0 +1,70 @@
+/* rmath.h — math functions on `real` (float or double by build), so that the double build is
+ * double throughout and the float build never silently computes in double (or the reverse).
+ * Also the small helpers the op kernels share: the OpenMP size threshold, the fixed-order column
+ * sum used by every bias/gain gradient, and the race-free scatter-add of rows. */
+#ifndef DEBERTA_RMATH_H
+#define DEBERTA_RMATH_H
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include "autograd/tensor.h"
+
+#if REAL_IS_DOUBLE
+static inline real rexp(real x) { return exp(x); }
+static inline real rlog(real x) { return log(x); }
+static inline real rlog1p(real x) { return log1p(x); }
+static inline real rerf(real x) { return erf(x); }
+static inline real rsqrt(real x) { return sqrt(x); }
+static inline real rfabs(real x) { return fabs(x); }
+#else
+static inline real rexp(real x) { return expf(x); }
+static inline real rlog(real x) { return logf(x); }
+static inline real rlog1p(real x) { return log1pf(x); }
+static inline real rerf(real x) { return erff(x); }
+static inline real rsqrt(real x) { return sqrtf(x); }
+static inline real rfabs(real x) { return fabsf(x); }
+#endif
+
+/* Loops over fewer elements than this run on one thread (the pool wake-up costs more).  Only
+ * loops whose iterations write disjoint outputs use it, so results do not depend on it. */
+#define OMP_MIN_ELEMS 16384L
+
+/* Column block of the fixed-order column sums: 16 reals, one or two cache lines. */
+#define COLSUM_BLOCK 16
+
+/* db[c] += Σ_r src[r, c] for src [R, C]: columns are split into fixed blocks, each block sums the
+ * rows in increasing order, so the result is bitwise identical for any thread count. */
+static inline void colsum_acc(real *db, const real *src, long R, int C) {
+    const int nb = (C + COLSUM_BLOCK - 1) / COLSUM_BLOCK;
+#pragma omp parallel for schedule(static) if (R * (long)C >= OMP_MIN_ELEMS)
+    for (int bk = 0; bk < nb; bk++) {
+        const int c0 = bk * COLSUM_BLOCK, c1 = c0 + COLSUM_BLOCK < C ? c0 + COLSUM_BLOCK : C;
+        real acc[COLSUM_BLOCK];
+        for (int c = c0; c < c1; c++) acc[c - c0] = db[c];
+        for (long r = 0; r < R; r++) {
+            const real *row = src + r * C;
+            for (int c = c0; c < c1; c++) acc[c - c0] += row[c];
+        }
+        for (int c = c0; c < c1; c++) db[c] = acc[c - c0];
+    }
+}
+
+/* dst[idx[k], :] += src[k, :] for k = 0..n-1 (dst [R, C], src [n, C]); rows equal to skip (>= 0)
+ * are left alone.  Each thread owns the destination rows r with r % nthreads == its id and walks
+ * k in increasing order, so no two threads touch one row and every row sums in the order of k:
+ * bitwise identical for any thread count, no atomics. */
+static inline void scatter_add_rows(real *dst, const real *src, const int32_t *idx, long n, int C, long skip) {
+    const int par = n * (long)C >= OMP_MIN_ELEMS;
+#pragma omp parallel if (par)
+    {
+        const int nth = omp_get_num_threads(), tid = omp_get_thread_num();
+        for (long k = 0; k < n; k++) {
+            const int32_t r = idx[k];
+            if (r == skip || r % nth != tid) continue;
+            real *d = dst + (long)r * C;
+            const real *s = src + k * C;
+            for (int c = 0; c < C; c++) d[c] += s[c];
+        }
+    }
+}
+#endif
