@@ -139,6 +139,9 @@ def load_hf_pair(args):
         for old, new in LEGACY_HEAD.items():
             if old in graw:
                 graw[new] = graw[old]
+    pe = "deberta.embeddings.position_embeddings.weight"
+    if pe not in draw:            # optional in an export; the discriminator never reads it (no EMD)
+        draw[pe] = graw.get(pe, np.zeros((cfg["max_position_embeddings"], cfg["hidden_size"]), np.float32))
     raw = {"generator." + k: v for k, v in graw.items()}
     raw.update({"discriminator." + k: v for k, v in draw.items()})
     return cfg, raw
@@ -455,6 +458,71 @@ def cmd_bench(args):
 
 
 # ---------------------------------------------------------------------------------------------
+# compare (parity checks: one implementation's output file against the reference's)
+# ---------------------------------------------------------------------------------------------
+
+# (glob pattern, metric, tolerance); first match wins.  abs = max |a-b|;
+# rel = max |a-b| / max |ref| over the whole tensor (norm-relative, robust to near-zero entries;
+# a tensor whose reference is all zero must match exactly).
+PROFILES = {
+    "encoder": [("loss", "rel", 1e-5), ("grad/*", "rel", 1e-4), ("*", "abs", 1e-5)],
+    "dump": [("*/loss", "rel", 1e-5), ("*logits", "abs", 1e-4), ("grad/*", "rel", 1e-3), ("*", "abs", 1e-4)],
+}
+
+
+def compare_files(ours, ref, rules, only_ref_names=True):
+    import fnmatch
+    a, _ = refio.read_h5_all(ours)
+    b, _ = refio.read_h5_all(ref)
+    rows, bad = [], []
+    for name in sorted(b):
+        if name not in a:
+            bad.append((name, "missing in %s" % ours))
+            continue
+        x, y = np.asarray(a[name], dtype=np.float64), np.asarray(b[name], dtype=np.float64)
+        if x.shape != y.shape:
+            bad.append((name, "shape %s vs %s" % (x.shape, y.shape)))
+            continue
+        metric, tol = next((m, t) for p, m, t in rules if fnmatch.fnmatchcase(name, p))
+        if not np.all(np.isfinite(x)):
+            bad.append((name, "non-finite values"))
+            continue
+        d = float(np.abs(x - y).max()) if x.size else 0.0
+        scale = float(np.abs(y).max()) if y.size else 0.0
+        err = d if metric == "abs" else (d / scale if scale > 0 else (0.0 if d == 0 else float("inf")))
+        rows.append((name, metric, err, tol, d, scale))
+        if not err <= tol:
+            bad.append((name, "%s error %.3g > %.3g (max|diff| %.3g, max|ref| %.3g)" % (metric, err, tol, d, scale)))
+    if not only_ref_names:
+        for name in sorted(set(a) - set(b)):
+            bad.append((name, "not in %s" % ref))
+    return rows, bad
+
+
+def cmd_compare(args):
+    rules = [tuple(r) for r in PROFILES[args.profile]]
+    for spec in args.tol or []:
+        try:
+            pat, metric, tol = spec.split(":")
+            rules.insert(0, (pat, metric, float(tol)))
+            assert metric in ("abs", "rel")
+        except (ValueError, AssertionError):
+            die("--tol wants PATTERN:abs|rel:TOL, got '%s'" % spec)
+    for p in (args.ours, args.ref):
+        if not os.path.exists(p):
+            die("%s: no such file" % p)
+    rows, bad = compare_files(args.ours, args.ref, rules)
+    rows.sort(key=lambda r: -(r[2] / r[3] if r[3] else 0))
+    print("compare %s vs reference %s (profile %s): %d tensors, %d failing" % (args.ours, args.ref, args.profile,
+                                                                              len(rows) + len([b for b in bad if "missing" in b[1] or "shape" in b[1]]), len(bad)))
+    for name, metric, err, tol, d, scale in rows[:args.show]:
+        print("  %-70s %s %.3e (tol %.0e)" % (name, metric, err, tol))
+    for name, why in bad:
+        print("FAIL %s: %s" % (name, why))
+    return 1 if bad else 0
+
+
+# ---------------------------------------------------------------------------------------------
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="deberta_ref.py", description="PyTorch reference of deberta.c")
@@ -513,13 +581,20 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dtype", choices=DTYPES, default="float32")
 
+    p = sub.add_parser("compare", help="compare an output file against the reference's, with tolerances")
+    p.add_argument("--ours", required=True, help="file from the implementation under test (e.g. deberta dump)")
+    p.add_argument("--ref", required=True, help="file from this reference (every dataset in it is checked)")
+    p.add_argument("--profile", choices=PROFILES, default="encoder")
+    p.add_argument("--tol", action="append", help="PATTERN:abs|rel:TOL, overrides the profile (repeatable)")
+    p.add_argument("--show", type=int, default=8, help="print the N worst tensors (relative to tolerance)")
+
     args = ap.parse_args(argv)
     if not args.cmd:
         ap.print_help(sys.stderr)
         return 2
-    {"encoder": cmd_encoder, "dump": cmd_dump, "init": cmd_init, "inputs": cmd_inputs,
-     "bench": cmd_bench}[args.cmd](args)
-    return 0
+    rc = {"encoder": cmd_encoder, "dump": cmd_dump, "init": cmd_init, "inputs": cmd_inputs,
+          "bench": cmd_bench, "compare": cmd_compare}[args.cmd](args)
+    return rc or 0
 
 
 if __name__ == "__main__":

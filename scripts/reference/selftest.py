@@ -355,6 +355,35 @@ def test_cli():
                 check("CLI dump %s: datasets present, mlm_logits [%d,V], finite" % (sh, nm),
                       want <= set(dd) and dd["generator/mlm_logits"].shape[0] == nm
                       and all(np.all(np.isfinite(v)) for v in dd.values()))
+            # exported HF pair (generator folder, discriminator folder with E_G + E_delta) == GDES dump
+            run("init", "--preset", "test", "--perturb", "--sharing", "gdes", "--out", p("g.h5"))
+            run("dump", "--weights", p("g.h5"), "--batch", p("in.h5"), "--out", p("dg.h5"))
+            w, attrs = refio.read_h5_all(p("g.h5"))
+            gen = {k[len("generator."):]: v for k, v in w.items() if k.startswith("generator.")}
+            dis = {k[len("discriminator."):]: v for k, v in w.items() if k.startswith("discriminator.")
+                   and "._weight" not in k}
+            dis["deberta.embeddings.word_embeddings.weight"] = (
+                w["generator.deberta.embeddings.word_embeddings.weight"]
+                + w["discriminator.deberta.embeddings.word_embeddings._weight"])
+            for sub, tensors, layers in (("G", gen, attrs["gen_num_hidden_layers"]), ("D", dis, attrs["num_hidden_layers"])):
+                os.mkdir(p(sub))
+                write_safetensors(p(sub + "/model.safetensors"), tensors)
+                with open(p(sub + "/config.json"), "w") as f:
+                    json.dump(dict(cj, num_hidden_layers=int(layers)), f)
+            run("dump", "--hf-generator", p("G"), "--hf-discriminator", p("D"), "--batch", p("in.h5"), "--out", p("dh.h5"))
+            a, _ = refio.read_h5_all(p("dh.h5"))
+            b, _ = refio.read_h5_all(p("dg.h5"))
+            fwd = [k for k in b if not k.startswith("grad/")]
+            diff = max(float(np.abs(a[k] - b[k]).max()) for k in fwd)
+            check("CLI dump from exported HF folders (D embeddings = E_G + E_delta) == GDES dump forward",
+                  diff <= 1e-6, "%d datasets, max diff %.1e" % (len(fwd), diff))
+            # compare: a file against itself passes, a perturbed one fails
+            e = run("compare", "--ours", p("dg.h5"), "--ref", p("dg.h5"), "--profile", "dump")
+            bb = dict(b)
+            bb["grad/generator.lm_predictions.lm_head.bias"] = b["grad/generator.lm_predictions.lm_head.bias"] * 1.01
+            refio.write_h5(p("bad.h5"), bb)
+            run("compare", "--ours", p("bad.h5"), "--ref", p("dg.h5"), "--profile", "dump", expect=1)
+            check("CLI compare: identical files pass, a 1% gradient error fails", True)
             # an invalid file gives one clear error line and exit 1
             e = run("encoder", "--weights", p("in.h5"), "--inputs", p("in.h5"), "--out", p("x.h5"), expect=1)
             check("CLI: weights file without config attributes -> exit 1 with a clear error",
