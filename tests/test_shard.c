@@ -1,0 +1,332 @@
+/* test_shard.c — HDF5 shard writer/reader: round trip, dtypes, byte-identical output, atomic write,
+ * and one test per bad input (each must give NULL and a message naming the file and the problem). */
+#include "tests/testutil.h"
+#include "data/shard.h"
+#include "data/tokenizer.h"
+#include "autograd/util.h"
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char g_dir[64];
+
+/* A valid tokenizer file of exactly `vocab` ids, built by hand from the documented layout:
+ * one character 'a' (index 0) and merges of all pairs (x, y) of earlier tokens in the order of
+ * max(x, y), so that pieces stay short. */
+static uint8_t *chain_tokenizer(int vocab, size_t *len) {
+    int nm = vocab - TOK_FIRST_CHAR - 1;
+    size_t n = 8 + 20 + 2 + 8 * (size_t)nm + 8;
+    uint8_t *b = xcalloc(n, 1), *p = b;
+    memcpy(p, "DBTOKENZ", 8); p += 8;
+    uint32_t hdr[5] = {1, (uint32_t)vocab, 5, 1, (uint32_t)nm};
+    for (int i = 0; i < 5; i++) for (int k = 0; k < 4; k++) *p++ = (uint8_t)(hdr[i] >> (8 * k));
+    *p++ = 1; *p++ = 'a';
+    int r = 0;
+    for (uint32_t m = 0; r < nm; m++) {
+        for (uint32_t j = 0; j <= 2 * m && r < nm; j++, r++) {
+            uint32_t x = j <= m ? j : m, y = j <= m ? m : j - m - 1; /* (0..m, m) then (m, 0..m-1) */
+            uint32_t l = TOK_FIRST_CHAR + x, rr = TOK_FIRST_CHAR + y;
+            for (int k = 0; k < 4; k++) *p++ = (uint8_t)(l >> (8 * k));
+            for (int k = 0; k < 4; k++) *p++ = (uint8_t)(rr >> (8 * k));
+        }
+    }
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (uint8_t *q = b; q < p; q++) { h ^= *q; h *= 0x100000001b3ull; }
+    for (int k = 0; k < 8; k++) *p++ = (uint8_t)(h >> (8 * k));
+    *len = (size_t)(p - b);
+    return b;
+}
+
+/* Writes a valid shard of n_docs docs with lengths 1..; token i = 5 + (i * 7919) % (vocab - 5). */
+static void make_shard(const char *path, int vocab, int n_docs, int32_t **tok_out, int64_t **off_out) {
+    int64_t *off = xmalloc((size_t)(n_docs + 1) * sizeof(int64_t));
+    off[0] = 0;
+    for (int d = 0; d < n_docs; d++) off[d + 1] = off[d] + 1 + (d * 37) % 200;
+    int32_t *tok = xmalloc((size_t)off[n_docs] * sizeof(int32_t));
+    for (int64_t i = 0; i < off[n_docs]; i++) tok[i] = 5 + (int32_t)((i * 7919) % (vocab - 5));
+    size_t tl;
+    uint8_t *tb = chain_tokenizer(vocab, &tl);
+    ShardInfo info = {vocab, tb, tl, "train", 0};
+    char err[512];
+    if (shard_write(path, tok, off, n_docs, &info, err, sizeof err) != 0) fail_msg("%s", err);
+    free(tb);
+    if (tok_out) *tok_out = tok; else free(tok);
+    if (off_out) *off_out = off; else free(off);
+}
+
+static char *tmp_path(const char *name) {
+    static char buf[8][256];
+    static int k;
+    char *p = buf[k++ % 8];
+    snprintf(p, 256, "%s/%s", g_dir, name);
+    return p;
+}
+
+static void expect_error(const char *path, const char *needle) {
+    char err[1024] = "";
+    Shard *s = shard_open(path, 1, err, sizeof err);
+    if (s) { shard_close(s); fail_msg("shard_open(%s) accepted a bad file (expected '%s')", path, needle); }
+    if (!strstr(err, path)) fail_msg("message does not name the file: %s", err);
+    if (!strstr(err, needle)) fail_msg("message '%s' does not mention '%s'", err, needle);
+}
+
+static size_t file_bytes(const char *path, uint8_t **out) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *out = xmalloc((size_t)n);
+    assert_int_equal(fread(*out, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    return (size_t)n;
+}
+
+/* ---------------------------------------------------------------- good files */
+
+static void test_roundtrip(void **state) {
+    (void)state;
+    const char *p = tmp_path("rt.h5");
+    int32_t *tok; int64_t *off;
+    make_shard(p, 1000, 300, &tok, &off);
+    char err[512];
+    Shard *s = shard_open(p, 1, err, sizeof err);
+    if (!s) fail_msg("%s", err);
+    assert_int_equal(shard_n_docs(s), 300);
+    assert_int_equal(shard_n_tokens(s), off[300]);
+    assert_int_equal(shard_vocab_size(s), 1000);
+    int64_t n = off[300];
+    int32_t *r = xmalloc((size_t)n * sizeof(int32_t));
+    assert_int_equal(shard_read_tokens(s, 0, n, r, err, sizeof err), 0);
+    assert_memory_equal(r, tok, (size_t)n * sizeof(int32_t));
+    assert_int_equal(shard_read_tokens(s, 1234, 77, r, err, sizeof err), 0); /* a hyperslab */
+    assert_memory_equal(r, tok + 1234, 77 * sizeof(int32_t));
+    int64_t o[301];
+    assert_int_equal(shard_read_offsets(s, 0, 301, o, err, sizeof err), 0);
+    assert_memory_equal(o, off, sizeof o);
+    assert_int_not_equal(shard_read_tokens(s, n - 1, 2, r, err, sizeof err), 0); /* past the end */
+    size_t tl, el;
+    uint8_t *tb = shard_read_tokenizer(s, &tl, err, sizeof err), *expect = chain_tokenizer(1000, &el);
+    assert_int_equal(tl, el);
+    assert_memory_equal(tb, expect, el);
+    free(tb); free(expect); free(r);
+    /* dtype: uint16 for vocab <= 65536 */
+    hid_t f = H5Fopen(p, H5F_ACC_RDONLY, H5P_DEFAULT), d = H5Dopen2(f, "tokens", H5P_DEFAULT), t = H5Dget_type(d);
+    assert_int_equal(H5Tget_size(t), 2);
+    assert_int_equal(H5Tget_sign(t), H5T_SGN_NONE);
+    hid_t pl = H5Dget_create_plist(d);
+    assert_int_equal(H5Pget_layout(pl), H5D_CHUNKED);
+    assert_true(H5Pget_nfilters(pl) >= 1);
+    H5Pclose(pl); H5Tclose(t); H5Dclose(d); H5Fclose(f);
+    shard_close(s);
+    free(tok); free(off);
+}
+
+static void test_int32_for_large_vocab(void **state) {
+    (void)state;
+    const char *p = tmp_path("big.h5");
+    int32_t *tok;
+    make_shard(p, 70000, 50, &tok, NULL);
+    hid_t f = H5Fopen(p, H5F_ACC_RDONLY, H5P_DEFAULT), d = H5Dopen2(f, "tokens", H5P_DEFAULT), t = H5Dget_type(d);
+    assert_int_equal(H5Tget_size(t), 4);
+    assert_int_equal(H5Tget_sign(t), H5T_SGN_2);
+    H5Tclose(t); H5Dclose(d); H5Fclose(f);
+    char err[512];
+    Shard *s = shard_open(p, 1, err, sizeof err);
+    if (!s) fail_msg("%s", err);
+    int32_t r[100];
+    assert_int_equal(shard_read_tokens(s, 0, 100, r, err, sizeof err), 0);
+    assert_memory_equal(r, tok, sizeof r);
+    int any_big = 0;
+    for (int i = 0; i < 100; i++) any_big |= r[i] > 65535;
+    assert_true(any_big);
+    shard_close(s);
+    free(tok);
+}
+
+static void test_byte_identical_and_atomic(void **state) {
+    (void)state;
+    const char *a = tmp_path("same_a.h5"), *b = tmp_path("same_b.h5");
+    make_shard(a, 3000, 400, NULL, NULL);
+    make_shard(b, 3000, 400, NULL, NULL);
+    uint8_t *x, *y;
+    size_t nx = file_bytes(a, &x), ny = file_bytes(b, &y);
+    assert_int_equal(nx, ny);
+    assert_memory_equal(x, y, nx);
+    free(x); free(y);
+    char tmp[300];
+    snprintf(tmp, sizeof tmp, "%s.tmp", a);
+    assert_int_not_equal(access(tmp, F_OK), 0); /* no temporary left behind */
+    /* an empty shard is refused and leaves nothing */
+    int64_t off[2] = {0, 0};
+    size_t tl;
+    uint8_t *tb = chain_tokenizer(300, &tl);
+    ShardInfo info = {300, tb, tl, "train", 0};
+    char err[512];
+    const char *e = tmp_path("empty.h5");
+    assert_int_not_equal(shard_write(e, NULL, off, 1, &info, err, sizeof err), 0);
+    assert_int_not_equal(access(e, F_OK), 0);
+    free(tb);
+}
+
+/* ---------------------------------------------------------------- bad files */
+
+static void test_bad_unreadable_path(void **state) {
+    (void)state;
+    expect_error("/nonexistent/dir/x.h5", "cannot open");
+}
+
+static void test_bad_not_hdf5(void **state) {
+    (void)state;
+    const char *p = tmp_path("text.h5");
+    FILE *f = fopen(p, "w");
+    fputs("this is not HDF5\n", f);
+    fclose(f);
+    expect_error(p, "not an HDF5 file");
+}
+
+static void test_bad_truncated(void **state) {
+    (void)state;
+    const char *p = tmp_path("trunc.h5");
+    make_shard(p, 1000, 2000, NULL, NULL);
+    struct stat st;
+    stat(p, &st);
+    assert_int_equal(truncate(p, st.st_size / 2), 0);
+    expect_error(p, "truncated");
+}
+
+static void test_bad_missing_dataset(void **state) {
+    (void)state;
+    const char *p = tmp_path("missing.h5");
+    make_shard(p, 1000, 10, NULL, NULL);
+    hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
+    H5Ldelete(f, "tokens", H5P_DEFAULT);
+    H5Fclose(f);
+    expect_error(p, "missing dataset 'tokens'");
+}
+
+static void replace_tokens(const char *p, hid_t ftype, int64_t n, const void *data, hid_t mtype) {
+    hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
+    H5Ldelete(f, "tokens", H5P_DEFAULT);
+    hsize_t dims[1] = {(hsize_t)n};
+    hid_t sp = H5Screate_simple(1, dims, NULL);
+    hid_t d = H5Dcreate2(f, "tokens", ftype, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+    H5Dclose(d); H5Sclose(sp); H5Fclose(f);
+}
+
+static void test_bad_dtype(void **state) {
+    (void)state;
+    const char *p = tmp_path("dtype.h5");
+    int64_t *off;
+    make_shard(p, 1000, 10, NULL, &off);
+    double *v = xcalloc((size_t)off[10], sizeof(double));
+    replace_tokens(p, H5T_IEEE_F64LE, off[10], v, H5T_NATIVE_DOUBLE);
+    expect_error(p, "dtype float64, expected uint16 or int32");
+    free(v); free(off);
+}
+
+static void test_bad_out_of_range_id(void **state) {
+    (void)state;
+    const char *p = tmp_path("range.h5");
+    int32_t *tok; int64_t *off;
+    make_shard(p, 1000, 400, &tok, &off);
+    tok[off[400] - 3] = 1000; /* == vocab_size */
+    replace_tokens(p, H5T_STD_U16LE, off[400], tok, H5T_NATIVE_INT32);
+    expect_error(p, "outside the vocabulary");
+    /* without the full check the file opens, and reading that chunk fails */
+    char err[512];
+    Shard *s = shard_open(p, 0, err, sizeof err);
+    assert_non_null(s);
+    int32_t r[8];
+    assert_int_not_equal(shard_read_tokens(s, off[400] - 8, 8, r, err, sizeof err), 0);
+    assert_non_null(strstr(err, "outside the vocabulary"));
+    shard_close(s);
+    free(tok); free(off);
+}
+
+static void test_bad_shape(void **state) {
+    (void)state;
+    const char *p = tmp_path("shape.h5");
+    int32_t *tok; int64_t *off;
+    make_shard(p, 1000, 10, &tok, &off);
+    replace_tokens(p, H5T_STD_U16LE, off[10] - 1, tok, H5T_NATIVE_INT32);
+    expect_error(p, "expected");
+    free(tok); free(off);
+}
+
+static void test_bad_offsets(void **state) {
+    (void)state;
+    const char *p = tmp_path("offsets.h5");
+    int64_t *off;
+    make_shard(p, 1000, 10, NULL, &off);
+    int64_t t = off[4]; off[4] = off[5]; off[5] = t; /* not monotonic */
+    hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT), d = H5Dopen2(f, "doc_offsets", H5P_DEFAULT);
+    H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, off);
+    H5Dclose(d); H5Fclose(f);
+    expect_error(p, "not monotonic");
+    free(off);
+}
+
+static void set_attr(const char *p, const char *name, int64_t v) {
+    hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT), a = H5Aopen(f, name, H5P_DEFAULT);
+    H5Awrite(a, H5T_NATIVE_INT64, &v);
+    H5Aclose(a); H5Fclose(f);
+}
+
+static void test_bad_version_and_format(void **state) {
+    (void)state;
+    const char *p = tmp_path("version.h5");
+    make_shard(p, 1000, 10, NULL, NULL);
+    set_attr(p, "version", 2);
+    expect_error(p, "version 2");
+    const char *q = tmp_path("format.h5");
+    make_shard(q, 1000, 10, NULL, NULL);
+    hid_t f = H5Fopen(q, H5F_ACC_RDWR, H5P_DEFAULT);
+    H5Adelete(f, "format");
+    H5Fclose(f);
+    expect_error(q, "format");
+}
+
+static void test_bad_vocab_mismatch(void **state) {
+    (void)state;
+    const char *p = tmp_path("vocab.h5");
+    make_shard(p, 1000, 10, NULL, NULL);
+    set_attr(p, "vocab_size", 999);
+    expect_error(p, "embedded tokenizer has 1000");
+}
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(g_dir, sizeof g_dir, "/tmp/deberta_test_shard_XXXXXX");
+    if (!mkdtemp(g_dir)) return -1;
+    return 0;
+}
+static int teardown(void **state) {
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_int32_for_large_vocab),
+        cmocka_unit_test(test_byte_identical_and_atomic),
+        cmocka_unit_test(test_bad_unreadable_path),
+        cmocka_unit_test(test_bad_not_hdf5),
+        cmocka_unit_test(test_bad_truncated),
+        cmocka_unit_test(test_bad_missing_dataset),
+        cmocka_unit_test(test_bad_dtype),
+        cmocka_unit_test(test_bad_out_of_range_id),
+        cmocka_unit_test(test_bad_shape),
+        cmocka_unit_test(test_bad_offsets),
+        cmocka_unit_test(test_bad_version_and_format),
+        cmocka_unit_test(test_bad_vocab_mismatch),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
