@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "autograd/rng.h"
 #include "train/checkpoint.h"
+#include "train/optim.h"
 
 static char dir[64];
 
@@ -393,6 +394,118 @@ static void unwritable_directory_is_a_clear_error(void **state) {
     params_free(&a);
 }
 
+static void config_diff_names_first_difference(void **state) {
+    char msg[256];
+    const char *a = "# deberta.c model config (resolved)\nhidden_size = 256\nnum_hidden_layers = 2\ntotal_steps = 100\n";
+    assert_int_equal(checkpoint_config_diff(a, "hidden_size=256\n\n  num_hidden_layers =  2 # two\ntotal_steps = 100", NULL, msg, sizeof msg), 0);
+    assert_string_equal(msg, "");
+    assert_int_equal(checkpoint_config_diff(a, "hidden_size = 128\nnum_hidden_layers = 2\ntotal_steps = 100\n", NULL, msg, sizeof msg), 1);
+    assert_string_equal(msg, "'hidden_size' is 256 in the checkpoint but 128 now");
+    const char *ign[] = {"total_steps", NULL};
+    assert_int_equal(checkpoint_config_diff(a, "hidden_size = 256\nnum_hidden_layers = 2\ntotal_steps = 200\n", ign, msg, sizeof msg), 0);
+    assert_int_equal(checkpoint_config_diff(a, "hidden_size = 256\ntotal_steps = 100\n", NULL, msg, sizeof msg), 1);
+    assert_string_equal(msg, "'num_hidden_layers' is 2 in the checkpoint but not set now");
+    assert_int_equal(checkpoint_config_diff(a, "hidden_size = 256\nnum_hidden_layers = 2\ntotal_steps = 100\nseed = 3\n", NULL, msg, sizeof msg), 1);
+    assert_string_equal(msg, "'seed' is 3 now but not set in the checkpoint");
+}
+
+/* ---- exact resume of the optimizer state through a checkpoint (toy problem, two groups) ---- */
+
+static void toy_set(ParamSet *ps) {
+    params_init(ps);
+    const int s1[1] = {50}, s2[1] = {7}, s3[2] = {8, 5}, s4[1] = {5};
+    params_add(ps, "generator.x.dense.weight", 1, s1);
+    params_add(ps, "generator.x.dense.bias", 1, s2);
+    params_add(ps, "discriminator.x.dense.weight", 2, s3);
+    params_add(ps, "discriminator.x.LayerNorm.weight", 1, s4);
+    params_finalize(ps);
+    for (long i = 0; i < ps->total; i++) ps->data[i] = (real)rng_normal(5, 9, (uint64_t)i);
+}
+
+/* Gradient of 0.5·c·(p − t)² plus step-dependent noise: depends on parameters and step only. */
+static void toy_grads(ParamSet *ps, long step, const char *prefix) {
+    for (int i = 0; i < ps->n; i++) {
+        if (strncmp(ps->params[i]->name, prefix, strlen(prefix))) continue;
+        Tensor *t = ps->params[i];
+        for (long j = 0; j < t->n; j++)
+            t->grad[j] = (real)(3.0 * (t->data[j] - 0.1 * (double)j) + 0.5 * rng_normal(5, (uint64_t)step, (uint64_t)(i * 1000 + j)));
+    }
+}
+
+static void toy_steps(ParamSet *ps, OptimGroup *g, OptimGroup *d, long from, long to) {
+    for (long s = from; s < to; s++) {
+        optim_zero_grad(g);
+        toy_grads(ps, s, "generator.");
+        optim_step(g);
+        optim_zero_grad(d);
+        toy_grads(ps, s, "discriminator.");
+        optim_step(d);
+    }
+}
+
+static void toy_groups(ParamSet *ps, OptimGroup *g, OptimGroup *d) {
+    OptimConfig cg, cd;
+    optim_config_default(&cg, OPTIM_ADAMW);
+    cg.lr = 0.05;
+    cg.total_steps = 20;
+    cg.warmup_steps = 3;
+    optim_config_default(&cd, OPTIM_XADAM);
+    cd.lr = 0.05;
+    cd.total_steps = 20;
+    cd.warmup_steps = 3;
+    optim_group_init(g, "generator", &cg, ps, "generator.");
+    optim_group_init(d, "discriminator", &cd, ps, "discriminator.");
+}
+
+static void resume_through_checkpoint_is_bit_exact(void **state) {
+    char rundir[256], p[300], err[512];
+    path_of(rundir, sizeof rundir, "resume");
+    mkdir(rundir, 0755);
+    snprintf(p, sizeof p, "%s/checkpoint.h5", rundir);
+    /* uninterrupted: 20 steps */
+    ParamSet a;
+    OptimGroup ag, ad;
+    toy_set(&a);
+    toy_groups(&a, &ag, &ad);
+    toy_steps(&a, &ag, &ad, 0, 20);
+    /* interrupted: 10 steps, checkpoint, everything freed, rebuilt, loaded, 10 more */
+    ParamSet b;
+    OptimGroup bg, bd;
+    toy_set(&b);
+    toy_groups(&b, &bg, &bd);
+    toy_steps(&b, &bg, &bd, 0, 10);
+    CheckpointState st;
+    memset(&st, 0, sizeof st);
+    st.step = 10;
+    checkpoint_set_group_step(&st, bg.name, bg.step);
+    checkpoint_set_group_step(&st, bd.name, bd.step);
+    assert_int_equal(checkpoint_save(rundir, &b, &st, 0, err, sizeof err), 0);
+    optim_group_free(&bg);
+    optim_group_free(&bd);
+    params_free(&b);
+
+    ParamSet c;
+    OptimGroup cg, cd;
+    toy_set(&c);
+    for (long i = 0; i < c.total; i++) c.data[i] = 0; /* everything comes from the checkpoint */
+    toy_groups(&c, &cg, &cd);
+    CheckpointState got;
+    if (checkpoint_load(p, &c, &got, err, sizeof err)) fail_msg("%s", err);
+    cg.step = checkpoint_group_step(&got, "generator");
+    cd.step = checkpoint_group_step(&got, "discriminator");
+    assert_int_equal(cg.step, 10);
+    toy_steps(&c, &cg, &cd, got.step, 20);
+    checkpoint_state_free(&got);
+    assert_same_tensors(&a, &c);
+    assert_int_equal(cg.step, ag.step);
+    optim_group_free(&ag);
+    optim_group_free(&ad);
+    optim_group_free(&cg);
+    optim_group_free(&cd);
+    params_free(&a);
+    params_free(&c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_trip_bit_exact),
@@ -404,6 +517,8 @@ int main(void) {
         cmocka_unit_test(foreign_format_version_dtype),
         cmocka_unit_test(sigkill_mid_write_keeps_previous),
         cmocka_unit_test(unwritable_directory_is_a_clear_error),
+        cmocka_unit_test(config_diff_names_first_difference),
+        cmocka_unit_test(resume_through_checkpoint_is_bit_exact),
     };
     return cmocka_run_group_tests_name("checkpoint", tests, setup, teardown);
 }

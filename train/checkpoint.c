@@ -552,3 +552,79 @@ int checkpoint_load(const char *path, ParamSet *ps, CheckpointState *st, char *e
     if (rc) checkpoint_state_free(st);
     return ctx_end(&c, rc);
 }
+
+/* ---- config comparison ---- */
+
+typedef struct KV {
+    char *key, *val;
+} KV;
+
+static char *trim(char *s) {
+    while (*s == ' ' || *s == '\t' || *s == '\r') s++;
+    char *e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r')) *--e = 0;
+    return s;
+}
+
+/* Parses `key = value` lines of a copy of text (buf, freed by the caller) into kv (malloc'd). */
+static int parse_kv(const char *text, char **buf, KV **kv) {
+    *buf = xstrdup(text ? text : "");
+    int n = 0, cap = 16;
+    *kv = xmalloc((size_t)cap * sizeof(KV));
+    for (char *line = *buf, *next; line; line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = 0;
+        char *h = strchr(line, '#');
+        if (h) *h = 0;
+        char *eq = strchr(line, '=');
+        char *k = trim(line);
+        if (!*k) continue;
+        if (eq) *eq = 0;
+        if (n == cap) *kv = xrealloc(*kv, (size_t)(cap *= 2) * sizeof(KV));
+        (*kv)[n].key = trim(k);
+        (*kv)[n].val = eq ? trim(eq + 1) : "";
+        n++;
+    }
+    return n;
+}
+
+static const KV *kv_find(const KV *kv, int n, const char *key) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(kv[i].key, key)) return &kv[i];
+    return NULL;
+}
+
+static int ignored(const char *const *ignore, const char *key) {
+    for (; ignore && *ignore; ignore++)
+        if (!strcmp(*ignore, key)) return 1;
+    return 0;
+}
+
+int checkpoint_config_diff(const char *saved, const char *now, const char *const *ignore, char *msg, size_t len) {
+    char *b1, *b2;
+    KV *a, *b;
+    const int na = parse_kv(saved, &b1, &a), nb = parse_kv(now, &b2, &b);
+    int diff = 0;
+    for (int i = 0; !diff && i < na; i++) {
+        if (ignored(ignore, a[i].key)) continue;
+        const KV *o = kv_find(b, nb, a[i].key);
+        if (!o) {
+            snprintf(msg, len, "'%s' is %s in the checkpoint but not set now", a[i].key, a[i].val);
+            diff = 1;
+        } else if (strcmp(a[i].val, o->val)) {
+            snprintf(msg, len, "'%s' is %s in the checkpoint but %s now", a[i].key, a[i].val, o->val);
+            diff = 1;
+        }
+    }
+    for (int i = 0; !diff && i < nb; i++) {
+        if (ignored(ignore, b[i].key) || kv_find(a, na, b[i].key)) continue;
+        snprintf(msg, len, "'%s' is %s now but not set in the checkpoint", b[i].key, b[i].val);
+        diff = 1;
+    }
+    if (!diff && msg && len) msg[0] = 0;
+    free(a);
+    free(b);
+    free(b1);
+    free(b2);
+    return diff;
+}

@@ -62,6 +62,12 @@ int checkpoint_read_state(const char *path, CheckpointState *st, char *err, size
  * loaded: the caller must not use it. */
 int checkpoint_load(const char *path, ParamSet *ps, CheckpointState *st, char *err, size_t errlen);
 
+/* Compares two `key = value` config texts (as model/config.h writes them; '#' comments, blank lines
+ * and spaces around '=' are ignored).  Keys listed in ignore (NULL-terminated, may be NULL) may
+ * differ, e.g. the total number of steps when a run is extended.  Returns 0 when they agree, else 1
+ * with the first difference in msg, e.g. "'hidden_size' is 256 in the checkpoint but 128 now". */
+int checkpoint_config_diff(const char *saved, const char *now, const char *const *ignore, char *msg, size_t len);
+
 /* Looks up a group's saved step counter; -1 if the group is absent. */
 int64_t checkpoint_group_step(const CheckpointState *st, const char *group);
 /* Adds (or replaces) a group's step counter in st (for the writer). */
