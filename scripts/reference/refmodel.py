@@ -255,19 +255,31 @@ def attention(P, pre, cfg, qin, kv, mask2, Rn, c, training=False, probs_out=None
     sp = pre + "self."
 
     def heads(x):
-        return x.view(x.shape[0], x.shape[1], A, D).transpose(1, 2)
+        return x.reshape(x.shape[0], x.shape[1], A, D).transpose(1, 2)
 
-    q = heads(_lin(qin, P, sp + "query_proj"))
-    k = heads(_lin(kv, P, sp + "key_proj"))
-    v = heads(_lin(kv, P, sp + "value_proj"))
+    def proj(x, names):
+        """One GEMM for several projections of the same input (same math as separate Linears)."""
+        if len(names) == 1:
+            return [_lin(x, P, sp + names[0])]
+        W = torch.cat([P[sp + n + ".weight"] for n in names])
+        b = torch.cat([P[sp + n + ".bias"] for n in names])
+        return F.linear(x, W, b).split(A * D, dim=-1)
+
+    if qin is kv:
+        q, k, v = (heads(t) for t in proj(qin, ("query_proj", "key_proj", "value_proj")))
+    else:                                                             # EMD: query differs from kv
+        q = heads(proj(qin, ("query_proj",))[0])
+        k, v = (heads(t) for t in proj(kv, ("key_proj", "value_proj")))
     Qr = Kr = None
-    if "c2p" in terms or "p2c" in terms:
+    pos = [n for t, n in (("c2p", "key_proj"), ("p2c", "query_proj")) if t in terms]
+    if pos:
         R = _drop(Rn, cfg["hidden_dropout_prob"], training)          # pos_dropout, per layer
         nR = R.shape[0]
-        if "c2p" in terms:
-            Kr = _lin(R, P, sp + "key_proj").view(nR, A, D).transpose(0, 1)     # [A,R,D]
-        if "p2c" in terms:
-            Qr = _lin(R, P, sp + "query_proj").view(nR, A, D).transpose(0, 1)   # [A,R,D]
+        outs = dict(zip(pos, proj(R, pos)))                          # Kr = R Wk^T + bk, Qr = R Wq^T + bq
+        if "key_proj" in outs:
+            Kr = outs["key_proj"].reshape(nR, A, D).transpose(0, 1)      # [A,R,D]
+        if "query_proj" in outs:
+            Qr = outs["query_proj"].reshape(nR, A, D).transpose(0, 1)    # [A,R,D]
     scale = 1.0 / math.sqrt(D * len(terms))
     s = attention_scores(q, k, Qr, Kr, c, terms, scale)
     p = masked_softmax(s, mask2)
