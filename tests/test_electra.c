@@ -1,0 +1,238 @@
+/* test_electra.c — the ELECTRA pair: whole-model gradient checks for GDES / ES / NES with the EMD
+ * on and off, and the embedding-sharing semantics (which loss reaches which table). */
+#include "tests/testutil.h"
+#include <string.h>
+#include "autograd/gradcheck.h"
+#include "autograd/util.h"
+#include "model/electra.h"
+#include "model/init.h"
+
+enum { B = 2, T = 6 };
+/* sequence 0: [CLS] 5 [MASK] 7 [MASK] [SEP];  sequence 1: [CLS] [MASK] 9 [SEP] pad pad */
+static int32_t ids[B * T] = {1, 5, 4, 7, 4, 2, 1, 4, 9, 2, 0, 0};
+static int32_t mask[B * T] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
+static int32_t labels[B * T] = {0, 0, 6, 0, 8, 0, 0, 10, 0, 0, 0, 0};
+/* the discriminator input: position 2 replaced by a different token, 4 sampled == original, 7 replaced */
+static int32_t replaced[B * T] = {1, 5, 11, 7, 8, 2, 1, 3, 9, 2, 0, 0};
+
+static Batch make_batch(void) {
+    Batch b = {B, T, ids, mask, labels, 3, 10};
+    return b;
+}
+
+static void small_config(ModelConfig *c, int sharing, int emd) {
+    char err[256];
+    config_defaults(c);
+    c->hidden_size = 8;
+    c->num_hidden_layers = 2;
+    c->gen_num_hidden_layers = 2;
+    c->num_attention_heads = 2;
+    c->attention_head_size = 4;
+    c->intermediate_size = 16;
+    c->vocab_size = 12;
+    c->max_position_embeddings = 8;
+    c->position_buckets = 4;
+    c->max_relative_positions = 8;
+    c->max_seq_len = 8;
+    c->hidden_dropout_prob = 0;
+    c->attention_probs_dropout_prob = 0;
+    c->embedding_sharing = sharing;
+    c->use_emd = emd;
+    c->training_mode = sharing == SHARE_ES ? TRAIN_JOINT : TRAIN_DECOUPLED;
+    if (config_validate(c, err, sizeof err)) fail_msg("%s", err);
+}
+
+typedef struct {
+    Electra *m;
+    Batch b;
+    int which; /* 0: MLM loss, 1: λ·RTD loss, 2: their sum */
+} Ctx;
+
+static Tensor *loss_fn(Tape *t, Tensor **leaves, int n, void *vctx) {
+    Ctx *c = vctx;
+    GenOut g;
+    DiscOut d;
+    Tensor *lg = c->which != 1 ? generator_forward(t, c->m, &c->b, &g) : NULL;
+    Tensor *ld = c->which != 0 ? discriminator_forward(t, c->m, &c->b, replaced, &d) : NULL;
+    return c->which == 0 ? lg : c->which == 1 ? ld : op_add(t, lg, ld);
+}
+
+/* Checks d(loss)/d(leaves) by a random-direction check (3 directions) and per-tensor spot checks
+ * (2 evenly spaced elements of every tensor). */
+static void check_one(Tape *t, Ctx *ctx, Tensor **leaves, int n, const char *what, double tol) {
+    GCResult rd = gradcheck_direction(t, loss_fn, leaves, n, ctx, 3, 5);
+    GCResult re = gradcheck_elements(t, loss_fn, leaves, n, ctx, 2);
+    print_message("electra %-4s emd=%d %-28s random-direction max_rel_err %.3e (%ld), spot checks %.3e (%ld)\n",
+                  config_sharing_str(ctx->m->cfg.embedding_sharing), ctx->m->cfg.use_emd, what, rd.max_err, rd.n_checked,
+                  re.max_err, re.n_checked);
+    if (rd.max_err > tol || re.max_err > tol)
+        fail_msg("electra %s emd=%d %s: gradient error %.3e / %.3e above %.1e", config_sharing_str(ctx->m->cfg.embedding_sharing),
+                 ctx->m->cfg.use_emd, what, rd.max_err, re.max_err, tol);
+}
+
+/* Every mode checks the gradients the training step uses: d(MLM)/d(generator) and
+ * d(λ·RTD)/d(discriminator).  Under GDES the RTD loss depends on E_G through stopgrad(E_G), which by
+ * design contributes no gradient, so the sum is checked only for ES and NES, over all parameters
+ * (for ES it is the true gradient of the shared table from both losses). */
+static void whole_model_gradcheck(void **state) {
+    if (!REAL_IS_DOUBLE) {
+        /* finite differences of a whole model in float are noise; the double build checks it */
+        print_message("whole-model gradient check runs in the double build only\n");
+        return;
+    }
+    const double tol = 1e-6;
+    Tape t;
+    tape_init(&t, 1 << 20);
+    for (int sharing = 0; sharing < 3; sharing++)
+        for (int emd = 0; emd < 2; emd++) {
+            ModelConfig cfg;
+            small_config(&cfg, sharing, emd);
+            Electra m;
+            electra_build(&m, &cfg, 11);
+            model_perturb_params(&m.ps, 12);
+            Ctx ctx = {&m, make_batch(), 0};
+            check_one(&t, &ctx, m.ps.params, m.n_gen_params, "MLM wrt generator", tol);
+            ctx.which = 1;
+            check_one(&t, &ctx, m.ps.params + m.n_gen_params, m.ps.n - m.n_gen_params, "RTD wrt discriminator", tol);
+            if (sharing != SHARE_GDES) {
+                ctx.which = 2;
+                check_one(&t, &ctx, m.ps.params, m.ps.n, "MLM+RTD wrt all", tol);
+            }
+            electra_free(&m);
+        }
+    tape_free(&t);
+}
+
+static int any_nonzero(const Tensor *x) {
+    for (long i = 0; i < x->n; i++)
+        if (x->grad[i] != 0) return 1;
+    return 0;
+}
+static int all_zero(const Tensor *x) { return !any_nonzero(x); }
+
+/* backward of one loss only: which = 0 MLM, 1 RTD */
+static void backward_one(Tape *t, Electra *m, int which) {
+    Batch b = make_batch();
+    GenOut g;
+    DiscOut d;
+    tape_reset(t);
+    params_zero_grad(&m->ps);
+    Tensor *l = which == 0 ? generator_forward(t, m, &b, &g) : discriminator_forward(t, m, &b, replaced, &d);
+    tape_backward(t, l, 1);
+}
+
+static void gdes_rtd_reaches_only_the_delta(void **state) {
+    Tape t;
+    tape_init(&t, 1 << 20);
+    ModelConfig cfg;
+    small_config(&cfg, SHARE_GDES, 1);
+    Electra m;
+    electra_build(&m, &cfg, 3);
+    model_perturb_params(&m.ps, 4);
+    backward_one(&t, &m, 1);
+    assert_true(all_zero(m.gen.word));      /* stop-gradient: E_G gets nothing from RTD */
+    assert_true(any_nonzero(m.word_delta)); /* E_Δ is trained by RTD */
+    for (int j = 0; j < cfg.hidden_size; j++) assert_true(m.word_delta->grad[j] == 0); /* [PAD] row */
+    for (int i = 0; i < m.n_gen_params; i++) assert_true(all_zero(m.ps.params[i]));
+    backward_one(&t, &m, 0);
+    assert_true(any_nonzero(m.gen.word));
+    assert_true(all_zero(m.word_delta));
+    electra_free(&m);
+    tape_free(&t);
+}
+
+static void es_both_losses_reach_the_shared_table(void **state) {
+    Tape t;
+    tape_init(&t, 1 << 20);
+    ModelConfig cfg;
+    small_config(&cfg, SHARE_ES, 1);
+    Electra m;
+    electra_build(&m, &cfg, 3);
+    model_perturb_params(&m.ps, 4);
+    assert_null(m.disc.word);
+    assert_null(params_find(&m.ps, "discriminator.deberta.embeddings.word_embeddings.weight"));
+    backward_one(&t, &m, 1);
+    assert_true(any_nonzero(m.gen.word)); /* RTD reaches E */
+    backward_one(&t, &m, 0);
+    assert_true(any_nonzero(m.gen.word)); /* MLM reaches E */
+    electra_free(&m);
+    tape_free(&t);
+}
+
+static void nes_tables_never_meet(void **state) {
+    Tape t;
+    tape_init(&t, 1 << 20);
+    ModelConfig cfg;
+    small_config(&cfg, SHARE_NES, 0);
+    Electra m;
+    electra_build(&m, &cfg, 3);
+    model_perturb_params(&m.ps, 4);
+    assert_non_null(m.disc.word);
+    assert_ptr_not_equal(m.disc.word, m.gen.word);
+    backward_one(&t, &m, 1);
+    assert_true(all_zero(m.gen.word));
+    assert_true(any_nonzero(m.disc.word));
+    backward_one(&t, &m, 0);
+    assert_true(any_nonzero(m.gen.word));
+    assert_true(all_zero(m.disc.word));
+    electra_free(&m);
+    tape_free(&t);
+}
+
+static void rtd_labels_follow_the_spec(void **state) {
+    Tape t;
+    tape_init(&t, 1 << 20);
+    ModelConfig cfg;
+    small_config(&cfg, SHARE_GDES, 1);
+    Electra m;
+    electra_build(&m, &cfg, 3);
+    Batch b = make_batch();
+    DiscOut d;
+    discriminator_forward(&t, &m, &b, replaced, &d);
+    /* replaced and different -> 1; sampled == original -> 0; unmasked -> 0 */
+    const int32_t want[B * T] = {0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0};
+    for (int i = 0; i < B * T; i++) assert_int_equal(d.y[i], want[i]);
+    assert_true(d.loss->data[0] > 0);
+    electra_free(&m);
+    tape_free(&t);
+}
+
+static void sampling_is_deterministic_and_only_at_masked_positions(void **state) {
+    Tape t;
+    tape_init(&t, 1 << 20);
+    ModelConfig cfg;
+    small_config(&cfg, SHARE_GDES, 1);
+    Electra m;
+    electra_build(&m, &cfg, 3);
+    Batch b = make_batch();
+    GenOut g;
+    generator_forward(&t, &m, &b, &g);
+    int32_t r1[B * T], r2[B * T], r3[B * T];
+    electra_sample(&g, &b, 9, 1, r1);
+    electra_sample(&g, &b, 9, 1, r2);
+    assert_memory_equal(r1, r2, sizeof r1);
+    int differs = 0;
+    for (int step = 2; step < 40 && !differs; step++) {
+        electra_sample(&g, &b, 9, step, r3);
+        differs = memcmp(r1, r3, sizeof r1) != 0;
+    }
+    assert_true(differs); /* other steps draw other tokens */
+    for (int i = 0; i < B * T; i++) {
+        if (labels[i] == 0) assert_int_equal(r1[i], ids[i]);
+        else assert_true(r1[i] >= 0 && r1[i] < cfg.vocab_size);
+    }
+    electra_free(&m);
+    tape_free(&t);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(gdes_rtd_reaches_only_the_delta),
+        cmocka_unit_test(es_both_losses_reach_the_shared_table),
+        cmocka_unit_test(nes_tables_never_meet),
+        cmocka_unit_test(rtd_labels_follow_the_spec),
+        cmocka_unit_test(sampling_is_deterministic_and_only_at_masked_positions),
+        cmocka_unit_test(whole_model_gradcheck),
+    };
+    return cmocka_run_group_tests_name("electra", tests, NULL, NULL);
+}
