@@ -454,6 +454,10 @@ def cmd_bench(args):
     else:
         print("bench %s: preset=%s B=%d T=%d threads=%d  median %.2f ms fwd+bwd  peak RSS %.0f MB"
               % (args.part, args.preset, args.batch, args.seq, args.threads, med * 1e3, rss_mb))
+    if args.profile:
+        with torch.autograd.profiler.profile() as prof:
+            step(batches[0])
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.profile))
     print("RESULT " + json.dumps(res, sort_keys=True))
 
 
@@ -578,6 +582,8 @@ def main(argv=None):
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="after timing, profile one more step and print the N op kinds with most self time")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dtype", choices=DTYPES, default="float32")
 
