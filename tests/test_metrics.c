@@ -289,7 +289,17 @@ static void run_directory_files(void **state) {
     assert_int_equal(run_mkdir(p, err, sizeof err), -1);
     assert_non_null(strstr(err, "not a directory"));
 
+    assert_int_equal(run_check_fresh(rundir, err, sizeof err), 0);
+    snprintf(p, sizeof p, "%s/nonexistent", dir);
+    assert_int_equal(run_check_fresh(p, err, sizeof err), 0);
     assert_int_equal(run_write_text(rundir, "config.txt", "hidden_size = 128\n", err, sizeof err), 0);
+    assert_int_equal(run_check_fresh(rundir, err, sizeof err), 0); /* a config alone is not a run */
+    MetricsLog m;
+    assert_int_equal(metrics_open(&m, rundir, -1, err, sizeof err), 0);
+    metrics_close(&m);
+    assert_int_equal(run_check_fresh(rundir, err, sizeof err), -1);
+    fprintf(stderr, "  got: error: %s\n", err);
+    assert_non_null(strstr(err, "already holds a run (metrics.jsonl); continue it with --resume"));
     snprintf(p, sizeof p, "%s/config.txt", rundir);
     char *t = slurp(p);
     assert_string_equal(t, "hidden_size = 128\n");

@@ -262,6 +262,18 @@ int run_mkdir(const char *rundir, char *err, size_t errlen) {
     return 0;
 }
 
+int run_check_fresh(const char *rundir, char *err, size_t errlen) {
+    static const char *const files[] = {"checkpoint.h5", "metrics.jsonl"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char p[4200];
+        snprintf(p, sizeof p, "%s/%s", rundir, files[i]);
+        if (access(p, F_OK) == 0)
+            return err_set(err, errlen, "run directory %s already holds a run (%s); continue it with --resume %s or choose another --out",
+                           rundir, files[i], rundir);
+    }
+    return 0;
+}
+
 int run_write_text(const char *rundir, const char *name, const char *text, char *err, size_t errlen) {
     char path[4200], tmp[4300];
     snprintf(path, sizeof path, "%s/%s", rundir, name);
