@@ -1,0 +1,32 @@
+/* cmd_bench.c — `deberta bench <mode> [options]`: benchmarks (never tests).  One line per mode in
+ * the table below; each mode lives in its own train/bench_*.c and is declared in train/bench.h. */
+#include <stdio.h>
+#include <string.h>
+#include "train/bench.h"
+#include "train/cli.h"
+
+typedef struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} BenchMode;
+
+static const BenchMode modes[] = {
+    {"ops", bench_ops, "GFLOP/s of the matmul op (forward, backward) next to raw cblas gemm"},
+};
+
+static void bench_usage(FILE *f) {
+    fprintf(f, "usage: deberta bench <mode> [options]   (deberta bench <mode> --help)\n\nmodes:\n");
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) fprintf(f, "  %-10s %s\n", modes[i].name, modes[i].help);
+}
+
+int cmd_bench(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        bench_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        if (!strcmp(argv[1], modes[i].name)) return modes[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "error: bench: unknown mode '%s' (see deberta bench --help)\n", argv[1]);
+    return 2;
+}
