@@ -109,15 +109,14 @@ double optim_lr_at(const OptimConfig *c, long s) {
     return c->lr;
 }
 
+static double sumsq(const real *x, long n);
+
 double optim_grad_norm(OptimGroup *g) {
     const int nc = g->n_chunks;
 #pragma omp parallel for schedule(static)
     for (int c = 0; c < nc; c++) {
         const OptimChunk *ch = &g->chunks[c];
-        const real *gr = g->p[ch->p].t->grad;
-        double s = 0;
-        for (long i = ch->begin; i < ch->end; i++) s += (double)gr[i] * (double)gr[i];
-        g->partial[c] = s;
+        g->partial[c] = sumsq(g->p[ch->p].t->grad + ch->begin, ch->end - ch->begin);
     }
     double s = 0;
     for (int c = 0; c < nc; c++) s += g->partial[c];
@@ -139,31 +138,120 @@ void optim_zero_grad(OptimGroup *g) {
     for (int k = 0; k < g->n; k++) memset(g->p[k].t->grad, 0, (size_t)g->p[k].t->n * sizeof(real));
 }
 
-/* torch.optim.AdamW (_single_tensor_adamw, non-capturable), element by element in its order. */
-static void adamw_chunk(const OptimParam *p, long b, long e, real decay_mul, real b1, real one_m_b1, real b2, real one_m_b2,
-                        real bc2_sqrt, real eps, real neg_step_size, real gscale) {
-    real *w = p->t->data, *gr = p->t->grad, *m = p->m, *v = p->v;
-    for (long i = b; i < e; i++) {
-        const real g = gr[i] * gscale;
-        if (p->decay) w[i] *= decay_mul;                   /* param.mul_(1 - lr*wd) */
-        m[i] = m[i] * b1 + one_m_b1 * g;                   /* exp_avg.mul_(b1).add_(g, alpha=1-b1) */
-        v[i] = v[i] * b2 + one_m_b2 * g * g;               /* exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2) */
-        const real denom = sqrtr(v[i]) / bc2_sqrt + eps;   /* (v.sqrt() / sqrt(bc2)).add_(eps) */
-        w[i] = w[i] + neg_step_size * m[i] / denom;        /* param.addcdiv_(m, denom, value=-lr/bc1) */
+/* ---- element kernels ----
+ * The scalar loops below are the definition.  gcc does not vectorize them (sqrt may set errno, and
+ * the project builds without -ffast-math or -fno-math-errno), so with AVX the same operations, in
+ * the same order, run 8 (float) or 4 (double) lanes at a time: +, ×, ÷ and sqrt are correctly
+ * rounded per lane, so the results are bitwise those of the scalar loop (tested). */
+#if defined(__AVX__)
+#include <immintrin.h>
+#if REAL_IS_DOUBLE
+typedef __m256d vreal;
+#define VL 4
+#define vld _mm256_loadu_pd
+#define vst _mm256_storeu_pd
+#define vset _mm256_set1_pd
+#define vadd _mm256_add_pd
+#define vsub _mm256_sub_pd
+#define vmul _mm256_mul_pd
+#define vdiv _mm256_div_pd
+#define vsqrt _mm256_sqrt_pd
+#else
+typedef __m256 vreal;
+#define VL 8
+#define vld _mm256_loadu_ps
+#define vst _mm256_storeu_ps
+#define vset _mm256_set1_ps
+#define vadd _mm256_add_ps
+#define vsub _mm256_sub_ps
+#define vmul _mm256_mul_ps
+#define vdiv _mm256_div_ps
+#define vsqrt _mm256_sqrt_ps
+#endif
+#endif
+
+/* Σ x² in double over 4 fixed lanes (element i goes to lane i mod 4, lanes summed (0+1)+(2+3)):
+ * the same value with or without AVX, for any thread count. */
+static double sumsq(const real *x, long n) {
+    double acc[4] = {0, 0, 0, 0};
+    long i = 0;
+#if defined(__AVX__)
+    __m256d a = _mm256_setzero_pd();
+    for (; i + 4 <= n; i += 4) {
+#if REAL_IS_DOUBLE
+        const __m256d d = _mm256_loadu_pd(x + i);
+#else
+        const __m256d d = _mm256_cvtps_pd(_mm_loadu_ps(x + i));
+#endif
+        a = _mm256_add_pd(a, _mm256_mul_pd(d, d));
+    }
+    _mm256_storeu_pd(acc, a);
+#else
+    for (; i + 4 <= n; i += 4)
+        for (int l = 0; l < 4; l++) acc[l] += (double)x[i + l] * (double)x[i + l];
+#endif
+    for (int l = 0; i < n; i++, l++) acc[l] += (double)x[i] * (double)x[i];
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+/* torch.optim.AdamW (_single_tensor_adamw, non-capturable), element by element in its order.
+ * decay_mul is 1 for no-decay parameters (p·1 is exact). */
+static void adamw_chunk(real *restrict w, const real *restrict gr, real *restrict m, real *restrict v, long n, real decay_mul, real b1,
+                        real one_m_b1, real b2, real one_m_b2, real bc2_sqrt, real eps, real neg_step_size, real gscale) {
+    long i = 0;
+#if defined(__AVX__)
+    const vreal Vdm = vset(decay_mul), Vb1 = vset(b1), V1b1 = vset(one_m_b1), Vb2 = vset(b2), V1b2 = vset(one_m_b2),
+                Vbc = vset(bc2_sqrt), Veps = vset(eps), Vns = vset(neg_step_size), Vgs = vset(gscale);
+    for (; i + VL <= n; i += VL) {
+        const vreal g = vmul(vld(gr + i), Vgs);
+        const vreal p = vmul(vld(w + i), Vdm);
+        const vreal mi = vadd(vmul(vld(m + i), Vb1), vmul(V1b1, g));
+        const vreal vi = vadd(vmul(vld(v + i), Vb2), vmul(vmul(V1b2, g), g));
+        const vreal denom = vadd(vdiv(vsqrt(vi), Vbc), Veps);
+        vst(w + i, vadd(p, vdiv(vmul(Vns, mi), denom)));
+        vst(m + i, mi);
+        vst(v + i, vi);
+    }
+#endif
+    for (; i < n; i++) {
+        const real g = gr[i] * gscale;                     /* clip_grad_norm_: grad.mul_(clip_coef) */
+        const real p = w[i] * decay_mul;                   /* param.mul_(1 - lr*wd) */
+        const real mi = m[i] * b1 + one_m_b1 * g;          /* exp_avg.mul_(b1).add_(g, alpha=1-b1) */
+        const real vi = v[i] * b2 + one_m_b2 * g * g;      /* exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2) */
+        const real denom = sqrtr(vi) / bc2_sqrt + eps;     /* (v.sqrt() / sqrt(bc2)).add_(eps) */
+        w[i] = p + neg_step_size * mi / denom;             /* param.addcdiv_(m, denom, value=-lr/bc1) */
+        m[i] = mi;
+        v[i] = vi;
     }
 }
 
-/* Official XAdam.update_param with bias_correction = 0 (spec §4.7). */
-static void xadam_chunk(const OptimParam *p, long b, long e, real lr, real wd, real b1, real one_m_b1, real b2, real one_m_b2, real eps,
-                        real gscale_div) {
-    real *w = p->t->data, *gr = p->t->grad, *m = p->m, *v = p->v;
-    for (long i = b; i < e; i++) {
+/* Official XAdam.update_param with bias_correction = 0 (spec §4.7); wd is 0 for no-decay
+ * parameters (u + 0·p = u exactly for finite p). */
+static void xadam_chunk(real *restrict w, const real *restrict gr, real *restrict m, real *restrict v, long n, real lr, real wd, real b1,
+                        real one_m_b1, real b2, real one_m_b2, real eps, real gscale_div) {
+    long i = 0;
+#if defined(__AVX__)
+    const vreal Vlr = vset(lr), Vwd = vset(wd), Vb1 = vset(b1), V1b1 = vset(one_m_b1), Vb2 = vset(b2), V1b2 = vset(one_m_b2),
+                Veps = vset(eps), Vgd = vset(gscale_div);
+    for (; i + VL <= n; i += VL) {
+        const vreal g = vdiv(vld(gr + i), Vgd);
+        const vreal mi = vadd(vmul(vld(m + i), Vb1), vmul(V1b1, g));
+        const vreal vi = vadd(vmul(vld(v + i), Vb2), vmul(vmul(V1b2, g), g));
+        const vreal wi = vld(w + i);
+        const vreal u = vadd(vdiv(mi, vadd(vsqrt(vi), Veps)), vmul(Vwd, wi));
+        vst(w + i, vsub(wi, vmul(Vlr, u)));
+        vst(m + i, mi);
+        vst(v + i, vi);
+    }
+#endif
+    for (; i < n; i++) {
         const real g = gr[i] / gscale_div;                 /* grad / grad_scale */
-        m[i] = m[i] * b1 + one_m_b1 * g;
-        v[i] = v[i] * b2 + one_m_b2 * g * g;
-        real u = m[i] / (sqrtr(v[i]) + eps);
-        if (p->decay) u += wd * w[i];
-        w[i] -= lr * u;
+        const real mi = m[i] * b1 + one_m_b1 * g;
+        const real vi = v[i] * b2 + one_m_b2 * g * g;
+        const real u = mi / (sqrtr(vi) + eps) + wd * w[i]; /* update = m/(sqrt(v)+eps); update += wd·p */
+        w[i] -= lr * u;                                    /* p.add_(-lr·update) */
+        m[i] = mi;
+        v[i] = vi;
     }
 }
 
@@ -194,7 +282,10 @@ OptimStepResult optim_step(OptimGroup *g) {
 #pragma omp parallel for schedule(static)
         for (int k = 0; k < nc; k++) {
             const OptimChunk *ch = &g->chunks[k];
-            adamw_chunk(&g->p[ch->p], ch->begin, ch->end, decay_mul, b1, one_m_b1, b2, one_m_b2, bc2_sqrt, eps, neg_step, gscale);
+            const OptimParam *p = &g->p[ch->p];
+            const long b = ch->begin;
+            adamw_chunk(p->t->data + b, p->t->grad + b, p->m + b, p->v + b, ch->end - b, p->decay ? decay_mul : (real)1, b1, one_m_b1, b2,
+                        one_m_b2, bc2_sqrt, eps, neg_step, gscale);
         }
     } else {
         /* official fp32 path: grad_scale = max(1, norm / max_norm), g = grad / grad_scale */
@@ -205,7 +296,10 @@ OptimStepResult optim_step(OptimGroup *g) {
 #pragma omp parallel for schedule(static)
         for (int k = 0; k < nc; k++) {
             const OptimChunk *ch = &g->chunks[k];
-            xadam_chunk(&g->p[ch->p], ch->begin, ch->end, rlr, wd, b1, one_m_b1, b2, one_m_b2, eps, gdiv);
+            const OptimParam *p = &g->p[ch->p];
+            const long b = ch->begin;
+            xadam_chunk(p->t->data + b, p->t->grad + b, p->m + b, p->v + b, ch->end - b, rlr, p->decay ? wd : (real)0, b1, one_m_b1, b2,
+                        one_m_b2, eps, gdiv);
         }
     }
     g->step++;
