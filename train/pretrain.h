@@ -1,0 +1,65 @@
+/* pretrain.h — the ELECTRA-style pretraining loop (spec §4.6) and held-out evaluation.
+ *
+ * One step, decoupled mode (default):
+ *   1. G: zero G grads; for each micro-batch: generator forward on the masked batch, backward of
+ *      the MLM loss / accum, draw replacements from the (pre-update) generator's softmax;
+ *      clip + update G (skipped if the gradient norm is not finite).
+ *   2. D: zero D grads; for each micro-batch: discriminator forward on the replaced ids — under GDES
+ *      its table is stopgrad(E_G) + E_Δ with the already-updated E_G —, backward of λ·RTD / accum;
+ *      clip + update D.
+ * Joint mode: one group; loss = MLM + λ·RTD per micro-batch; one update.
+ *
+ * Randomness is addressed by (seed, step): dropout streams by step·64 + 2·micro + phase, sampling
+ * streams by step·64 + micro, masking by the loader's own (seed, epoch, sequence).  With the loader
+ * position, the optimizer counters and the parameters/moments in the checkpoint, a resumed run
+ * computes exactly what an uninterrupted one would.
+ */
+#ifndef DEBERTA_PRETRAIN_H
+#define DEBERTA_PRETRAIN_H
+#include <stdint.h>
+#include "data/loader.h"
+#include "model/electra.h"
+#include "train/optim.h"
+
+typedef struct TrainOptions {
+    char data[4096];
+    char out[4096];
+    int resume;
+    long steps;             /* total training steps (schedule length) */
+    double minutes;         /* > 0: choose `steps` to fit this many minutes (measured before training) */
+    int batch;              /* sequences per micro-batch */
+    int accum;              /* micro-batches per step */
+    uint64_t seed;
+    int threads;
+    MaskMode mask_mode;
+    double mask_prob;
+    OptimConfig opt;        /* generator (and joint) optimizer */
+    double d_lr;            /* discriminator peak lr; <= 0: same as opt.lr */
+    long warmup;            /* < 0: 10% of steps, at most 10000 */
+    long eval_every, eval_batches, save_every, log_every, keep_every;
+    int max_bad_steps;      /* stop after this many consecutive skipped steps */
+    long stop_after;        /* > 0: stop (with a checkpoint) after this many steps of this invocation (tests) */
+} TrainOptions;
+
+void train_options_default(TrainOptions *o);
+
+/* Held-out metrics of the pair on up to max_batches batches of `val` (rewound first). */
+typedef struct EvalResult {
+    double mlm_loss, mlm_acc;       /* mean over masked tokens */
+    double rtd_loss, rtd_acc, rtd_auc; /* rtd_loss: mean BCE (before λ) over real tokens */
+    double baseline_mlm_acc;        /* most frequent masked target's share */
+    double baseline_rtd_acc;        /* share of real tokens that are "original" (label 0) */
+    long n_masked, n_tokens, n_batches;
+} EvalResult;
+
+EvalResult evaluate(Electra *m, Loader *val, Tape *t, int B, int T, long max_batches, uint64_t seed);
+
+/* Runs (or resumes) a pretraining run.  argc/argv are recorded in RUNDIR/cmdline.txt.  Returns the
+ * process exit code. */
+int pretrain_run(const ModelConfig *cfg, const TrainOptions *o, int argc, char **argv);
+
+/* The config as `key = value` text (heap string). */
+char *config_to_text(const ModelConfig *c);
+/* Applies `key = value` text (as config_to_text writes it) to c. Returns 0 or -1 with err. */
+int config_from_text(ModelConfig *c, const char *text, char *err, size_t errlen);
+#endif
