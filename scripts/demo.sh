@@ -24,8 +24,12 @@ fi
 
 echo "== pretrain (tiny preset, ${DEMO_STEPS:-about $DEMO_MINUTES minutes})"
 if [ -n "$DEMO_STEPS" ]; then BUDGET="--steps $DEMO_STEPS"; else BUDGET="--minutes $DEMO_MINUTES"; fi
-if [ -f "$DEMO_DIR/checkpoint.h5" ]; then RESUME="--resume"; else RESUME=""; fi
-./build/deberta pretrain --preset tiny --data data/shards --out "$DEMO_DIR" --threads "$THREADS" $BUDGET $RESUME
+if [ -f "$DEMO_DIR/checkpoint.h5" ]; then
+    # an earlier demo run exists: continue it if unfinished (a finished run just re-evaluates)
+    ./build/deberta pretrain --resume "$DEMO_DIR" --data data/shards --threads "$THREADS"
+else
+    ./build/deberta pretrain --preset tiny --data data/shards --out "$DEMO_DIR" --threads "$THREADS" $BUDGET
+fi
 
 echo "== eval"
 ./build/deberta eval "$DEMO_DIR/checkpoint.h5" --data data/shards | tee "$DEMO_DIR/eval.txt"

@@ -1,0 +1,99 @@
+#!/bin/sh
+# End-to-end pretraining on a tiny model and a small generated corpus:
+#   exact resume (N steps, stop, --resume, N more == 2N uninterrupted: metrics and weights bit-identical),
+#   determinism (same seed + threads -> identical metrics.jsonl),
+#   SIGKILL while a checkpoint is written -> resume from the previous good one, same result,
+#   guard rails (non-finite steps stop the run, the last good checkpoint is intact),
+#   bad flags / missing data / corrupt checkpoint -> one error line, non-zero exit, nothing overwritten.
+# Runs in the float build only (the double build would repeat the same logic).
+set -u
+BUILD=${BUILD:-build}
+if [ "${PRECISION:-float}" = "double" ]; then echo "e2e-pretrain: float build only; skipped in the double run (not counted)"; exit 0; fi
+D=$BUILD/deberta
+W=$(mktemp -d /tmp/deberta-e2e-pretrain.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+ok() { echo "ok   $*"; }
+export OMP_NUM_THREADS=2
+
+# a small corpus: 300 documents of generated sentences (deterministic)
+awk 'BEGIN { srand(7); split("the a one every some that this my our your", det, " ");
+      split("cat dog bird model teacher river city garden window letter", noun, " ");
+      split("sees finds likes carries paints opens follows reads keeps moves", verb, " ");
+      split("red small old quiet bright green tall happy cold slow", adj, " ");
+      for (d = 0; d < 300; d++) { n = 2 + int(rand() * 4);
+        for (s = 0; s < n; s++) printf "%s %s %s %s %s %s. ", det[1+int(rand()*10)], adj[1+int(rand()*10)], noun[1+int(rand()*10)], verb[1+int(rand()*10)], det[1+int(rand()*10)], noun[1+int(rand()*10)];
+        printf "\n\n" } }' > "$W/corpus.txt"
+$D prep --input "$W/corpus.txt" --out "$W/shards" --vocab-size 320 --val-fraction 0.1 > "$W/prep.log" 2>&1 || { cat "$W/prep.log"; fail "prep"; }
+
+COMMON="--preset test --max_seq_len 32 --data $W/shards --batch 4 --steps 8 --eval-every 4 --eval-batches 2 --save-every 4 --log-every 1 --lr 1e-3 --hidden_dropout_prob 0.1 --attention_probs_dropout_prob 0.1"
+$D pretrain $COMMON --out "$W/A" > "$W/A.log" 2>&1 || { cat "$W/A.log"; fail "run A"; }
+[ "$(grep -c '"kind":"train"' "$W/A/metrics.jsonl")" = 8 ] || fail "run A: expected 8 train lines in metrics.jsonl"
+[ "$(grep -c '"kind":"eval"' "$W/A/metrics.jsonl")" = 2 ] || fail "run A: expected 2 eval lines"
+ok "run of 8 steps writes metrics.jsonl (8 train + 2 eval lines), config.txt, cmdline.txt, checkpoint.h5"
+for f in config.txt cmdline.txt checkpoint.h5; do [ -f "$W/A/$f" ] || fail "run A: $f missing"; done
+
+# determinism
+$D pretrain $COMMON --out "$W/C" > "$W/C.log" 2>&1 || fail "run C"
+cmp -s "$W/A/metrics.jsonl" "$W/C/metrics.jsonl" || fail "two runs with the same seed wrote different metrics.jsonl"
+ok "determinism: two runs with the same seed and threads write identical metrics.jsonl"
+
+# exact resume
+$D pretrain $COMMON --out "$W/B" --stop-after 4 > "$W/B1.log" 2>&1 || { cat "$W/B1.log"; fail "run B part 1"; }
+$D pretrain --resume "$W/B" --data "$W/shards" > "$W/B2.log" 2>&1 || { cat "$W/B2.log"; fail "run B resume"; }
+cmp -s "$W/A/metrics.jsonl" "$W/B/metrics.jsonl" || { diff "$W/A/metrics.jsonl" "$W/B/metrics.jsonl" | head; fail "resumed run's metrics differ"; }
+h5diff -q "$W/A/checkpoint.h5" "$W/B/checkpoint.h5" /params /params || fail "resumed run's weights differ"
+h5diff -q "$W/A/checkpoint.h5" "$W/B/checkpoint.h5" /optim /optim || fail "resumed run's optimizer moments differ"
+ok "exact resume: 4 steps + --resume 4 steps == 8 uninterrupted steps (metrics.jsonl identical, /params and /optim bit-identical)"
+
+# SIGKILL while the step-8 checkpoint is being written: the step-4 checkpoint survives and resuming reproduces A
+$D pretrain $COMMON --out "$W/K" --stop-after 4 > "$W/K1.log" 2>&1 || fail "run K part 1"
+cp "$W/K/checkpoint.h5" "$W/K4.h5"
+DEBERTA_CHECKPOINT_CRASH_AFTER=5 $D pretrain --resume "$W/K" --data "$W/shards" > "$W/K2.log" 2>&1
+rc=$?
+[ $rc -ne 0 ] || fail "the crash hook did not kill the writer"
+cmp -s "$W/K/checkpoint.h5" "$W/K4.h5" || fail "the checkpoint was changed by a killed writer"
+$D pretrain --resume "$W/K" --data "$W/shards" > "$W/K3.log" 2>&1 || { cat "$W/K3.log"; fail "resume after SIGKILL"; }
+cmp -s "$W/A/metrics.jsonl" "$W/K/metrics.jsonl" || fail "run resumed after a SIGKILL has different metrics"
+h5diff -q "$W/A/checkpoint.h5" "$W/K/checkpoint.h5" /params /params || fail "run resumed after a SIGKILL has different weights"
+ok "SIGKILL during a checkpoint write (exit $rc): previous checkpoint intact, resume reproduces the uninterrupted run"
+
+# guard rails: an absurd learning rate makes every step non-finite -> stop with the checkpoint intact
+$D pretrain $COMMON --out "$W/N" --stop-after 2 > /dev/null 2>&1 || fail "run N part 1"
+cp "$W/N/checkpoint.h5" "$W/N2.h5"
+$D pretrain --preset test --max_seq_len 32 --data "$W/shards" --batch 4 --steps 8 --lr 1e30 --max-grad-norm 0 --warmup 0 --max-bad-steps 2 --out "$W/N2" > "$W/N2.log" 2>&1
+rc=$?
+[ $rc -eq 1 ] || { cat "$W/N2.log"; fail "non-finite steps: expected exit 1, got $rc"; }
+grep -q "consecutive steps had a non-finite" "$W/N2.log" || { cat "$W/N2.log"; fail "non-finite steps: no clear message"; }
+grep -q '"skipped":1' "$W/N2/metrics.jsonl" || fail "skipped steps are not logged"
+ok "non-finite steps are skipped, logged, and stop the run after --max-bad-steps with a clear error"
+
+# bad input: one error line, non-zero exit, nothing overwritten
+expect_err() { # expected-rc pattern command...
+    want=$1; pat=$2; shift 2
+    "$@" > "$W/err.out" 2> "$W/err.log"; rc=$?
+    [ $rc -eq "$want" ] || { cat "$W/err.log"; fail "'$*': exit $rc, expected $want"; }
+    grep -q "^error: .*$pat" "$W/err.log" || { cat "$W/err.log"; fail "'$*': no error line matching '$pat'"; }
+    [ "$(wc -l < "$W/err.log")" -le 2 ] || { cat "$W/err.log"; fail "'$*': more than one error line"; }
+}
+expect_err 2 "--steps wants" $D pretrain --data "$W/shards" --out "$W/X" --steps abc
+expect_err 2 "unknown option" $D pretrain --data "$W/shards" --out "$W/X" --bogus 1
+expect_err 2 "required" $D pretrain --out "$W/X"
+expect_err 1 "" $D pretrain --data "$W/nonexistent" --out "$W/X"
+expect_err 1 "already holds a run" $D pretrain $COMMON --out "$W/A"
+cmp -s "$W/A/metrics.jsonl" "$W/C/metrics.jsonl" || fail "a refused run overwrote metrics.jsonl"
+expect_err 1 "" $D pretrain --resume "$W/nothing-here" --data "$W/shards"
+cp -r "$W/A" "$W/T"; head -c 20000 "$W/A/checkpoint.h5" > "$W/T/checkpoint.h5"; cp "$W/T/checkpoint.h5" "$W/T.h5"
+expect_err 1 "checkpoint" $D pretrain --resume "$W/T" --data "$W/shards"
+cmp -s "$W/T/checkpoint.h5" "$W/T.h5" || fail "a refused resume changed the corrupt checkpoint"
+expect_err 2 "only --data" $D pretrain --resume "$W/A" --data "$W/shards" --lr 1
+expect_err 1 "" $D eval "$W/T/checkpoint.h5" --data "$W/shards"
+ok "bad flags, missing data, existing run, missing/truncated checkpoint: one error line, non-zero exit, nothing overwritten"
+
+# eval reproduces the run's final evaluation
+$D eval "$W/A/checkpoint.h5" --data "$W/shards" --batches 2 --batch 4 > "$W/eval.txt" 2>&1 || fail "eval"
+last=$(grep '"kind":"eval"' "$W/A/metrics.jsonl" | tail -1)
+auc=$(echo "$last" | sed 's/.*"rtd_auc":\([^,}]*\).*/\1/')
+grep -q "AUC $(printf '%.4f' "$auc")" "$W/eval.txt" || { cat "$W/eval.txt"; echo "$last"; fail "deberta eval disagrees with the run's last evaluation"; }
+ok "deberta eval reproduces the run's final evaluation"
+echo "e2e-pretrain: all checks passed"
