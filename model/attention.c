@@ -1,0 +1,102 @@
+/* attention.c — disentangled self-attention block, see attention.h. */
+#include "model/attention.h"
+#include <math.h>
+#include <string.h>
+#include "autograd/util.h"
+#include "model/relpos.h"
+
+int g_attention_unfused = 0;
+
+void relctx_build(Tape *t, RelContext *rc, const ModelConfig *cfg, Tensor *rel_w, Tensor *rel_ln_g, Tensor *rel_ln_b,
+                  const int32_t *mask, int B, int T) {
+    memset(rc, 0, sizeof *rc);
+    rc->B = B;
+    rc->T = T;
+    rc->terms = cfg->att_terms;
+    int32_t *m = arena_alloc(&t->arena, (size_t)B * T * sizeof(int32_t));
+    for (long i = 0; i < (long)B * T; i++) m[i] = mask ? (mask[i] != 0) : 1;
+    rc->mask = m;
+    if (!(cfg->att_terms & (ATT_C2P | ATT_P2C))) return;
+    const int S = config_att_span(cfg), R = 2 * S;
+    if (rel_w->ndim != 2 || rel_w->shape[0] != R || rel_w->shape[1] != cfg->hidden_size)
+        fatal("relative table '%s' has %d x %d rows/cols, the config needs [%d, %d]", rel_w->name ? rel_w->name : "?",
+              rel_w->shape[0], rel_w->ndim > 1 ? rel_w->shape[1] : 0, R, cfg->hidden_size);
+    /* c(i,j) = clamp(bucket(i − j) + S, 0, 2S − 1); only rows r0..r1 are reachable at this length */
+    int r0, r1;
+    rc->c = arena_alloc(&t->arena, (size_t)T * T * sizeof(int32_t));
+    relpos_index(rc->c, T, T, cfg->position_buckets, cfg->max_relative_positions, S, &r0, &r1);
+    for (long i = 0; i < (long)T * T; i++) rc->c[i] -= r0;
+    rc->r0 = r0;
+    rc->n_rows = r1 - r0 + 1;
+    /* R̂ = LN_rel(W_rel[r0 .. r1]): row-wise, so equal to the rows of LN_rel(W_rel) (spec §1.4) */
+    int32_t *rows = arena_alloc(&t->arena, (size_t)rc->n_rows * sizeof(int32_t));
+    for (int r = 0; r < rc->n_rows; r++) rows[r] = r0 + r;
+    Tensor *sel = op_index_select(t, rel_w, rows, rc->n_rows); /* [n_rows, H] */
+    rc->rel = cfg->norm_rel_ebd ? op_layernorm(t, sel, rel_ln_g, rel_ln_b, (real)cfg->layer_norm_eps) : sel;
+}
+
+/* x [n, H] -> split_heads(proj(x)) [1, A, n, D] */
+static Tensor *project_table(Tape *t, Tensor *x, Tensor *w, Tensor *b, int A) {
+    const int s3[3] = {1, x->shape[0], x->shape[1]};
+    return op_split_heads(t, op_linear(t, op_reshape(t, x, 3, s3), w, b), A);
+}
+
+Tensor *attention_probs(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *q, Tensor *k, const RelContext *rc,
+                        int unfused) {
+    const int A = cfg->num_attention_heads, terms = cfg->att_terms;
+    Tensor *qr = NULL, *kr = NULL;
+    if (terms & (ATT_C2P | ATT_P2C)) {
+        /* R̃ = Dropout_h(R̂), a fresh mask per layer and call (spec §1.4 step 2) */
+        Tensor *rd = op_dropout(t, rc->rel, (real)cfg->hidden_dropout_prob);
+        if (terms & ATT_C2P) kr = project_table(t, rd, p->wk, p->bk, A); /* Kr = R̃·Wk^T + bk  [1, A, n, D] */
+        if (terms & ATT_P2C) qr = project_table(t, rd, p->wq, p->bq, A); /* Qr = R̃·Wq^T + bq */
+    }
+    const real scale = (real)(1.0 / sqrt((double)cfg->attention_head_size * config_num_terms(cfg)));
+    if (unfused) return attention_probs_unfused(t, q, k, qr, kr, rc->c, terms, scale, rc->mask, rc->mask);
+    return op_disentangled_attention_probs(t, q, k, qr, kr, rc->c, terms, scale, rc->mask, rc->mask);
+}
+
+Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *qin, Tensor *kv, const RelContext *rc) {
+    const int A = cfg->num_attention_heads;
+    const real ph = (real)cfg->hidden_dropout_prob;
+    Tensor *q = op_split_heads(t, op_linear(t, qin, p->wq, p->bq), A); /* [B, A, T, D] */
+    Tensor *k = op_split_heads(t, op_linear(t, kv, p->wk, p->bk), A);
+    Tensor *v = op_split_heads(t, op_linear(t, kv, p->wv, p->bv), A);
+    Tensor *probs = attention_probs(t, cfg, p, q, k, rc, g_attention_unfused); /* [B, A, T, T] */
+    probs = op_dropout(t, probs, (real)cfg->attention_probs_dropout_prob);
+    Tensor *ctx = op_merge_heads(t, op_matmul(t, probs, v, 0, 0)); /* [B, T, A·D] */
+    Tensor *o = op_dropout(t, op_linear(t, ctx, p->wo, p->bo), ph);  /* [B, T, H] */
+    return op_layernorm(t, op_add(t, o, qin), p->ln_g, p->ln_b, (real)cfg->layer_norm_eps);
+}
+
+/* ---------------- the unfused reference ---------------- */
+
+/* table [A, R, D] or [1, A, R, D] -> [B, A, R, D] (the same rows for every batch item) */
+static Tensor *expand_table(Tape *t, Tensor *x, int B) {
+    const int A = tdim(x, -3), R = tdim(x, -2), D = tdim(x, -1);
+    const int s2[2] = {A * R, D}, s4[4] = {B, A, R, D};
+    int32_t *rows = arena_alloc(&t->arena, (size_t)B * A * R * sizeof(int32_t));
+    for (long i = 0; i < (long)B * A * R; i++) rows[i] = (int32_t)(i % ((long)A * R));
+    return op_reshape(t, op_index_select(t, op_reshape(t, x, 2, s2), rows, B * A * R), 4, s4);
+}
+
+Tensor *attention_probs_unfused(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, const int32_t *c_idx, int terms,
+                                real scale, const int32_t *qmask, const int32_t *kmask) {
+    const int B = q->shape[0], Tq = q->shape[2], Tk = k->shape[2];
+    Tensor *s = NULL;
+    if (terms & ATT_C2C) s = op_matmul(t, q, k, 0, 1); /* c2c = q·k^T  [B, A, Tq, Tk] */
+    if (terms & ATT_C2P) {
+        Tensor *full = op_matmul(t, q, expand_table(t, kr, B), 0, 1); /* q·Kr^T  [B, A, Tq, R] */
+        Tensor *g = op_gather_last(t, full, c_idx, Tq, Tk);           /* g[i,j] = full[i, c(i,j)] */
+        s = s ? op_add(t, s, g) : g;
+    }
+    if (terms & ATT_P2C) {
+        Tensor *full = op_matmul(t, k, expand_table(t, qr, B), 0, 1); /* k·Qr^T  [B, A, Tk, R] */
+        int32_t *ct = arena_alloc(&t->arena, (size_t)Tq * Tk * sizeof(int32_t));
+        for (int i = 0; i < Tq; i++)
+            for (int j = 0; j < Tk; j++) ct[(long)j * Tq + i] = c_idx[(long)i * Tk + j];
+        Tensor *g = op_transpose(t, op_gather_last(t, full, ct, Tk, Tq)); /* g[j,i] = full[j, c(i,j)], -> [i,j] */
+        s = s ? op_add(t, s, g) : g;
+    }
+    return op_softmax_masked(t, op_scale(t, s, scale), qmask, kmask);
+}

@@ -1,0 +1,113 @@
+/* encoder.c — embeddings, post-LN layer, encoder; parameter registration.  See encoder.h. */
+#include "model/encoder.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "autograd/util.h"
+
+/* ---------------- registration ---------------- */
+
+static Tensor *reg(ParamSet *ps, const char *prefix, const char *name, int d0, int d1) {
+    char full[512];
+    if (snprintf(full, sizeof full, "%s%s", prefix, name) >= (int)sizeof full) fatal("parameter name %s%s is too long", prefix, name);
+    const int shape[2] = {d0, d1};
+    return params_add(ps, full, d1 > 0 ? 2 : 1, shape);
+}
+
+void encoder_register(Encoder *e, ParamSet *ps, const ModelConfig *cfg, int n_layers, const char *prefix, int flags) {
+    memset(e, 0, sizeof *e);
+    e->cfg = *cfg;
+    e->n_layers = n_layers;
+    if (strlen(prefix) >= sizeof e->prefix) fatal("encoder prefix '%s' is too long", prefix);
+    strcpy(e->prefix, prefix);
+    const int H = cfg->hidden_size, AD = cfg->num_attention_heads * cfg->attention_head_size, FF = cfg->intermediate_size;
+    char p[128], n[128];
+    if (snprintf(p, sizeof p, "%sembeddings.", prefix) >= (int)sizeof p) fatal("encoder prefix '%s' is too long", prefix);
+    if (!(flags & ENC_NO_WORD)) e->word = reg(ps, p, "word_embeddings.weight", cfg->vocab_size, H);
+    if (!(flags & ENC_NO_POSITION)) e->position = reg(ps, p, "position_embeddings.weight", cfg->max_position_embeddings, H);
+    e->emb_ln_g = reg(ps, p, "LayerNorm.weight", H, 0);
+    e->emb_ln_b = reg(ps, p, "LayerNorm.bias", H, 0);
+    e->layers = xcalloc(n_layers > 0 ? n_layers : 1, sizeof(LayerParams));
+    for (int l = 0; l < n_layers; l++) {
+        LayerParams *L = &e->layers[l];
+        if (snprintf(n, sizeof n, "%sencoder.layer.%d.", prefix, l) >= (int)sizeof n) fatal("encoder prefix '%s' is too long", prefix);
+        L->att.wq = reg(ps, n, "attention.self.query_proj.weight", AD, H);
+        L->att.bq = reg(ps, n, "attention.self.query_proj.bias", AD, 0);
+        L->att.wk = reg(ps, n, "attention.self.key_proj.weight", AD, H);
+        L->att.bk = reg(ps, n, "attention.self.key_proj.bias", AD, 0);
+        L->att.wv = reg(ps, n, "attention.self.value_proj.weight", AD, H);
+        L->att.bv = reg(ps, n, "attention.self.value_proj.bias", AD, 0);
+        L->att.wo = reg(ps, n, "attention.output.dense.weight", H, AD);
+        L->att.bo = reg(ps, n, "attention.output.dense.bias", H, 0);
+        L->att.ln_g = reg(ps, n, "attention.output.LayerNorm.weight", H, 0);
+        L->att.ln_b = reg(ps, n, "attention.output.LayerNorm.bias", H, 0);
+        L->w1 = reg(ps, n, "intermediate.dense.weight", FF, H);
+        L->b1 = reg(ps, n, "intermediate.dense.bias", FF, 0);
+        L->w2 = reg(ps, n, "output.dense.weight", H, FF);
+        L->b2 = reg(ps, n, "output.dense.bias", H, 0);
+        L->ln_g = reg(ps, n, "output.LayerNorm.weight", H, 0);
+        L->ln_b = reg(ps, n, "output.LayerNorm.bias", H, 0);
+    }
+    if (snprintf(p, sizeof p, "%sencoder.", prefix) >= (int)sizeof p) fatal("encoder prefix '%s' is too long", prefix);
+    e->rel = reg(ps, p, "rel_embeddings.weight", config_rel_rows(cfg), H);
+    e->rel_ln_g = reg(ps, p, "LayerNorm.weight", H, 0);
+    e->rel_ln_b = reg(ps, p, "LayerNorm.bias", H, 0);
+}
+
+void encoder_free(Encoder *e) {
+    free(e->layers);
+    e->layers = NULL;
+}
+
+/* ---------------- forward ---------------- */
+
+Tensor *layer_forward(Tape *t, const ModelConfig *cfg, const LayerParams *p, Tensor *qin, Tensor *kv, const RelContext *rc) {
+    Tensor *a = attention_forward(t, cfg, &p->att, qin, kv, rc);                 /* [B, T, H] */
+    Tensor *f = op_bias_gelu(t, op_linear(t, a, p->w1, NULL), p->b1);            /* GELU(a·W1^T + b1)  [B, T, I] */
+    Tensor *y = op_dropout(t, op_linear(t, f, p->w2, p->b2), (real)cfg->hidden_dropout_prob); /* [B, T, H] */
+    return op_layernorm(t, op_add(t, y, a), p->ln_g, p->ln_b, (real)cfg->layer_norm_eps);
+}
+
+/* x0 = Dropout_h(LN_emb(table[ids]) ⊙ m)  [B, T, H] */
+static Tensor *embeddings_forward(Tape *t, const Encoder *e, Tensor *table, const int32_t *ids, const int32_t *mask, int B, int T) {
+    const ModelConfig *c = &e->cfg;
+    const int H = c->hidden_size, s3[3] = {B, T, H};
+    if (!table || table->ndim != 2 || table->shape[0] != c->vocab_size || table->shape[1] != H)
+        fatal("encoder %s: the word-embedding table must be [%d, %d]", e->prefix, c->vocab_size, H);
+    Tensor *x = op_reshape(t, op_embedding(t, table, ids, B * T, c->pad_id), 3, s3);
+    x = op_layernorm(t, x, e->emb_ln_g, e->emb_ln_b, (real)c->layer_norm_eps);
+    if (mask) { /* MaskedLayerNorm: padded positions set to 0 */
+        Tensor *m = tape_tensor(t, 3, s3, "emb_mask");
+        for (long r = 0; r < (long)B * T; r++)
+            for (int h = 0; h < H; h++) m->data[r * H + h] = mask[r] ? 1 : 0;
+        x = op_mul(t, x, m);
+    }
+    return op_dropout(t, x, (real)c->hidden_dropout_prob);
+}
+
+Tensor *encoder_forward(Tape *t, const Encoder *e, Tensor *word_table, const int32_t *ids, const int32_t *mask, int B, int T,
+                        EncoderOut *out) {
+    const ModelConfig *c = &e->cfg;
+    if (T > c->max_position_embeddings)
+        fatal("encoder %s: sequence length %d exceeds max_position_embeddings %d", e->prefix, T, c->max_position_embeddings);
+    EncoderOut local;
+    if (!out) out = &local;
+    out->emb = embeddings_forward(t, e, word_table ? word_table : e->word, ids, mask, B, T);
+    relctx_build(t, &out->rel, c, e->rel, e->rel_ln_g, e->rel_ln_b, mask, B, T);
+    out->layers = arena_alloc(&t->arena, (size_t)(e->n_layers > 0 ? e->n_layers : 1) * sizeof(Tensor *));
+    Tensor *x = out->emb;
+    for (int l = 0; l < e->n_layers; l++) {
+        x = layer_forward(t, c, &e->layers[l], x, x, &out->rel);
+        out->layers[l] = x;
+    }
+    return x;
+}
+
+Tensor *encoder_positions(Tape *t, const Encoder *e, Tensor *pos_table, const int32_t *pos_ids, int B, int T) {
+    Tensor *table = pos_table ? pos_table : e->position;
+    if (!table) fatal("encoder %s: no absolute position table (registered with ENC_NO_POSITION)", e->prefix);
+    int32_t *ids = arena_alloc(&t->arena, (size_t)B * T * sizeof(int32_t));
+    for (long i = 0; i < (long)B * T; i++) ids[i] = pos_ids ? pos_ids[i] : (int32_t)(i % T);
+    const int s3[3] = {B, T, e->cfg.hidden_size};
+    return op_reshape(t, op_embedding(t, table, ids, B * T, -1), 3, s3);
+}

@@ -1,0 +1,146 @@
+/* gradcheck_model.c — see gradcheck_model.h */
+#include "model/gradcheck_model.h"
+#include <stdlib.h>
+#include <string.h>
+#include "autograd/util.h"
+#include "model/encoder.h"
+#include "model/init.h"
+
+enum { GB = 2, GT = 5 };
+/* batch 0: last position padded; batch 1: three padded positions */
+static const int32_t MASK[GB * GT] = {1, 1, 1, 1, 0, 1, 1, 0, 0, 0};
+static const int32_t IDS[GB * GT] = {1, 7, 11, 2, 0, 1, 5, 0, 0, 0};
+
+static void small_config(ModelConfig *c, int terms) {
+    char err[256];
+    config_preset(c, "test");
+    c->hidden_size = 8;
+    c->num_attention_heads = 2;
+    c->attention_head_size = 4;
+    c->intermediate_size = 16;
+    c->vocab_size = 12;
+    c->max_position_embeddings = 16;
+    c->position_buckets = 4;
+    c->max_relative_positions = 8;
+    c->max_seq_len = 16;
+    c->num_hidden_layers = 2;
+    c->gen_num_hidden_layers = 1;
+    c->att_terms = terms;
+    c->hidden_dropout_prob = 0;
+    c->attention_probs_dropout_prob = 0;
+    if (config_validate(c, err, sizeof err)) fatal("gradcheck config: %s", err);
+}
+
+/* checks: spot elements of every leaf + 3 random directions; the worse of the two.  The float build
+ * is a smoke test only (step 1e-2 through several LayerNorms): fewer elements, tolerance
+ * GC_MODEL_FLOAT_TOL; the double build uses the op tolerance (1e-7). */
+static GCResult check(Tape *t, GraphFn f, Tensor **leaves, int n, void *ctx) {
+    GCResult a = gradcheck_elements(t, f, leaves, n, ctx, REAL_IS_DOUBLE ? GC_MODEL_ELEMS : 3);
+    GCResult b = gradcheck_direction(t, f, leaves, n, ctx, 3, 77);
+    GCResult r = a;
+    r.n_checked = a.n_checked + b.n_checked;
+    if (b.max_err > r.max_err) r.max_err = b.max_err;
+    if (b.max_abs > r.max_abs) r.max_abs = b.max_abs;
+    r.ok = r.max_err <= (REAL_IS_DOUBLE ? gradcheck_tolerance() : GC_MODEL_FLOAT_TOL);
+    return r;
+}
+
+/* ---- one layer, query != key/value ---- */
+typedef struct {
+    ModelConfig cfg;
+    Encoder enc;
+    const int32_t *mask;
+} LayerCtx;
+
+/* leaves: [0] qin, [1] kv, then the parameters of the ParamSet */
+static Tensor *g_layer(Tape *t, Tensor **x, int n, void *vctx) {
+    LayerCtx *c = vctx;
+    RelContext rc;
+    relctx_build(t, &rc, &c->cfg, c->enc.rel, c->enc.rel_ln_g, c->enc.rel_ln_b, c->mask, GB, GT);
+    return layer_forward(t, &c->cfg, &c->enc.layers[0], x[0], x[1], &rc);
+}
+
+static GCResult run_layer(Tape *t, int terms, const int32_t *mask) {
+    LayerCtx c;
+    small_config(&c.cfg, terms);
+    c.mask = mask;
+    ParamSet ps;
+    params_init(&ps);
+    encoder_register(&c.enc, &ps, &c.cfg, 1, "deberta.", ENC_NO_WORD | ENC_NO_POSITION);
+    params_finalize(&ps);
+    model_init_params(&ps, 0.3, 11);
+    model_perturb_params(&ps, 12);
+    const int s3[3] = {GB, GT, c.cfg.hidden_size};
+    Tensor **leaves = xcalloc(ps.n + 2, sizeof(Tensor *));
+    leaves[0] = gc_leaf(3, s3, 1, "qin");
+    leaves[1] = gc_leaf(3, s3, 1, "kv");
+    gc_fill_uniform(leaves[0], 301, -1, 1);
+    gc_fill_uniform(leaves[1], 302, -1, 1);
+    for (int i = 0; i < ps.n; i++) leaves[2 + i] = ps.params[i];
+    GCResult r = check(t, g_layer, leaves, ps.n + 2, &c);
+    gc_leaf_free(leaves[0]);
+    gc_leaf_free(leaves[1]);
+    free(leaves);
+    encoder_free(&c.enc);
+    params_free(&ps);
+    return r;
+}
+
+/* ---- 2-layer encoder ---- */
+typedef struct {
+    Encoder enc;
+} EncCtx;
+
+static Tensor *g_encoder(Tape *t, Tensor **x, int n, void *vctx) {
+    EncCtx *c = vctx;
+    return encoder_forward(t, &c->enc, NULL, IDS, MASK, GB, GT, NULL);
+}
+
+static GCResult run_encoder(Tape *t, int terms) {
+    ModelConfig cfg;
+    small_config(&cfg, terms);
+    EncCtx c;
+    ParamSet ps;
+    params_init(&ps);
+    encoder_register(&c.enc, &ps, &cfg, 2, "deberta.", 0);
+    params_finalize(&ps);
+    model_init_params(&ps, 0.3, 21);
+    model_perturb_params(&ps, 22);
+    GCResult r = check(t, g_encoder, ps.params, ps.n, &c);
+    encoder_free(&c.enc);
+    params_free(&ps);
+    return r;
+}
+
+static const int32_t MASK_FULLPAD[GB * GT] = {1, 1, 1, 0, 1, 0, 0, 0, 0, 0};
+
+#define SUBSET_CASES(NAME, TERMS)                                                 \
+    static GCResult gc_layer_##NAME(Tape *t) { return run_layer(t, TERMS, MASK); } \
+    static GCResult gc_encoder_##NAME(Tape *t) { return run_encoder(t, TERMS); }
+SUBSET_CASES(c2c, ATT_C2C)
+SUBSET_CASES(c2p, ATT_C2P)
+SUBSET_CASES(p2c, ATT_P2C)
+SUBSET_CASES(c2c_c2p, ATT_C2C | ATT_C2P)
+SUBSET_CASES(c2c_p2c, ATT_C2C | ATT_P2C)
+SUBSET_CASES(c2p_p2c, ATT_C2P | ATT_P2C)
+SUBSET_CASES(all, ATT_ALL)
+static GCResult gc_layer_fullpad(Tape *t) { return run_layer(t, ATT_ALL, MASK_FULLPAD); }
+
+const GCCase gc_model_cases[] = {
+    {"layer", "c2c, q != kv, padded", gc_layer_c2c},
+    {"layer", "c2p, q != kv, padded", gc_layer_c2p},
+    {"layer", "p2c, q != kv, padded", gc_layer_p2c},
+    {"layer", "c2c|c2p, q != kv, padded", gc_layer_c2c_c2p},
+    {"layer", "c2c|p2c, q != kv, padded", gc_layer_c2c_p2c},
+    {"layer", "c2p|p2c, q != kv, padded", gc_layer_c2p_p2c},
+    {"layer", "c2c|c2p|p2c, q != kv, padded", gc_layer_all},
+    {"layer", "all, one fully padded sequence", gc_layer_fullpad},
+    {"encoder2", "c2c, padded", gc_encoder_c2c},
+    {"encoder2", "c2p, padded", gc_encoder_c2p},
+    {"encoder2", "p2c, padded", gc_encoder_p2c},
+    {"encoder2", "c2c|c2p, padded", gc_encoder_c2c_c2p},
+    {"encoder2", "c2c|p2c, padded", gc_encoder_c2c_p2c},
+    {"encoder2", "c2p|p2c, padded", gc_encoder_c2p_p2c},
+    {"encoder2", "c2c|c2p|p2c, padded", gc_encoder_all},
+};
+const int gc_n_model_cases = (int)ARRAY_LEN(gc_model_cases);

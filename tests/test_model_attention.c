@@ -1,0 +1,258 @@
+/* test_model_attention.c — the fused disentangled-attention op against (1) a direct loop over the
+ * spec §1.6 formula and (2) the unfused composition of generic ops (forward and every input
+ * gradient), for all 7 term subsets with padding; and the memory bound of one attention block
+ * (docs/ARCHITECTURE.md, "Model"): the arena peak of forward + backward stays under the formula
+ * and far under the size of a single T×T×C tensor, so none exists. */
+#include "tests/testutil.h"
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include "autograd/gradcheck.h"
+#include "autograd/rng.h"
+#include "model/attention.h"
+#include "model/encoder.h"
+#include "model/init.h"
+
+static Tape T;
+static int setup(void **s) { tape_init(&T, 1 << 20); return 0; }
+static int teardown(void **s) { tape_free(&T); return 0; }
+
+#if REAL_IS_DOUBLE
+#define TOL 1e-12
+#else
+#define TOL 2e-6
+#endif
+
+enum { B = 2, A = 2, TQ = 7, TK = 7, D = 4, R = 9 };
+
+typedef struct {
+    Tensor *q, *k, *qr, *kr;
+    int32_t c[TQ * TK];
+    int32_t qm[B * TQ], km[B * TK];
+} Inputs;
+
+static void make_inputs(Inputs *in, int seed) {
+    const int sq[4] = {B, A, TQ, D}, sk[4] = {B, A, TK, D}, st[3] = {A, R, D};
+    in->q = gc_leaf(4, sq, 1, "q");
+    in->k = gc_leaf(4, sk, 1, "k");
+    in->qr = gc_leaf(3, st, 1, "qr");
+    in->kr = gc_leaf(3, st, 1, "kr");
+    gc_fill_uniform(in->q, seed + 1, -2, 2);
+    gc_fill_uniform(in->k, seed + 2, -2, 2);
+    gc_fill_uniform(in->qr, seed + 3, -2, 2);
+    gc_fill_uniform(in->kr, seed + 4, -2, 2);
+    for (int i = 0; i < TQ; i++)
+        for (int j = 0; j < TK; j++) {
+            int v = i - j + 4; /* relative-style with clamping at both ends */
+            in->c[i * TK + j] = v < 0 ? 0 : v > R - 1 ? R - 1 : v;
+        }
+    /* batch 0: two padded positions at the end; batch 1: no padding */
+    for (int i = 0; i < TQ; i++) in->qm[i] = in->km[i] = i < TQ - 2;
+    for (int i = 0; i < TQ; i++) in->qm[TQ + i] = in->km[TK + i] = 1;
+}
+
+static void free_inputs(Inputs *in) {
+    gc_leaf_free(in->q);
+    gc_leaf_free(in->k);
+    gc_leaf_free(in->qr);
+    gc_leaf_free(in->kr);
+}
+
+/* Direct formula (spec §1.6–§1.7), in double. */
+static void naive_probs(double *P, const Inputs *in, int terms, double scale) {
+    for (int b = 0; b < B; b++)
+        for (int a = 0; a < A; a++)
+            for (int i = 0; i < TQ; i++) {
+                double s[TK], mx = -1e300;
+                int any = 0;
+                for (int j = 0; j < TK; j++) {
+                    const real *qi = in->q->data + (((long)b * A + a) * TQ + i) * D;
+                    const real *kj = in->k->data + (((long)b * A + a) * TK + j) * D;
+                    const int c = in->c[i * TK + j];
+                    const real *krc = in->kr->data + ((long)a * R + c) * D, *qrc = in->qr->data + ((long)a * R + c) * D;
+                    double v = 0;
+                    for (int d = 0; d < D; d++) {
+                        if (terms & ATT_C2C) v += (double)qi[d] * kj[d];
+                        if (terms & ATT_C2P) v += (double)qi[d] * krc[d];
+                        if (terms & ATT_P2C) v += (double)kj[d] * qrc[d];
+                    }
+                    s[j] = v * scale;
+                    if (in->qm[b * TQ + i] && in->km[b * TK + j]) {
+                        if (s[j] > mx) mx = s[j];
+                        any = 1;
+                    }
+                }
+                double sum = 0;
+                for (int j = 0; j < TK; j++) {
+                    int kept = any && in->qm[b * TQ + i] && in->km[b * TK + j];
+                    s[j] = kept ? exp(s[j] - mx) : 0;
+                    sum += s[j];
+                }
+                for (int j = 0; j < TK; j++) P[(((long)b * A + a) * TQ + i) * TK + j] = sum > 0 ? s[j] / sum : 0;
+            }
+}
+
+static void fused_matches_formula(void **state) {
+    Inputs in;
+    make_inputs(&in, 10);
+    static double P[B * A * TQ * TK];
+    for (int terms = 1; terms <= 7; terms++) {
+        tape_reset(&T);
+        const double scale = 1 / sqrt(3.0 * D);
+        Tensor *p = op_disentangled_attention_probs(&T, in.q, in.k, in.qr, in.kr, in.c, terms, (real)scale, in.qm, in.km);
+        naive_probs(P, &in, terms, scale);
+        for (long e = 0; e < p->n; e++)
+            if (fabs(p->data[e] - P[e]) > TOL) fail_msg("terms %s: P[%ld] = %.9g, formula %.9g", config_terms_str(terms), e, (double)p->data[e], P[e]);
+        /* padded query rows are all zeros, kept rows sum to 1 */
+        for (int a = 0; a < A; a++) {
+            double s = 0;
+            for (int j = 0; j < TK; j++) s += p->data[((0 * A + a) * TQ + TQ - 1) * TK + j];
+            assert_true(s == 0);
+            s = 0;
+            for (int j = 0; j < TK; j++) s += p->data[((1 * A + a) * TQ + 0) * TK + j];
+            assert_true(fabs(s - 1) < 10 * TOL);
+        }
+    }
+    free_inputs(&in);
+}
+
+/* forward probs and the gradients of Σ P ⊙ W w.r.t. q, k, qr, kr: fused vs unfused */
+static void fused_equals_unfused(void **state) {
+    Inputs in;
+    make_inputs(&in, 20);
+    Tensor *x[4] = {in.q, in.k, in.qr, in.kr};
+    static real g_fused[4][B * A * TQ * D];
+    static real pf[B * A * TQ * TK];
+    for (int terms = 1; terms <= 7; terms++) {
+        const real scale = (real)(1 / sqrt(2.0 * D));
+        for (int pass = 0; pass < 2; pass++) {
+            for (int i = 0; i < 4; i++) memset(x[i]->grad, 0, x[i]->n * sizeof(real));
+            tape_reset(&T);
+            Tensor *p = pass == 0 ? op_disentangled_attention_probs(&T, in.q, in.k, in.qr, in.kr, in.c, terms, scale, in.qm, in.km)
+                                  : attention_probs_unfused(&T, in.q, in.k, in.qr, in.kr, in.c, terms, scale, in.qm, in.km);
+            real *w = arena_alloc(&T.arena, p->n * sizeof(real));
+            for (long e = 0; e < p->n; e++) w[e] = (real)(rng_uniform(3, rng_stream(RNG_TEST, 1, 0), e) - 0.5);
+            tape_backward_from(&T, p, w);
+            if (pass == 0) {
+                memcpy(pf, p->data, p->n * sizeof(real));
+                for (int i = 0; i < 4; i++) memcpy(g_fused[i], x[i]->grad, x[i]->n * sizeof(real));
+                continue;
+            }
+            for (long e = 0; e < p->n; e++)
+                if (fabs(p->data[e] - pf[e]) > TOL) fail_msg("terms %s: P[%ld] fused %.9g unfused %.9g", config_terms_str(terms), e, (double)pf[e], (double)p->data[e]);
+            const char *nm[4] = {"q", "k", "qr", "kr"};
+            for (int i = 0; i < 4; i++)
+                for (long e = 0; e < x[i]->n; e++)
+                    if (fabs(x[i]->grad[e] - g_fused[i][e]) > TOL)
+                        fail_msg("terms %s: d%s[%ld] fused %.9g unfused %.9g", config_terms_str(terms), nm[i], e, (double)g_fused[i][e],
+                                 (double)x[i]->grad[e]);
+            /* a table of a term that is off gets no gradient */
+            if (!(terms & ATT_P2C))
+                for (long e = 0; e < in.qr->n; e++) assert_true(in.qr->grad[e] == 0);
+        }
+    }
+    free_inputs(&in);
+}
+
+/* The whole attention block: fused and unfused paths give the same output and parameter grads. */
+static void block_fused_equals_unfused(void **state) {
+    ModelConfig cfg;
+    char err[256];
+    config_preset(&cfg, "test");
+    cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = 0;
+    assert_int_equal(config_validate(&cfg, err, sizeof err), 0);
+    ParamSet ps;
+    params_init(&ps);
+    Encoder e;
+    encoder_register(&e, &ps, &cfg, 1, "deberta.", 0);
+    params_finalize(&ps);
+    model_init_params(&ps, 0.2, 5);
+    model_perturb_params(&ps, 6);
+    enum { BB = 2, TT = 11 };
+    int32_t mask[BB * TT], ids[BB * TT];
+    for (int i = 0; i < BB * TT; i++) {
+        mask[i] = !(i >= TT && i % TT >= 8);
+        ids[i] = mask[i] ? 1 + i % (cfg.vocab_size - 1) : 0;
+    }
+    static real out0[BB * TT * 16];
+    real *g0 = malloc(ps.total * sizeof(real));
+    for (int pass = 0; pass < 2; pass++) {
+        g_attention_unfused = pass;
+        params_zero_grad(&ps);
+        tape_reset(&T);
+        Tensor *y = encoder_forward(&T, &e, NULL, ids, mask, BB, TT, NULL);
+        tape_backward_from(&T, y, y->data); /* loss = ½ Σ y² */
+        if (pass == 0) {
+            memcpy(out0, y->data, y->n * sizeof(real));
+            memcpy(g0, ps.grad, ps.total * sizeof(real));
+            continue;
+        }
+        for (long i = 0; i < y->n; i++) assert_true(fabs(y->data[i] - out0[i]) < 10 * TOL);
+        for (long i = 0; i < ps.total; i++)
+            if (fabs(ps.grad[i] - g0[i]) > 100 * TOL) fail_msg("grad element %ld: fused %.9g unfused %.9g", i, (double)g0[i], (double)ps.grad[i]);
+    }
+    g_attention_unfused = 0;
+    free(g0);
+    encoder_free(&e);
+    params_free(&ps);
+}
+
+/* Memory of one attention block, forward + backward, in bytes (docs/ARCHITECTURE.md "Model"):
+ *   M = sizeof(real)·(24·B·T·C + 2·B·A·T·(T + R) + 12·R·C + threads·T·(T + 2R)) + 8·T²  (+ headers)
+ * (8·T²: two int32 copies of c(i,j)).  The T×T×C tensor of the naive formulation alone would be
+ * B·T·T·C reals. */
+static double attention_bound(long Bn, long An, long Tn, long Rn, long Cn) {
+    return sizeof(real) * (24.0 * Bn * Tn * Cn + 2.0 * Bn * An * Tn * (Tn + Rn) + 12.0 * Rn * Cn +
+                           (double)omp_get_max_threads() * Tn * (Tn + 2 * Rn)) + 8.0 * Tn * Tn;
+}
+
+static void attention_memory_bound(void **state) {
+    ModelConfig cfg;
+    char err[256];
+    config_preset(&cfg, "tiny");
+    cfg.hidden_size = 64;
+    cfg.num_attention_heads = 2;
+    cfg.attention_head_size = 32;
+    cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = 0;
+    assert_int_equal(config_validate(&cfg, err, sizeof err), 0);
+    ParamSet ps;
+    params_init(&ps);
+    Encoder e;
+    encoder_register(&e, &ps, &cfg, 1, "deberta.", 0);
+    params_finalize(&ps);
+    model_init_params(&ps, 0.02, 1);
+    enum { BB = 2, TT = 128 };
+    const int C = cfg.hidden_size, s3[3] = {BB, TT, C};
+    Tensor *x = gc_leaf(3, s3, 1, "x");
+    gc_fill_uniform(x, 9, -1, 1);
+    int32_t mask[BB * TT];
+    for (int i = 0; i < BB * TT; i++) mask[i] = i % TT < 100 || i < TT;
+    Tape t;
+    tape_init(&t, 1 << 16);
+    t.arena.peak = 0;
+    RelContext rc;
+    relctx_build(&t, &rc, &cfg, e.rel, e.rel_ln_g, e.rel_ln_b, mask, BB, TT);
+    Tensor *y = attention_forward(&t, &cfg, &e.layers[0].att, x, x, &rc);
+    tape_backward_from(&t, y, y->data);
+    const double peak = (double)t.arena.peak;
+    const double bound = attention_bound(BB, cfg.num_attention_heads, TT, rc.n_rows, C) + 65536.0;
+    const double ttc = (double)BB * TT * TT * C * sizeof(real);
+    print_message("attention block B=%d A=%d T=%d R=%d C=%d: arena peak %.0f bytes, bound %.0f, one T*T*C tensor %.0f\n", BB,
+                  cfg.num_attention_heads, TT, rc.n_rows, C, peak, bound, ttc);
+    assert_true(peak <= bound);
+    assert_true(peak < ttc / 2); /* no T×T×C tensor can exist */
+    tape_free(&t);
+    gc_leaf_free(x);
+    encoder_free(&e);
+    params_free(&ps);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(fused_matches_formula),
+        cmocka_unit_test(fused_equals_unfused),
+        cmocka_unit_test(block_fused_equals_unfused),
+        cmocka_unit_test(attention_memory_bound),
+    };
+    return cmocka_run_group_tests_name("model_attention", tests, setup, teardown);
+}
