@@ -1,0 +1,202 @@
+/* cmd_dump.c — `deberta dump`: for one explicit batch, every intermediate, both losses and every
+ * parameter gradient of the generator/discriminator pair into a plain HDF5 file (names and
+ * gradient semantics in docs/FORMATS.md "Parity and dump files").  The tool for
+ * gradient-correctness experiments against any other implementation (scripts/reference/).
+ *
+ * Config: defaults < the weights file's root attributes < --config FILE < --key value flags.
+ * Dropout is always 0 (forced, with a note when the config says otherwise).
+ * Gradients: decoupled — generator.* from the MLM loss only (one backward), discriminator.* from
+ * λ·RTD only (a second backward on its own tape; any RTD gradient it adds to generator tensors, as
+ * under ES, is discarded); joint — both backwards accumulate: the gradient of MLM + λ·RTD.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "autograd/tape.h"
+#include "autograd/util.h"
+#include "model/electra.h"
+#include "train/cli.h"
+#include "train/h5io.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: deberta dump --weights W.h5 --batch B.h5 --out D.h5 [--config C] [--key value ...]\n"
+            "\n"
+            "Runs the generator and the discriminator on one explicit batch (dropout 0) and writes every\n"
+            "intermediate, both losses and every parameter gradient to D.h5 (plain HDF5; layout in\n"
+            "docs/FORMATS.md, \"Parity and dump files\").\n"
+            "\n"
+            "  --weights W.h5   parameters (one root dataset per full name: generator.*, discriminator.*)\n"
+            "                   and the config as root attributes (required)\n"
+            "  --batch B.h5     input_ids, attention_mask, labels, replaced_ids [B,T] int32 (required)\n"
+            "  --out D.h5       output file, written atomically (required)\n"
+            "  --config C       config file (key = value lines); overrides the weights' attributes\n"
+            "  --KEY VALUE      any config key (e.g. --training_mode joint); overrides both\n"
+            "  --help           this text\n"
+            "\n"
+            "Outputs: generator/{embedding_output, hidden_states/layer_N, emd/pass_1, emd/pass_2,\n"
+            "mlm_logits, loss}, discriminator/{embedding_output, hidden_states/layer_N, rtd_logits, loss},\n"
+            "grad/<parameter name>.  decoupled: generator grads of the MLM loss, discriminator grads of\n"
+            "rtd_lambda * RTD; joint: all grads of their sum.\n");
+}
+
+static int usage_error(const char *msg, const char *arg) {
+    fprintf(stderr, "error: dump: %s%s%s (see deberta dump --help)\n", msg, arg ? " " : "", arg ? arg : "");
+    return 2;
+}
+
+static void write_enc(H5Writer *w, const char *who, const EncoderOut *e, int n_layers) {
+    char name[128];
+    snprintf(name, sizeof name, "%s/embedding_output", who);
+    h5w_real(w, name, e->emb->ndim, e->emb->shape, e->emb->data);
+    for (int n = 0; n < n_layers; n++) {
+        snprintf(name, sizeof name, "%s/hidden_states/layer_%d", who, n);
+        h5w_real(w, name, e->layers[n]->ndim, e->layers[n]->shape, e->layers[n]->data);
+    }
+}
+
+int cmd_dump(int argc, char **argv) {
+    const char *weights = NULL, *batch_path = NULL, *out = NULL, *config_path = NULL;
+    char err[1024];
+    /* pass 1: files and help; config flags are applied in pass 2, after the attributes */
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        const char **dst = !strcmp(a, "--weights") ? &weights
+                           : !strcmp(a, "--batch") ? &batch_path
+                           : !strcmp(a, "--out")   ? &out
+                           : !strcmp(a, "--config") ? &config_path
+                                                    : NULL;
+        if (dst) {
+            if (i + 1 >= argc) return usage_error("flag needs a value:", a);
+            *dst = argv[++i];
+            continue;
+        }
+        if (strncmp(a, "--", 2) || i + 1 >= argc) return usage_error("unknown argument", a);
+        i++; /* a --key value pair, checked in pass 2 */
+    }
+    if (!weights) return usage_error("--weights is required", NULL);
+    if (!batch_path) return usage_error("--batch is required", NULL);
+    if (!out) return usage_error("--out is required", NULL);
+
+    ModelConfig cfg;
+    config_defaults(&cfg);
+    int n_full = 0, has_msl = 0;
+    if (h5io_read_config(weights, &cfg, &n_full, &has_msl, err, sizeof err)) fatal("%s", err);
+    if (n_full < 5)
+        warn("dump: weights %s lacks some full-model attributes (gen_num_hidden_layers, embedding_sharing, rtd_lambda, use_emd, "
+             "training_mode); the defaults or --config/flags fill them",
+             weights);
+    /* a weights file rarely carries max_seq_len: keep it within the position table */
+    if (!has_msl && cfg.max_seq_len > cfg.max_position_embeddings) cfg.max_seq_len = cfg.max_position_embeddings;
+    if (config_path && config_load(&cfg, config_path, err, sizeof err)) fatal("%s", err);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--weights") || !strcmp(a, "--batch") || !strcmp(a, "--out") || !strcmp(a, "--config")) {
+            i++;
+            continue;
+        }
+        int r = config_parse_flag(&cfg, argc, argv, &i, err, sizeof err);
+        if (r < 0) fatal("dump: %s", err);
+        if (r == 0) return usage_error("unknown flag", a);
+    }
+    if (cfg.hidden_dropout_prob != 0 || cfg.attention_probs_dropout_prob != 0)
+        fprintf(stderr, "dump: note: dropout forced to 0 (config has hidden %g, attention %g)\n", cfg.hidden_dropout_prob,
+                cfg.attention_probs_dropout_prob);
+    cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = 0;
+    if (config_validate(&cfg, err, sizeof err)) fatal("dump: %s", err);
+
+    /* ES under decoupled training: the official trainer's semantics (the shared table gets MLM
+     * gradients only); electra_build insists on joint for training, so build as joint */
+    const int decoupled = cfg.training_mode == TRAIN_DECOUPLED;
+    ModelConfig build_cfg = cfg;
+    if (cfg.embedding_sharing == SHARE_ES && decoupled) {
+        warn("dump: ES under decoupled training: the shared embedding gets MLM gradients only (official behaviour, spec 5.2); "
+             "use --training_mode joint for a true ES baseline");
+        build_cfg.training_mode = TRAIN_JOINT;
+    }
+    Electra m;
+    electra_build(&m, &build_cfg, 0);
+    if (h5io_read_params(weights, &m.ps, err, sizeof err)) fatal("%s", err);
+
+    Batch b;
+    int32_t *replaced, *position_ids;
+    if (h5io_read_batch(batch_path, cfg.vocab_size, cfg.max_position_embeddings, &b, &replaced, &position_ids, err, sizeof err))
+        fatal("%s", err);
+    if (position_ids) {
+        for (long i = 0; i < (long)b.B * b.T; i++)
+            if (position_ids[i] != (int32_t)(i % b.T))
+                fatal("batch %s: position_ids[%ld, %ld] = %d: only the default 0..T-1 positions are supported by the C generator", batch_path,
+                      i / b.T, i % b.T, position_ids[i]);
+    }
+    if (cfg.use_emd && b.T > cfg.max_position_embeddings)
+        fatal("batch %s: T = %d exceeds max_position_embeddings %d (the EMD reads absolute position rows)", batch_path, b.T,
+              cfg.max_position_embeddings);
+
+    Tape tg, td;
+    tape_init(&tg, 1 << 24);
+    tape_init(&td, 1 << 24);
+    tg.training = td.training = 0;
+    params_zero_grad(&m.ps);
+
+    GenOut g;
+    DiscOut d;
+    Tensor *lg = generator_forward(&tg, &m, &b, &g);
+    tape_backward(&tg, lg, 1);
+    /* decoupled: keep the generator's MLM gradients, whatever the discriminator's backward adds */
+    const int ng = m.n_gen_params;
+    long gtotal = 0;
+    for (int i = 0; i < ng; i++) gtotal += m.ps.params[i]->n;
+    real *gsave = NULL;
+    if (decoupled) {
+        gsave = xmalloc((size_t)gtotal * sizeof(real));
+        for (int i = 0, k = 0; i < ng; k += (int)m.ps.params[i]->n, i++)
+            memcpy(gsave + k, m.ps.grad + m.ps.offset[i], (size_t)m.ps.params[i]->n * sizeof(real));
+    }
+    Tensor *ld = discriminator_forward(&td, &m, &b, replaced, &d);
+    tape_backward(&td, ld, 1);
+    if (decoupled)
+        for (long i = 0, k = 0; i < ng; k += m.ps.params[i]->n, i++)
+            memcpy(m.ps.grad + m.ps.offset[i], gsave + k, (size_t)m.ps.params[i]->n * sizeof(real));
+
+    H5Writer w;
+    if (h5w_open(&w, out, err, sizeof err)) fatal("%s", err);
+    write_enc(&w, "generator", &g.enc, m.gen.n_layers);
+    if (cfg.use_emd) {
+        h5w_real(&w, "generator/emd/pass_1", g.emd[0]->ndim, g.emd[0]->shape, g.emd[0]->data);
+        h5w_real(&w, "generator/emd/pass_2", g.emd[1]->ndim, g.emd[1]->shape, g.emd[1]->data);
+    }
+    h5w_real(&w, "generator/mlm_logits", g.logits->ndim, g.logits->shape, g.logits->data);
+    h5w_real(&w, "generator/loss", 0, NULL, g.loss->data);
+    write_enc(&w, "discriminator", &d.enc, m.disc.n_layers);
+    h5w_real(&w, "discriminator/rtd_logits", d.logits->ndim, d.logits->shape, d.logits->data);
+    h5w_real(&w, "discriminator/loss", 0, NULL, d.loss->data);
+    char name[600];
+    for (int i = 0; i < m.ps.n; i++) {
+        const Tensor *p = m.ps.params[i];
+        snprintf(name, sizeof name, "grad/%s", p->name);
+        h5w_real(&w, name, p->ndim, p->shape, m.ps.grad + m.ps.offset[i]);
+    }
+    h5w_attr_str(&w, "producer", "deberta dump");
+    h5w_attr_str(&w, "dtype", REAL_IS_DOUBLE ? "float64" : "float32");
+    h5w_attr_str(&w, "embedding_sharing", config_sharing_str(cfg.embedding_sharing));
+    h5w_attr_str(&w, "training_mode", config_mode_str(cfg.training_mode));
+    h5w_attr_int(&w, "use_emd", cfg.use_emd);
+    if (h5w_close(&w, err, sizeof err)) fatal("%s", err);
+
+    printf("dump: %s/%s emd=%d  mlm_loss=%.9g  rtd_loss=%.9g  masked=%d  (%d tensors, dropout 0) -> %s\n",
+           config_sharing_str(cfg.embedding_sharing), config_mode_str(cfg.training_mode), cfg.use_emd, (double)g.loss->data[0],
+           (double)d.loss->data[0], g.n_masked, m.ps.n, out);
+
+    free(gsave);
+    free(replaced);
+    free(position_ids);
+    batch_free(&b);
+    tape_free(&tg);
+    tape_free(&td);
+    electra_free(&m);
+    return 0;
+}

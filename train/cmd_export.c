@@ -1,0 +1,302 @@
+/* cmd_export.c — `deberta export SRC OUTDIR`: a checkpoint (or a parity weights file) as two Hugging
+ * Face DebertaV2 folders, OUTDIR/generator and OUTDIR/discriminator, each with config.json (the keys
+ * and types of spec §7.2), model.safetensors (F32, little-endian) and, when the checkpoint carries
+ * the tokenizer, tokenizer.json.  Layout and names: docs/FORMATS.md "Export".
+ *
+ * Names: our parameters are the HF ones with a "generator." / "discriminator." prefix; the prefix
+ * is dropped.  The generator's MLM head is written twice, as lm_predictions.lm_head.* (official,
+ * HF legacy=False) and cls.predictions.{transform.dense, transform.LayerNorm, bias} (HF legacy=True);
+ * the decoder weight is tied to the word embeddings and omitted.  The discriminator's word and
+ * position tables are written as plain `.weight`: E_G + E_Δ and P_G + P_Δ under GDES (spec §5.1; the
+ * deltas themselves are not written), the generator's tables under ES, its own under NES.
+ */
+#include <errno.h>
+#include <hdf5.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "autograd/util.h"
+#include "data/tokenizer.h"
+#include "model/electra.h"
+#include "model/safetensors.h"
+#include "train/checkpoint.h"
+#include "train/cli.h"
+#include "train/h5io.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: deberta export CHECKPOINT OUTDIR [--allow-no-c2c]\n"
+            "\n"
+            "Writes OUTDIR/generator and OUTDIR/discriminator as Hugging Face DebertaV2 folders:\n"
+            "config.json, model.safetensors (F32) and tokenizer.json (when the checkpoint has the\n"
+            "tokenizer).  CHECKPOINT is a training checkpoint (RUNDIR/checkpoint.h5) or a parity weights\n"
+            "file (root attributes + one dataset per parameter, docs/FORMATS.md).\n"
+            "\n"
+            "  --allow-no-c2c   export a model trained without the c2c term anyway (Hugging Face\n"
+            "                   DeBERTa always computes c2c, so it will NOT reproduce this model)\n"
+            "  --help           this text\n");
+}
+
+static int mkdir_p(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0777) && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) && errno != EEXIST) return -1;
+    return 0;
+}
+
+/* Shortest decimal that round-trips, always with a '.' or exponent (a JSON float, not an int). */
+static void json_double(FILE *f, double v) {
+    char buf[64];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    if (!strpbrk(buf, ".eEn")) strcat(buf, ".0");
+    fputs(buf, f);
+}
+
+/* config.json of spec §7.2 for one of the pair (n_layers: its depth). */
+static int write_config_json(const char *path, const ModelConfig *c, int n_layers, const char *arch, char *err, size_t errlen) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(err, errlen, "export: cannot create %.900s (%s)", tmp, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "{\n  \"model_type\": \"deberta-v2\",\n  \"architectures\": [\"%s\"],\n", arch);
+    fprintf(f, "  \"vocab_size\": %d,\n  \"hidden_size\": %d,\n  \"num_hidden_layers\": %d,\n", c->vocab_size, c->hidden_size, n_layers);
+    fprintf(f, "  \"num_attention_heads\": %d,\n  \"intermediate_size\": %d,\n", c->num_attention_heads, c->intermediate_size);
+    if (c->attention_head_size * c->num_attention_heads != c->hidden_size)
+        fprintf(f, "  \"attention_head_size\": %d,\n", c->attention_head_size); /* HF reads it when present */
+    fprintf(f, "  \"hidden_act\": \"gelu\",\n  \"hidden_dropout_prob\": ");
+    json_double(f, c->hidden_dropout_prob);
+    fprintf(f, ",\n  \"attention_probs_dropout_prob\": ");
+    json_double(f, c->attention_probs_dropout_prob);
+    fprintf(f, ",\n  \"max_position_embeddings\": %d,\n  \"type_vocab_size\": 0,\n  \"initializer_range\": ", c->max_position_embeddings);
+    json_double(f, c->initializer_range);
+    fprintf(f, ",\n  \"layer_norm_eps\": ");
+    json_double(f, c->layer_norm_eps);
+    fprintf(f, ",\n  \"relative_attention\": true,\n  \"max_relative_positions\": %d,\n  \"position_buckets\": %d,\n",
+            c->max_relative_positions, c->position_buckets > 0 ? c->position_buckets : -1);
+    fprintf(f, "  \"norm_rel_ebd\": \"%s\",\n  \"share_att_key\": true,\n  \"pos_att_type\": [", c->norm_rel_ebd ? "layer_norm" : "none");
+    int k = 0;
+    if (c->att_terms & ATT_P2C) fprintf(f, "%s\"p2c\"", k++ ? ", " : "");
+    if (c->att_terms & ATT_C2P) fprintf(f, "%s\"c2p\"", k++ ? ", " : "");
+    fprintf(f, "],\n  \"position_biased_input\": false,\n  \"pad_token_id\": %d,\n", c->pad_id);
+    fprintf(f, "  \"pooler_hidden_size\": %d,\n  \"pooler_dropout\": 0,\n  \"pooler_hidden_act\": \"gelu\",\n  \"legacy\": true\n}\n",
+            c->hidden_size);
+    if (fclose(f) || rename(tmp, path)) {
+        snprintf(err, errlen, "export: cannot write %.900s (%s)", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct Entries {
+    StEntry *e;
+    int n, cap;
+    real **owned; /* buffers to free (sums) */
+    int n_owned;
+} Entries;
+
+static void add_entry(Entries *es, const char *name, const Tensor *t, const real *data) {
+    if (es->n == es->cap) {
+        es->cap = es->cap ? 2 * es->cap : 64;
+        es->e = xrealloc(es->e, (size_t)es->cap * sizeof(StEntry));
+    }
+    StEntry *e = &es->e[es->n++];
+    memset(e, 0, sizeof *e);
+    e->name = xstrdup(name);
+    e->ndim = t->ndim;
+    memcpy(e->shape, t->shape, sizeof e->shape);
+    e->data = data ? data : t->data;
+}
+
+static const real *sum_of(Entries *es, const Tensor *a, const Tensor *b) {
+    real *s = xmalloc((size_t)a->n * sizeof(real));
+    for (long i = 0; i < a->n; i++) s[i] = a->data[i] + b->data[i];
+    es->owned = xrealloc(es->owned, (size_t)(es->n_owned + 1) * sizeof(real *));
+    es->owned[es->n_owned++] = s;
+    return s;
+}
+
+static void entries_free(Entries *es) {
+    for (int i = 0; i < es->n; i++) free((char *)es->e[i].name);
+    for (int i = 0; i < es->n_owned; i++) free(es->owned[i]);
+    free(es->e);
+    free(es->owned);
+    memset(es, 0, sizeof *es);
+}
+
+static int is_checkpoint(const char *path) {
+    H5E_auto2_t of;
+    void *od;
+    H5Eget_auto2(H5E_DEFAULT, &of, &od);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    int yes = 0;
+    if (H5Fis_hdf5(path) > 0) {
+        hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+        if (f >= 0) {
+            yes = H5Aexists(f, "format") > 0;
+            H5Fclose(f);
+        }
+    }
+    H5Eset_auto2(H5E_DEFAULT, of, od);
+    return yes;
+}
+
+/* The checkpoint's config text (key = value lines; keys that are not model keys, e.g. training
+ * hyper-parameters, are skipped). */
+static void config_from_text(ModelConfig *c, const char *text, const char *path) {
+    char *buf = xstrdup(text ? text : ""), *save = NULL, msg[512];
+    for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *hash = strchr(line, '#');
+        if (hash) *hash = 0;
+        char *eq = strchr(line, '=');
+        if (!eq) continue;
+        *eq = 0;
+        char *k = line, *v = eq + 1;
+        while (*k == ' ' || *k == '\t') k++;
+        for (char *e = k + strlen(k); e > k && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'); *--e = 0) {}
+        while (*v == ' ' || *v == '\t') v++;
+        for (char *e = v + strlen(v); e > v && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'); *--e = 0) {}
+        if (!*k || !strcmp(k, "preset")) continue;
+        if (config_set(c, k, v, msg, sizeof msg)) {
+            if (!strncmp(msg, "unknown config key", 18)) continue;
+            fatal("checkpoint %s: config: %s", path, msg);
+        }
+    }
+    free(buf);
+}
+
+int cmd_export(int argc, char **argv) {
+    const char *src = NULL, *outdir = NULL;
+    int allow_no_c2c = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--allow-no-c2c")) allow_no_c2c = 1;
+        else if (!strncmp(argv[i], "--", 2)) {
+            fprintf(stderr, "error: export: unknown flag %s (see deberta export --help)\n", argv[i]);
+            return 2;
+        } else if (!src) src = argv[i];
+        else if (!outdir) outdir = argv[i];
+        else {
+            fprintf(stderr, "error: export: unexpected argument %s (see deberta export --help)\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!src || !outdir) {
+        fprintf(stderr, "error: export: needs CHECKPOINT and OUTDIR (see deberta export --help)\n");
+        return 2;
+    }
+
+    char err[1024];
+    ModelConfig cfg;
+    config_defaults(&cfg);
+    CheckpointState st;
+    memset(&st, 0, sizeof st);
+    const int ckpt = is_checkpoint(src);
+    if (ckpt) {
+        if (checkpoint_read_state(src, &st, err, sizeof err)) fatal("%s", err);
+        if (!st.config || !st.config[0]) fatal("checkpoint %s: the config text (/config) is empty; cannot build the model", src);
+        config_from_text(&cfg, st.config, src);
+        checkpoint_state_free(&st);
+    } else {
+        int has_msl = 0;
+        if (h5io_read_config(src, &cfg, NULL, &has_msl, err, sizeof err)) fatal("%s", err);
+        if (!has_msl && cfg.max_seq_len > cfg.max_position_embeddings) cfg.max_seq_len = cfg.max_position_embeddings;
+    }
+    if (config_validate(&cfg, err, sizeof err)) fatal("export %s: %s", src, err);
+    if (!(cfg.att_terms & ATT_C2C)) {
+        if (!allow_no_c2c)
+            fatal("export: the model was trained without the c2c attention term (pos_att_type %s); Hugging Face DeBERTa-V2 always "
+                  "computes c2c and has no flag for it, so the export would not reproduce the model (pass --allow-no-c2c to "
+                  "export anyway)",
+                  config_terms_str(cfg.att_terms));
+        warn("export: c2c is off in this model (pos_att_type %s) but Hugging Face always adds it: the exported folders do NOT "
+             "reproduce this model",
+             config_terms_str(cfg.att_terms));
+    }
+    ModelConfig build_cfg = cfg;
+    if (build_cfg.embedding_sharing == SHARE_ES) build_cfg.training_mode = TRAIN_JOINT; /* only the parameter layout matters */
+    Electra m;
+    electra_build(&m, &build_cfg, 0);
+    if (ckpt) {
+        if (checkpoint_load(src, &m.ps, &st, err, sizeof err)) fatal("%s", err);
+    } else if (h5io_read_params(src, &m.ps, err, sizeof err)) {
+        fatal("%s", err);
+    }
+
+    char gdir[4096], ddir[4096], path[4200];
+    snprintf(gdir, sizeof gdir, "%s/generator", outdir);
+    snprintf(ddir, sizeof ddir, "%s/discriminator", outdir);
+    if (mkdir_p(gdir) || mkdir_p(ddir)) fatal("export: cannot create %s and %s (%s)", gdir, ddir, strerror(errno));
+
+    /* generator: backbone + official head + legacy head */
+    Entries ge = {0}, de = {0};
+    const size_t gp = strlen("generator."), dp = strlen("discriminator.");
+    for (int i = 0; i < m.n_gen_params; i++) add_entry(&ge, m.ps.params[i]->name + gp, m.ps.params[i], NULL);
+    add_entry(&ge, "cls.predictions.transform.dense.weight", m.lm.dense_w, NULL);
+    add_entry(&ge, "cls.predictions.transform.dense.bias", m.lm.dense_b, NULL);
+    add_entry(&ge, "cls.predictions.transform.LayerNorm.weight", m.lm.ln_g, NULL);
+    add_entry(&ge, "cls.predictions.transform.LayerNorm.bias", m.lm.ln_b, NULL);
+    add_entry(&ge, "cls.predictions.bias", m.lm.bias, NULL);
+
+    /* discriminator: plain word/position tables first, then everything but the GDES deltas */
+    if (cfg.embedding_sharing == SHARE_GDES) {
+        add_entry(&de, "deberta.embeddings.word_embeddings.weight", m.gen.word, sum_of(&de, m.gen.word, m.word_delta));
+        add_entry(&de, "deberta.embeddings.position_embeddings.weight", m.gen.position, sum_of(&de, m.gen.position, m.pos_delta));
+    } else if (cfg.embedding_sharing == SHARE_ES) {
+        add_entry(&de, "deberta.embeddings.word_embeddings.weight", m.gen.word, NULL);
+        add_entry(&de, "deberta.embeddings.position_embeddings.weight", m.gen.position, NULL);
+    }
+    for (int i = m.n_gen_params; i < m.ps.n; i++) {
+        const Tensor *t = m.ps.params[i];
+        if (t == m.word_delta || t == m.pos_delta) continue;
+        add_entry(&de, t->name + dp, t, NULL);
+    }
+
+    snprintf(path, sizeof path, "%s/model.safetensors", gdir);
+    if (safetensors_write(path, ge.e, ge.n, err, sizeof err)) fatal("export: %s", err);
+    snprintf(path, sizeof path, "%s/model.safetensors", ddir);
+    if (safetensors_write(path, de.e, de.n, err, sizeof err)) fatal("export: %s", err);
+    snprintf(path, sizeof path, "%s/config.json", gdir);
+    if (write_config_json(path, &cfg, m.gen.n_layers, "DebertaV2ForMaskedLM", err, sizeof err)) fatal("%s", err);
+    snprintf(path, sizeof path, "%s/config.json", ddir);
+    if (write_config_json(path, &cfg, m.disc.n_layers, "DebertaV2Model", err, sizeof err)) fatal("%s", err);
+
+    const char *tok_note = "no tokenizer in the source: tokenizer.json not written";
+    if (ckpt && st.n_tokenizer > 0) {
+        Tokenizer *tk = tokenizer_from_bytes(st.tokenizer, st.n_tokenizer, src, err, sizeof err);
+        if (!tk) fatal("checkpoint %s: tokenizer: %s", src, err);
+        if (tokenizer_vocab_size(tk) != cfg.vocab_size)
+            warn("export: the tokenizer has %d ids but the model's vocab_size is %d", tokenizer_vocab_size(tk), cfg.vocab_size);
+        const char *dirs[2] = {gdir, ddir};
+        for (int k = 0; k < 2; k++) {
+            snprintf(path, sizeof path, "%s/tokenizer.json", dirs[k]);
+            if (tokenizer_write_hf_json(tk, path, err, sizeof err)) fatal("export: %s", err);
+        }
+        tokenizer_free(tk);
+        tok_note = "tokenizer.json written";
+    }
+    printf("export: %s (%s, %s, emd=%d) -> %s: %d tensors, %s: %d tensors; %s\n", src, config_sharing_str(cfg.embedding_sharing),
+           ckpt ? "checkpoint" : "weights file", cfg.use_emd, gdir, ge.n, ddir, de.n, tok_note);
+
+    entries_free(&ge);
+    entries_free(&de);
+    checkpoint_state_free(&st);
+    electra_free(&m);
+    return 0;
+}

@@ -1,0 +1,54 @@
+/* h5io.h — plain-HDF5 parity files (docs/FORMATS.md "Parity and dump files"): the weights file
+ * (config as root attributes, one dataset per parameter), the full-model batch, and a small writer
+ * of float datasets for dump outputs.  Shared by `deberta dump` and any encoder parity tool.
+ *
+ * Every function returns 0 on success or -1 with one line in err (no "error: " prefix) naming the
+ * file and the problem, e.g.
+ *   weights w.h5: parameter 'generator.lm_predictions.lm_head.bias' has shape [41], the model expects [40]
+ * so the caller prints it with fatal("%s", err).
+ */
+#ifndef DEBERTA_H5IO_H
+#define DEBERTA_H5IO_H
+#include <stddef.h>
+#include <stdint.h>
+#include "autograd/tensor.h"
+#include "data/batch.h"
+#include "model/config.h"
+
+/* Applies every root attribute of a weights file that names a config key (model/config.h) to c
+ * with config_set (integers of any width, floats, fixed- or variable-length strings; attributes
+ * that are not config keys, e.g. "producer", are ignored).  *n_full (may be NULL) gets the number
+ * of full-model keys found (gen_num_hidden_layers, embedding_sharing, rtd_lambda, use_emd,
+ * training_mode); *has_max_seq_len (may be NULL) whether max_seq_len was among them. */
+int h5io_read_config(const char *path, ModelConfig *c, int *n_full, int *has_max_seq_len, char *err, size_t errlen);
+
+/* Loads every parameter of ps (finalized) from the dataset of the same name (root level; a nested
+ * group path a/b/c is read as the name a.b.c).  Fails on a missing or extra tensor, a wrong shape, a
+ * non-float dtype, or a NaN/Inf value. */
+int h5io_read_params(const char *path, ParamSet *ps, char *err, size_t errlen);
+
+/* The full-model batch: input_ids, attention_mask, labels, replaced_ids [B,T] integer datasets
+ * (read as int32), optional position_ids [B,T].  Validates: same [B,T] everywhere; ids, labels,
+ * replaced ids in [0, vocab); mask in {0,1}; labels > 0 only where mask = 1; at least one masked
+ * position; position_ids in [0, max_pos).  Fills b (batch_alloc'd; n_masked, n_tokens set),
+ * *replaced and *position_ids (malloc'd; *position_ids NULL when absent). */
+int h5io_read_batch(const char *path, int vocab, int max_pos, Batch *b, int32_t **replaced, int32_t **position_ids, char *err,
+                    size_t errlen);
+
+/* Writer: datasets in the build's real type (float32, float64 in the double build).  A '/' in a
+ * name creates groups.  Written to "<path>.tmp" and renamed by h5w_close.  After the first failure
+ * the writer keeps the message and ignores further calls; h5w_close returns it. */
+typedef struct H5Writer {
+    long long f;          /* hid_t */
+    char path[1024], tmp[1040];
+    char err[512];
+} H5Writer;
+
+int h5w_open(H5Writer *w, const char *path, char *err, size_t errlen);
+/* ndim 0 = scalar. */
+void h5w_real(H5Writer *w, const char *name, int ndim, const int *shape, const real *data);
+void h5w_attr_str(H5Writer *w, const char *name, const char *value);
+void h5w_attr_int(H5Writer *w, const char *name, long long value);
+/* Closes and renames; on an earlier failure removes the temp file.  Returns 0 or -1 with err. */
+int h5w_close(H5Writer *w, char *err, size_t errlen);
+#endif
