@@ -350,8 +350,11 @@ static int fetch_sequence(Loader *L, int64_t epoch, int64_t p, int32_t *ids, int
     const int T = L->cfg.T;
     const int64_t W = L->cfg.window, Lc = T - 2;
     ensure_epoch_order(L, epoch);
-    int k = 0;
-    while (L->shard_cum[k + 1] <= p) k++;
+    int k = 0, hi_k = L->n_shards - 1;
+    while (k < hi_k) { /* largest k with shard_cum[k] <= p */
+        int mid = (k + hi_k + 1) / 2;
+        if (L->shard_cum[mid] <= p) k = mid; else hi_k = mid - 1;
+    }
     int s = L->shard_order[k];
     int64_t j = p - L->shard_cum[k];
     ensure_window_order(L, epoch, s);

@@ -512,7 +512,7 @@ int32_t *tokenizer_encode(const Tokenizer *tk, const char *text, size_t len, siz
     TokEncoder *e = tok_encoder_new(tk);
     const int32_t *ids = tok_encode(e, text, len, n_ids);
     int32_t *r = xmalloc((*n_ids ? *n_ids : 1) * sizeof(int32_t));
-    memcpy(r, ids, *n_ids * sizeof(int32_t));
+    if (*n_ids) memcpy(r, ids, *n_ids * sizeof(int32_t));
     tok_encoder_free(e);
     return r;
 }
@@ -527,7 +527,7 @@ void tokenizer_encode_batch(const Tokenizer *tk, const char *const *texts, const
             size_t k;
             const int32_t *r = tok_encode(e, texts[i], lens[i], &k);
             ids[i] = xmalloc((k ? k : 1) * sizeof(int32_t));
-            memcpy(ids[i], r, k * sizeof(int32_t));
+            if (k) memcpy(ids[i], r, k * sizeof(int32_t));
             n_ids[i] = k;
         }
         tok_encoder_free(e);
