@@ -190,8 +190,7 @@ def cmd_dump(args):
             if not args.weights:
                 die("--weights is required")
             cfg, raw = refio.read_weights(args.weights)
-            ds, attrs = refio.read_h5_all(args.weights) if not refio.is_hf(args.weights) else ({}, {})
-            missing = [k for k in rm.FULL_KEYS if k not in attrs]
+            missing = [k for k in rm.FULL_KEYS if k not in cfg.get("_given", ())]
             if missing:
                 die("%s: full-model root attribute(s) %s missing (docs/FORMATS.md)" % (args.weights, ", ".join(missing)))
             src = args.weights

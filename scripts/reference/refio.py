@@ -173,6 +173,9 @@ def read_weights(path):
     if not os.path.exists(path):
         raise FileError("%s: no such file" % path)
     ds, attrs = read_h5_all(path)
+    if attrs.get("format") == "deberta.c checkpoint":            # docs/FORMATS.md, Checkpoint
+        attrs = parse_config_text(ds.get("config", b""), path)
+        ds = {k[len("params/"):]: v for k, v in ds.items() if k.startswith("params/")}
     missing = [k for k in ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
                            "vocab_size", "max_position_embeddings") if k not in attrs]
     if missing:
@@ -181,8 +184,37 @@ def read_weights(path):
         cfg = refmodel.validate(attrs)
     except refmodel.ConfigError as e:
         raise FileError("%s: %s" % (path, e))
+    cfg["_given"] = sorted(attrs)
     params = {k.replace("/", "."): v for k, v in ds.items()}
     return cfg, params
+
+
+def parse_config_text(text, path):
+    """The `key = value` config text of a checkpoint ('#' comments) -> dict of typed values."""
+    if isinstance(text, np.ndarray):
+        text = text.reshape(-1)[0] if text.dtype.kind in "SUO" else text.tobytes()
+    if isinstance(text, (bytes, np.bytes_)):
+        text = bytes(text).decode("utf-8", "replace")
+    out = {}
+    for line in str(text).splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if "=" not in line:
+            raise FileError("%s: config line '%s' is not key = value" % (path, line))
+        k, v = (x.strip() for x in line.split("=", 1))
+        if v in ("true", "false"):
+            out[k] = int(v == "true")
+            continue
+        for conv in (int, float):
+            try:
+                out[k] = conv(v)
+                break
+            except ValueError:
+                pass
+        else:
+            out[k] = v
+    return out
 
 
 def select_params(params, shapes, path, dtype):

@@ -481,6 +481,17 @@ def test_cli():
             diff = max(float(np.abs(a[k] - b[k]).max()) for k in fwd)
             check("CLI dump from exported HF folders (D embeddings = E_G + E_delta) == GDES dump forward",
                   diff <= 1e-6, "%d datasets, max diff %.1e" % (len(fwd), diff))
+            # a deberta.c checkpoint (params/<name>, config text) is accepted as --weights
+            text = "# deberta.c model config (resolved)\n" + "".join(
+                "%s = %s\n" % (k, ("true" if v else "false") if k == "use_emd" else v)
+                for k, v in attrs.items()) + "train_steps = 3\n"
+            ck = {"params/" + k: v for k, v in w.items()}
+            ck["config"] = np.bytes_(text.encode())
+            refio.write_h5(p("ck.h5"), ck, {"format": "deberta.c checkpoint", "version": 1})
+            run("dump", "--weights", p("ck.h5"), "--batch", p("in.h5"), "--out", p("dc.h5"))
+            a, _ = refio.read_h5_all(p("dc.h5"))
+            check("CLI dump from a deberta.c checkpoint (params/ + config text) == dump from the weights file",
+                  all(np.array_equal(a[k], b[k]) for k in b))
             # compare: a file against itself passes, a perturbed one fails
             e = run("compare", "--ours", p("dg.h5"), "--ref", p("dg.h5"), "--profile", "dump")
             bb = dict(b)
