@@ -81,6 +81,7 @@ def nomask(d): d["labels"] = np.zeros_like(d["labels"])
 for n, fn in [("dtype", dtype), ("shape", shape), ("nan", nan), ("missing", missing), ("extra", extra)]:
     copy(w0, "%s/bad-%s.w.h5" % (T, n), fn)
 run(["init", "--preset", "test", "--terms", "c2p|p2c", "--out", T + "/noc2c.w.h5"])
+run(["inputs", "--preset", "test", "--batch", "2", "--seq", "10", "--seed", "3", "--out", T + "/ckpt.b.h5"])  # ids < 40
 for n, fn in [("oob", oob), ("rep-oob", rep_oob), ("float-ids", float_ids), ("nomask", nomask)]:
     copy(b0, "%s/bad-%s.b.h5" % (T, n), fn)
 EOF
@@ -97,6 +98,10 @@ while read -r name sh mode emd; do
 done < "$T/cases.txt"
 # a checkpoint written by checkpoint_save (+ tokenizer) and its export, kept by the cmocka suite
 EXPORT_KEEP="$T/ckpt" "$BUILD/tests/test_export" > "$T/ckpt.log" 2>&1 || { cat "$T/ckpt.log"; fail "tests/test_export with EXPORT_KEEP"; }
+# dump straight from that checkpoint (config from its text; dropout 0.1 there -> forced to 0 with a note)
+"$DEB" dump --weights "$T/ckpt/run-gdes/checkpoint.h5" --batch "$T/ckpt.b.h5" --out "$T/ckpt.ours.h5" > "$T/ckpt-dump.log" 2>&1 \
+    || { cat "$T/ckpt-dump.log"; fail "deberta dump of a checkpoint"; }
+grep -q "note: dropout forced to 0" "$T/ckpt-dump.log" || fail "dump of a checkpoint with dropout 0.1 did not say it forced 0"
 
 # bad input: exit != 0 and exactly one line, "error: ..." naming the problem
 bad() {  # expected-substring command...
@@ -288,6 +293,12 @@ if os.path.isdir(ck + "/export-gdes"):
                                  "attention_head_size", "intermediate_size", "vocab_size", "max_position_embeddings",
                                  "position_buckets", "max_relative_positions")}
     a.update(embedding_sharing=kv["embedding_sharing"], pos_att_type=kv["pos_att_type"], layer_norm_eps=float(kv["layer_norm_eps"]))
+    # the same checkpoint as a weights file for the reference: its dump must match ours of the checkpoint
+    wa = dict(a, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, rtd_lambda=float(kv["rtd_lambda"]),
+              use_emd=int(kv["use_emd"] == "true" or kv["use_emd"] == "1"), training_mode=kv["training_mode"])
+    R.refio.write_h5(T + "/ckpt.w.h5", params, wa)
+    if run(["dump", "--weights", T + "/ckpt.w.h5", "--batch", T + "/ckpt.b.h5", "--out", T + "/ckpt.ref.h5", "--dtype", DT]) == 0:
+        compare(T + "/ckpt.ours.h5", T + "/ckpt.ref.h5", "dump of a checkpoint_save file")
     try:
         check_export(params, a, ck + "/export-gdes", "checkpoint export", cattrs["real"])
         for sub in ("generator", "discriminator"):

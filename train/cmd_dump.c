@@ -3,7 +3,8 @@
  * gradient semantics in docs/FORMATS.md "Parity and dump files").  The tool for
  * gradient-correctness experiments against any other implementation (scripts/reference/).
  *
- * Config: defaults < the weights file's root attributes < --config FILE < --key value flags.
+ * Config: defaults < the weights file's root attributes (or a checkpoint's config text) < --config FILE
+ * < --key value flags.
  * Dropout is always 0 (forced, with a note when the config says otherwise).
  * Gradients: decoupled — generator.* from the MLM loss only (one backward), discriminator.* from
  * λ·RTD only (a second backward on its own tape; any RTD gradient it adds to generator tensors, as
@@ -15,6 +16,7 @@
 #include "autograd/tape.h"
 #include "autograd/util.h"
 #include "model/electra.h"
+#include "train/checkpoint.h"
 #include "train/cli.h"
 #include "train/h5io.h"
 
@@ -27,7 +29,8 @@ static void usage(FILE *f) {
             "docs/FORMATS.md, \"Parity and dump files\").\n"
             "\n"
             "  --weights W.h5   parameters (one root dataset per full name: generator.*, discriminator.*)\n"
-            "                   and the config as root attributes (required)\n"
+            "                   and the config as root attributes, or a training checkpoint\n"
+            "                   (RUNDIR/checkpoint.h5: /params and the /config text) (required)\n"
             "  --batch B.h5     input_ids, attention_mask, labels, replaced_ids [B,T] int32 (required)\n"
             "  --out D.h5       output file, written atomically (required)\n"
             "  --config C       config file (key = value lines); overrides the weights' attributes\n"
@@ -84,14 +87,24 @@ int cmd_dump(int argc, char **argv) {
 
     ModelConfig cfg;
     config_defaults(&cfg);
-    int n_full = 0, has_msl = 0;
-    if (h5io_read_config(weights, &cfg, &n_full, &has_msl, err, sizeof err)) fatal("%s", err);
-    if (n_full < 5)
-        warn("dump: weights %s lacks some full-model attributes (gen_num_hidden_layers, embedding_sharing, rtd_lambda, use_emd, "
-             "training_mode); the defaults or --config/flags fill them",
-             weights);
-    /* a weights file rarely carries max_seq_len: keep it within the position table */
-    if (!has_msl && cfg.max_seq_len > cfg.max_position_embeddings) cfg.max_seq_len = cfg.max_position_embeddings;
+    const int ckpt = h5io_is_checkpoint(weights);
+    if (ckpt) { /* a training checkpoint: its config text */
+        CheckpointState st;
+        if (checkpoint_read_state(weights, &st, err, sizeof err)) fatal("%s", err);
+        char what[1100];
+        snprintf(what, sizeof what, "checkpoint %.1000s", weights);
+        if (h5io_config_from_text(&cfg, st.config, what, err, sizeof err)) fatal("%s", err);
+        checkpoint_state_free(&st);
+    } else {
+        int n_full = 0, has_msl = 0;
+        if (h5io_read_config(weights, &cfg, &n_full, &has_msl, err, sizeof err)) fatal("%s", err);
+        if (n_full < 5)
+            warn("dump: weights %s lacks some full-model attributes (gen_num_hidden_layers, embedding_sharing, rtd_lambda, use_emd, "
+                 "training_mode); the defaults or --config/flags fill them",
+                 weights);
+        /* a weights file rarely carries max_seq_len: keep it within the position table */
+        if (!has_msl && cfg.max_seq_len > cfg.max_position_embeddings) cfg.max_seq_len = cfg.max_position_embeddings;
+    }
     if (config_path && config_load(&cfg, config_path, err, sizeof err)) fatal("%s", err);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -120,7 +133,13 @@ int cmd_dump(int argc, char **argv) {
     }
     Electra m;
     electra_build(&m, &build_cfg, 0);
-    if (h5io_read_params(weights, &m.ps, err, sizeof err)) fatal("%s", err);
+    if (ckpt) {
+        CheckpointState st;
+        if (checkpoint_load(weights, &m.ps, &st, err, sizeof err)) fatal("%s", err);
+        checkpoint_state_free(&st);
+    } else if (h5io_read_params(weights, &m.ps, err, sizeof err)) {
+        fatal("%s", err);
+    }
 
     Batch b;
     int32_t *replaced, *position_ids;

@@ -11,7 +11,6 @@
  * deltas themselves are not written), the generator's tables under ES, its own under NES.
  */
 #include <errno.h>
-#include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,47 +136,6 @@ static void entries_free(Entries *es) {
     memset(es, 0, sizeof *es);
 }
 
-static int is_checkpoint(const char *path) {
-    H5E_auto2_t of;
-    void *od;
-    H5Eget_auto2(H5E_DEFAULT, &of, &od);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    int yes = 0;
-    if (H5Fis_hdf5(path) > 0) {
-        hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-        if (f >= 0) {
-            yes = H5Aexists(f, "format") > 0;
-            H5Fclose(f);
-        }
-    }
-    H5Eset_auto2(H5E_DEFAULT, of, od);
-    return yes;
-}
-
-/* The checkpoint's config text (key = value lines; keys that are not model keys, e.g. training
- * hyper-parameters, are skipped). */
-static void config_from_text(ModelConfig *c, const char *text, const char *path) {
-    char *buf = xstrdup(text ? text : ""), *save = NULL, msg[512];
-    for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char *hash = strchr(line, '#');
-        if (hash) *hash = 0;
-        char *eq = strchr(line, '=');
-        if (!eq) continue;
-        *eq = 0;
-        char *k = line, *v = eq + 1;
-        while (*k == ' ' || *k == '\t') k++;
-        for (char *e = k + strlen(k); e > k && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'); *--e = 0) {}
-        while (*v == ' ' || *v == '\t') v++;
-        for (char *e = v + strlen(v); e > v && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'); *--e = 0) {}
-        if (!*k || !strcmp(k, "preset")) continue;
-        if (config_set(c, k, v, msg, sizeof msg)) {
-            if (!strncmp(msg, "unknown config key", 18)) continue;
-            fatal("checkpoint %s: config: %s", path, msg);
-        }
-    }
-    free(buf);
-}
-
 int cmd_export(int argc, char **argv) {
     const char *src = NULL, *outdir = NULL;
     int allow_no_c2c = 0;
@@ -207,11 +165,13 @@ int cmd_export(int argc, char **argv) {
     config_defaults(&cfg);
     CheckpointState st;
     memset(&st, 0, sizeof st);
-    const int ckpt = is_checkpoint(src);
+    const int ckpt = h5io_is_checkpoint(src);
     if (ckpt) {
         if (checkpoint_read_state(src, &st, err, sizeof err)) fatal("%s", err);
         if (!st.config || !st.config[0]) fatal("checkpoint %s: the config text (/config) is empty; cannot build the model", src);
-        config_from_text(&cfg, st.config, src);
+        char what[1100];
+        snprintf(what, sizeof what, "checkpoint %.1000s", src);
+        if (h5io_config_from_text(&cfg, st.config, what, err, sizeof err)) fatal("%s", err);
         checkpoint_state_free(&st);
     } else {
         int has_msl = 0;
