@@ -68,10 +68,10 @@ static void bias_add_forward(real *y, const real *x, const real *b, long R, int 
     for (long r = 0; r < R; r++)
         for (int c = 0; c < C; c++) y[r * C + c] = x[r * C + c] + b[c];
 }
-/* dx += dy;  db[c] += Σ_r dy[r, c] (fixed order) */
-static void bias_add_backward(real *dx, real *db, const real *dy, long R, int C) {
+/* dx += dy;  db[c] += Σ_r dy[r, c] (fixed order, scratch from the arena) */
+static void bias_add_backward(Arena *a, real *dx, real *db, const real *dy, long R, int C) {
     if (dx) axpy_acc(dx, dy, 1, R * C);
-    if (db) colsum_acc(db, dy, R, C);
+    if (db) colsum_acc(a, db, dy, R, C);
 }
 
 Tensor *op_bias_add(Tape *t, Tensor *x, Tensor *b) {
@@ -85,7 +85,7 @@ Tensor *op_bias_add(Tape *t, Tensor *x, Tensor *b) {
 
 void bias_add_backward_node(Tape *t, TapeNode *nd) {
     Tensor *x = nd->in[0], *b = nd->in[1];
-    bias_add_backward(x->requires_grad ? tape_grad(t, x) : NULL, b->requires_grad ? tape_grad(t, b) : NULL, nd->out->grad,
+    bias_add_backward(&t->arena, x->requires_grad ? tape_grad(t, x) : NULL, b->requires_grad ? tape_grad(t, b) : NULL, nd->out->grad,
                       trows(x), b->shape[0]);
 }
 
@@ -187,24 +187,24 @@ static void bias_gelu_forward(real *y, const real *x, const real *b, long R, int
         for (int c = 0; c < C; c++) y[r * C + c] = gelu1(x[r * C + c] + b[c]);
 }
 /* g = dy · gelu'(x + b);  dx += g;  db[c] += Σ_r g[r, c].
- * One pass over fixed column blocks (rows in increasing order inside a block): each (r, c) is
- * visited once, dx writes are disjoint, and db is summed in a fixed order. */
-static void bias_gelu_backward(real *dx, real *db, const real *dy, const real *x, const real *b, long R, int C) {
-    const int nb = (C + COLSUM_BLOCK - 1) / COLSUM_BLOCK;
+ * Fixed chunks of COLSUM_ROWS rows in parallel: each chunk updates its own dx rows and writes its
+ * column sums of g to part[k, :]; colsum_finish adds the chunks in order (see rmath.h). */
+static void bias_gelu_backward(real *dx, real *db, real *part, const real *dy, const real *x, const real *b, long R, int C) {
+    const long nch = colsum_nchunks(R);
 #pragma omp parallel for schedule(static) if (R * (long)C >= OMP_MIN_ELEMS / 8)
-    for (int bk = 0; bk < nb; bk++) {
-        const int c0 = bk * COLSUM_BLOCK, c1 = c0 + COLSUM_BLOCK < C ? c0 + COLSUM_BLOCK : C;
-        real acc[COLSUM_BLOCK] = {0};
-        for (long r = 0; r < R; r++) {
-            for (int c = c0; c < c1; c++) {
+    for (long k = 0; k < nch; k++) {
+        real *pk = part + k * C;
+        const long r0 = k * COLSUM_ROWS, r1 = r0 + COLSUM_ROWS < R ? r0 + COLSUM_ROWS : R;
+        for (int c = 0; c < C; c++) pk[c] = 0;
+        for (long r = r0; r < r1; r++) {
+            for (int c = 0; c < C; c++) {
                 const real g = dy[r * C + c] * gelu_grad1(x[r * C + c] + b[c]);
                 if (dx) dx[r * C + c] += g;
-                acc[c - c0] += g;
+                pk[c] += g;
             }
         }
-        if (db)
-            for (int c = c0; c < c1; c++) db[c] += acc[c - c0];
     }
+    if (db) colsum_finish(db, part, nch, C);
 }
 
 Tensor *op_bias_gelu(Tape *t, Tensor *x, Tensor *b) {
@@ -218,6 +218,9 @@ Tensor *op_bias_gelu(Tape *t, Tensor *x, Tensor *b) {
 
 void bias_gelu_backward_node(Tape *t, TapeNode *nd) {
     Tensor *x = nd->in[0], *b = nd->in[1];
-    bias_gelu_backward(x->requires_grad ? tape_grad(t, x) : NULL, b->requires_grad ? tape_grad(t, b) : NULL, nd->out->grad,
-                       x->data, b->data, trows(x), b->shape[0]);
+    const long R = trows(x);
+    const int C = b->shape[0];
+    real *part = arena_alloc(&t->arena, (size_t)(colsum_nchunks(R) ? colsum_nchunks(R) : 1) * C * sizeof(real));
+    bias_gelu_backward(x->requires_grad ? tape_grad(t, x) : NULL, b->requires_grad ? tape_grad(t, b) : NULL, part, nd->out->grad,
+                       x->data, b->data, R, C);
 }

@@ -163,9 +163,14 @@ static double sum_fixed(Tape *t, const real *x, long n) {
     double *part = arena_alloc(&t->arena, (size_t)(nch ? nch : 1) * sizeof(double));
 #pragma omp parallel for schedule(static) if (nch > 1)
     for (long c = 0; c < nch; c++) {
-        double s = 0;
-        for (long i = c * RED_CHUNK; i < n && i < (c + 1) * RED_CHUNK; i++) s += x[i];
-        part[c] = s;
+        /* 8 interleaved accumulators (a fixed order, independent of threads), then their sum */
+        double acc[8] = {0};
+        const long i0 = c * RED_CHUNK, i1 = (c + 1) * RED_CHUNK < n ? (c + 1) * RED_CHUNK : n;
+        long i = i0;
+        for (; i + 8 <= i1; i += 8)
+            for (int l = 0; l < 8; l++) acc[l] += x[i + l];
+        for (; i < i1; i++) acc[0] += x[i];
+        part[c] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
     }
     double tot = 0;
     for (long c = 0; c < nch; c++) tot += part[c];

@@ -34,50 +34,44 @@ static void layernorm_forward(real *y, real *mean, real *rstd, const real *x, co
 }
 
 /* With xhat = (x − mean)·rstd and dxhat = dy·g:
- *   dx[r, c] += rstd_r · (dxhat − mean_c(dxhat) − xhat · mean_c(dxhat · xhat))   (rows in parallel)
- *   dg[c] += Σ_r dy · xhat,  db[c] += Σ_r dy   (fixed column blocks, rows in order) */
-static void layernorm_backward(real *dx, real *dg, real *db, const real *dy, const real *x, const real *g, const real *mean,
-                               const real *rstd, long R, int C) {
-    if (dx) {
+ *   dx[r, c] += rstd_r · (dxhat − mean_c(dxhat) − xhat · mean_c(dxhat · xhat))
+ *   dg[c] += Σ_r dy · xhat,  db[c] += Σ_r dy
+ * Fixed chunks of COLSUM_ROWS rows in parallel: a chunk updates its own dx rows and writes its
+ * column sums to pg[k, :], pb[k, :]; colsum_finish adds the chunks in order (rmath.h). */
+static void layernorm_backward(real *dx, real *dg, real *db, real *pg, real *pb, const real *dy, const real *x, const real *g,
+                               const real *mean, const real *rstd, long R, int C) {
+    const long nch = colsum_nchunks(R);
 #pragma omp parallel for schedule(static) if (R * (long)C >= OMP_MIN_ELEMS)
-        for (long r = 0; r < R; r++) {
+    for (long k = 0; k < nch; k++) {
+        const long r0 = k * COLSUM_ROWS, r1 = r0 + COLSUM_ROWS < R ? r0 + COLSUM_ROWS : R;
+        real *pgk = pg + k * C, *pbk = pb + k * C;
+        for (int c = 0; c < C; c++) pgk[c] = pbk[c] = 0;
+        for (long r = r0; r < r1; r++) {
             const real *xr = x + r * C, *dyr = dy + r * C;
-            real *dxr = dx + r * C;
             const real m = mean[r], rs = rstd[r];
-            real s1 = 0, s2 = 0;
-            for (int c = 0; c < C; c++) {
-                const real dxh = dyr[c] * (g ? g[c] : 1);
-                s1 += dxh;
-                s2 += dxh * (xr[c] - m) * rs;
-            }
-            s1 /= C;
-            s2 /= C;
-            for (int c = 0; c < C; c++) {
-                const real dxh = dyr[c] * (g ? g[c] : 1);
-                dxr[c] += rs * (dxh - s1 - (xr[c] - m) * rs * s2);
-            }
-        }
-    }
-    if (dg || db) {
-        const int nb = (C + COLSUM_BLOCK - 1) / COLSUM_BLOCK;
-#pragma omp parallel for schedule(static) if (R * (long)C >= OMP_MIN_ELEMS)
-        for (int bk = 0; bk < nb; bk++) {
-            const int c0 = bk * COLSUM_BLOCK, c1 = c0 + COLSUM_BLOCK < C ? c0 + COLSUM_BLOCK : C;
-            real ag[COLSUM_BLOCK] = {0}, ab[COLSUM_BLOCK] = {0};
-            for (long r = 0; r < R; r++) {
-                const real *xr = x + r * C, *dyr = dy + r * C;
-                const real m = mean[r], rs = rstd[r];
-                for (int c = c0; c < c1; c++) {
-                    ag[c - c0] += dyr[c] * (xr[c] - m) * rs;
-                    ab[c - c0] += dyr[c];
+            if (dx) {
+                real *dxr = dx + r * C;
+                real s1 = 0, s2 = 0;
+                for (int c = 0; c < C; c++) {
+                    const real dxh = dyr[c] * (g ? g[c] : 1);
+                    s1 += dxh;
+                    s2 += dxh * (xr[c] - m) * rs;
+                }
+                s1 /= C;
+                s2 /= C;
+                for (int c = 0; c < C; c++) {
+                    const real dxh = dyr[c] * (g ? g[c] : 1);
+                    dxr[c] += rs * (dxh - s1 - (xr[c] - m) * rs * s2);
                 }
             }
-            for (int c = c0; c < c1; c++) {
-                if (dg) dg[c] += ag[c - c0];
-                if (db) db[c] += ab[c - c0];
+            for (int c = 0; c < C; c++) {
+                pgk[c] += dyr[c] * ((xr[c] - m) * rs);
+                pbk[c] += dyr[c];
             }
         }
     }
+    if (dg) colsum_finish(dg, pg, nch, C);
+    if (db) colsum_finish(db, pb, nch, C);
 }
 
 Tensor *op_layernorm(Tape *t, Tensor *x, Tensor *g, Tensor *b, real eps) {
@@ -105,7 +99,11 @@ Tensor *op_layernorm(Tape *t, Tensor *x, Tensor *g, Tensor *b, real eps) {
 void layernorm_backward_node(Tape *t, TapeNode *nd) {
     Tensor *x = nd->in[0], *g = nd->in[1], *b = nd->in[2];
     LNCtx *cx = nd->ctx;
+    const long R = trows(x);
+    const int C = x->shape[x->ndim - 1];
+    const size_t scratch = (size_t)(colsum_nchunks(R) ? colsum_nchunks(R) : 1) * C * sizeof(real);
+    real *pg = arena_alloc(&t->arena, scratch), *pb = arena_alloc(&t->arena, scratch);
     layernorm_backward(x->requires_grad ? tape_grad(t, x) : NULL, g && g->requires_grad ? tape_grad(t, g) : NULL,
-                       b && b->requires_grad ? tape_grad(t, b) : NULL, nd->out->grad, x->data, g ? g->data : NULL,
-                       cx->mean, cx->rstd, trows(x), x->shape[x->ndim - 1]);
+                       b && b->requires_grad ? tape_grad(t, b) : NULL, pg, pb, nd->out->grad, x->data, g ? g->data : NULL,
+                       cx->mean, cx->rstd, R, C);
 }

@@ -29,24 +29,44 @@ static inline real rfabs(real x) { return fabsf(x); }
  * loops whose iterations write disjoint outputs use it, so results do not depend on it. */
 #define OMP_MIN_ELEMS 16384L
 
-/* Column block of the fixed-order column sums: 16 reals, one or two cache lines. */
-#define COLSUM_BLOCK 16
+/* Fixed-order column sums (bias and gain gradients).  Rows are cut into chunks of COLSUM_ROWS
+ * (independent of the thread count); each chunk's column sums go to a row of a scratch matrix
+ * part [nchunks, C] (row-major, contiguous access, chunks in parallel), then every column adds
+ * its chunk sums in chunk order (column blocks in parallel).  Bitwise identical for any thread
+ * count. */
+#define COLSUM_ROWS 32L
+#define COLSUM_BLOCK 64
 
-/* db[c] += Σ_r src[r, c] for src [R, C]: columns are split into fixed blocks, each block sums the
- * rows in increasing order, so the result is bitwise identical for any thread count. */
-static inline void colsum_acc(real *db, const real *src, long R, int C) {
+static inline long colsum_nchunks(long R) { return (R + COLSUM_ROWS - 1) / COLSUM_ROWS; }
+
+/* db[c] += Σ_k part[k, c], k = 0..nchunks−1 in order */
+static inline void colsum_finish(real *db, const real *part, long nchunks, int C) {
     const int nb = (C + COLSUM_BLOCK - 1) / COLSUM_BLOCK;
-#pragma omp parallel for schedule(static) if (R * (long)C >= OMP_MIN_ELEMS)
+#pragma omp parallel for schedule(static) if (nchunks * (long)C >= OMP_MIN_ELEMS)
     for (int bk = 0; bk < nb; bk++) {
         const int c0 = bk * COLSUM_BLOCK, c1 = c0 + COLSUM_BLOCK < C ? c0 + COLSUM_BLOCK : C;
-        real acc[COLSUM_BLOCK];
-        for (int c = c0; c < c1; c++) acc[c - c0] = db[c];
-        for (long r = 0; r < R; r++) {
-            const real *row = src + r * C;
-            for (int c = c0; c < c1; c++) acc[c - c0] += row[c];
+        for (long k = 0; k < nchunks; k++) {
+            const real *pk = part + k * C;
+            for (int c = c0; c < c1; c++) db[c] += pk[c];
         }
-        for (int c = c0; c < c1; c++) db[c] = acc[c - c0];
     }
+}
+
+/* db[c] += Σ_r src[r, c] for src [R, C], in the fixed order above; scratch from the arena. */
+static inline void colsum_acc(Arena *a, real *db, const real *src, long R, int C) {
+    const long nch = colsum_nchunks(R);
+    real *part = arena_alloc(a, (size_t)(nch ? nch : 1) * C * sizeof(real));
+#pragma omp parallel for schedule(static) if (R * (long)C >= OMP_MIN_ELEMS)
+    for (long k = 0; k < nch; k++) {
+        real *pk = part + k * C;
+        const long r0 = k * COLSUM_ROWS, r1 = r0 + COLSUM_ROWS < R ? r0 + COLSUM_ROWS : R;
+        for (int c = 0; c < C; c++) pk[c] = 0;
+        for (long r = r0; r < r1; r++) {
+            const real *row = src + r * C;
+            for (int c = 0; c < C; c++) pk[c] += row[c];
+        }
+    }
+    colsum_finish(db, part, nch, C);
 }
 
 /* dst[idx[k], :] += src[k, :] for k = 0..n-1 (dst [R, C], src [n, C]); rows equal to skip (>= 0)
