@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +122,8 @@ int shard_write(const char *path, const int32_t *tokens, const int64_t *doc_offs
     int small = info->vocab_size <= 65536;
     bad |= write_dataset(file, "tokens", small ? H5T_STD_U16LE : H5T_STD_I32LE, H5T_NATIVE_INT32, tokens,
                          (hsize_t)n_tokens, 1);
+    /* Test hook (tests/test_shard.c): die here, with the file half-written under its temporary name. */
+    if (getenv("DEBERTA_SHARD_CRASH")) raise(SIGKILL);
     bad |= write_dataset(file, "doc_offsets", H5T_STD_I64LE, H5T_NATIVE_INT64, doc_offsets, (hsize_t)n_docs + 1, 1);
     bad |= write_dataset(file, "tokenizer", H5T_STD_U8LE, H5T_NATIVE_UINT8, info->tokenizer,
                          (hsize_t)info->tokenizer_len, 0);

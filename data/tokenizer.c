@@ -236,6 +236,11 @@ Tokenizer *tokenizer_from_bytes(const uint8_t *buf, size_t len, const char *what
         plen[id] = l;
         tk->piece_off[id] = total;
         total += l;
+        if (total > ((size_t)1 << 30)) { /* only a crafted merge chain gets here */
+            free(plen);
+            set_err(err, errlen, "%s: token pieces exceed 1 GiB in total (merge chain too deep)", what);
+            goto fail;
+        }
     }
     tk->piece_off[vocab] = total;
     tk->pieces = xmalloc(total ? total : 1);

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char g_dir[64];
@@ -172,6 +174,38 @@ static void test_byte_identical_and_atomic(void **state) {
     free(tb);
 }
 
+/* A writer killed mid-write leaves the previous file under the final name, intact. */
+static void test_crash_mid_write(void **state) {
+    (void)state;
+    const char *p = tmp_path("crash.h5");
+    make_shard(p, 1000, 30, NULL, NULL);
+    uint8_t *before, *after;
+    size_t nb = file_bytes(p, &before);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("DEBERTA_SHARD_CRASH", "1", 1);
+        make_shard(p, 2000, 60, NULL, NULL); /* killed inside shard_write */
+        _exit(0);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    char tmp[300];
+    snprintf(tmp, sizeof tmp, "%s.tmp", p);
+    assert_int_equal(access(tmp, F_OK), 0); /* the half-written file exists, under its temporary name */
+    size_t na = file_bytes(p, &after);
+    assert_int_equal(na, nb);
+    assert_memory_equal(after, before, nb);
+    char err[512];
+    Shard *s = shard_open(p, 1, err, sizeof err);
+    if (!s) fail_msg("%s", err);
+    assert_int_equal(shard_vocab_size(s), 1000);
+    shard_close(s);
+    free(before); free(after);
+}
+
 /* ---------------------------------------------------------------- bad files */
 
 static void test_bad_unreadable_path(void **state) {
@@ -317,6 +351,7 @@ int main(void) {
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_int32_for_large_vocab),
         cmocka_unit_test(test_byte_identical_and_atomic),
+        cmocka_unit_test(test_crash_mid_write),
         cmocka_unit_test(test_bad_unreadable_path),
         cmocka_unit_test(test_bad_not_hdf5),
         cmocka_unit_test(test_bad_truncated),
