@@ -169,7 +169,7 @@ def test_gradcheck_full(quick):
             gradcheck(full_loss_fn(cfg, names, P, b), names, P, True,
                       "G+D loss (MLM + lambda*RTD), %s, emd=%d" % (sh, emd))
             # per-tensor spot check (full jacobian) on a few small tensors
-            few = [n for n in names if n.endswith(("encoder.rel_embeddings.weight", "lm_head.bias",
+            few = [n for n in names if n.endswith(("embeddings.position_embeddings.weight", "lm_head.bias",
                                                     "classifier.weight", "encoder.layer.1.attention.self.query_proj.bias",
                                                     "word_embeddings._weight"))]
             if not quick and emd:
