@@ -80,6 +80,14 @@ def float_ids(d): d["labels"] = d["labels"].astype(np.float32)
 def nomask(d): d["labels"] = np.zeros_like(d["labels"])
 for n, fn in [("dtype", dtype), ("shape", shape), ("nan", nan), ("missing", missing), ("extra", extra)]:
     copy(w0, "%s/bad-%s.w.h5" % (T, n), fn)
+# the same weights with the attribute types h5py writes by default (variable-length UTF-8 strings,
+# numpy bool enum, int32, float32): must give the same dump
+def attr_types(d): pass
+copy(w0, T + "/attrs.w.h5", attr_types)
+with h5py.File(T + "/attrs.w.h5", "a") as f:
+    f.attrs["pos_att_type"] = "c2c|c2p|p2c"; f.attrs["embedding_sharing"] = "gdes"; f.attrs["training_mode"] = "decoupled"
+    f.attrs["use_emd"] = np.bool_(True); f.attrs["hidden_size"] = np.int32(16); f.attrs["rtd_lambda"] = np.float32(10.0)
+    f.attrs["producer"] = "e2e-parity-dump (ignored)"
 run(["init", "--preset", "test", "--terms", "c2p|p2c", "--out", T + "/noc2c.w.h5"])
 run(["inputs", "--preset", "test", "--batch", "2", "--seq", "10", "--seed", "3", "--out", T + "/ckpt.b.h5"])  # ids < 40
 for n, fn in [("oob", oob), ("rep-oob", rep_oob), ("float-ids", float_ids), ("nomask", nomask)]:
@@ -96,6 +104,10 @@ while read -r name sh mode emd; do
     "$DEB" export "$T/$name.w.h5" "$T/$name.export" > "$T/$name.export.log" 2>&1 \
         || { cat "$T/$name.export.log"; fail "deberta export $name"; }
 done < "$T/cases.txt"
+"$DEB" dump --weights "$T/attrs.w.h5" --batch "$T/gdes-emd1.b.h5" --out "$T/attrs.ours.h5" > "$T/attrs.log" 2>&1 \
+    || { cat "$T/attrs.log"; fail "deberta dump of weights with h5py-default attribute types"; }
+h5diff -q "$T/attrs.ours.h5" "$T/gdes-emd1.ours.h5" > /dev/null 2>&1 || [ ! -x "$(command -v h5diff)" ] \
+    || fail "weights with h5py-default attribute types gave a different dump"
 # a checkpoint written by checkpoint_save (+ tokenizer) and its export, kept by the cmocka suite
 EXPORT_KEEP="$T/ckpt" "$BUILD/tests/test_export" > "$T/ckpt.log" 2>&1 || { cat "$T/ckpt.log"; fail "tests/test_export with EXPORT_KEEP"; }
 # dump straight from that checkpoint (config from its text; dropout 0.1 there -> forced to 0 with a note)
@@ -281,6 +293,17 @@ for name, sh, mode, emd in cases:
     # ES: the shared table's gradient is split in two in the NES form (joint) - compared forward-only
     skip = ("grad/*embeddings.word_embeddings.weight", "grad/*embeddings.position_embeddings.weight") if sh == "es" else ()
     compare(base + ".ours-hf.h5", base + ".refhf.h5", name + " (HF)", skip, NO_P2C if "p2c" not in attrs["pos_att_type"] else ())
+    if sh == "es":  # the shared table's gradient: the HF pair's generator part (+ discriminator part when joint)
+        o, _ = load_h5(base + ".ours.h5", "grad")
+        r, _ = load_h5(base + ".refhf.h5", "grad")
+        for t in ("word", "position"):
+            n = "deberta.embeddings.%s_embeddings.weight" % t
+            want = r["generator." + n].astype(np.float64) + (r["discriminator." + n] if mode == "joint" else 0)
+            d, sc = float(np.abs(o["generator." + n] - want).max()), float(np.abs(want).max())
+            err = d / sc if sc > 0 else (0.0 if d == 0 else float("inf"))
+            print("  %-34s grad/generator.%s vs HF G%s: rel %.2e" % (name + " (HF, shared E)", n, "+D" if mode == "joint" else "", err))
+            if not err <= 1e-3:
+                fails.append("%s (HF): shared %s gradient rel error %.3g" % (name, t, err))
 # the checkpoint (checkpoint_save) export kept by tests/test_export
 ck = T + "/ckpt"
 if os.path.isdir(ck + "/export-gdes"):

@@ -95,7 +95,8 @@ typedef struct AttrIter {
     int n_full, has_msl, rc;
 } AttrIter;
 
-/* Reads a scalar attribute as text ("%lld", "%.17g" or the string). 0 ok, -1 unreadable. */
+/* Reads a scalar attribute as text ("%lld", "%.17g", the string, or an enum's value as for numpy
+ * bools). 0 ok, -1 unreadable. */
 static int attr_text(hid_t a, char *out, size_t len) {
     hid_t t = H5Aget_type(a), s = H5Aget_space(a);
     int rc = -1;
@@ -104,11 +105,18 @@ static int attr_text(hid_t a, char *out, size_t len) {
     if (npts == 1 && cl == H5T_INTEGER) {
         long long v;
         if (H5Aread(a, H5T_NATIVE_LLONG, &v) >= 0) rc = snprintf(out, len, "%lld", v) > 0 ? 0 : -1;
+    } else if (npts == 1 && cl == H5T_ENUM && H5Tget_size(t) <= 8) {
+        /* numpy bool (h5py: enum FALSE=0/TRUE=1 over int8): the value bytes, little-endian host */
+        hid_t nt = H5Tget_native_type(t, H5T_DIR_ASCEND);
+        unsigned long long v = 0;
+        if (nt >= 0 && H5Aread(a, nt, &v) >= 0) rc = snprintf(out, len, "%llu", v) > 0 ? 0 : -1;
+        if (nt >= 0) H5Tclose(nt);
     } else if (npts == 1 && cl == H5T_FLOAT) {
         double v;
         if (H5Aread(a, H5T_NATIVE_DOUBLE, &v) >= 0) rc = snprintf(out, len, "%.17g", v) > 0 ? 0 : -1;
     } else if (npts == 1 && cl == H5T_STRING) {
         hid_t mt = H5Tcopy(H5T_C_S1);
+        H5Tset_cset(mt, H5Tget_cset(t)); /* h5py writes str as UTF-8; HDF5 won't convert between csets */
         if (H5Tis_variable_str(t) > 0) {
             H5Tset_size(mt, H5T_VARIABLE);
             char *v = NULL;
