@@ -21,7 +21,7 @@ docs = ["Hello,  world!!  Two  spaces\tand\ttabs\n\nblank line inside",
         "  leading spaces and trailing   ", "x1.5 42 \n y", "中文字符测试，日本語のテキスト。 😀👍🏽 🇩🇪 emoji",
         "caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u00c9cole", "numbers 1234567890 3.14159 1,000,000 $5.00 (50%)",
         "punct: \"quoted\" 'single' [brackets] {braces} <angle> a/b\\c @#^&*_+=|~`",
-        "ctrl \x01\x02\x7f bell", "line1\r\nline2\rline3\n\n\nafter blank lines", " ", "\n\n", "\t \t",
+        "ctrl \x00\x01\x02\x1f\x7f bell", "line1\r\nline2\rline3\n\n\nafter blank lines", " ", "\n\n", "\t \t",
         "word" * 300, " ".join("".join(r.choice("abcdefghij") for _ in range(r.randint(1, 12))) for _ in range(500)),
         "mixed\u00a0nbsp\u2003emspace\u3000ideographic", "Greek αβγ Cyrillic абв Arabic مرحبا Hindi नमस्ते",
         "combining e\u0301 a\u0308", "rare \U00010348 gothic \U0001F9D1\u200D\U0001F4BB zwj"]
