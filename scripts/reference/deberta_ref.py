@@ -81,10 +81,35 @@ def run_encoder(cfg, P, ids, m, lw):
     return enc, loss, grads
 
 
+def backbone_of(cfg, raw, model):
+    """One backbone of a full-model file as an encoder-only parameter set (names deberta.*).
+    The discriminator's tables are materialised as an export would: GDES E_G + E_delta, ES E_G."""
+    pre = model + "."
+    out = {k[len(pre):]: v for k, v in raw.items() if k.startswith(pre + "deberta.")}
+    cfg = dict(cfg)
+    if model == "generator":
+        cfg["num_hidden_layers"] = cfg["gen_num_hidden_layers"]
+    else:
+        for t in ("word_embeddings", "position_embeddings"):
+            g = raw.get("generator.deberta.embeddings.%s.weight" % t)
+            if cfg["embedding_sharing"] == "gdes":
+                out["deberta.embeddings.%s.weight" % t] = g + out.pop("deberta.embeddings.%s._weight" % t)
+            elif cfg["embedding_sharing"] == "es":
+                out["deberta.embeddings.%s.weight" % t] = g
+    return cfg, out
+
+
 def cmd_encoder(args):
     dtype = DTYPES[args.dtype]
+    if args.threads:
+        torch.set_num_threads(args.threads)
     try:
         cfg, raw = refio.read_weights(args.weights)
+        if args.model:
+            missing = [k for k in rm.FULL_KEYS if k not in cfg.get("_given", ())]
+            if missing:
+                die("%s: --model needs a full-model file (attribute(s) %s missing)" % (args.weights, ", ".join(missing)))
+            cfg, raw = backbone_of(cfg, raw, args.model)
         P = refio.select_params(raw, rm.encoder_shapes(cfg), args.weights, dtype)
     except (refio.FileError, rm.ConfigError) as e:
         die(str(e))
@@ -180,6 +205,8 @@ def read_batch(path, cfg):
 
 def cmd_dump(args):
     dtype = DTYPES[args.dtype]
+    if args.threads:
+        torch.set_num_threads(args.threads)
     try:
         if args.hf_generator or args.hf_discriminator:
             if not (args.hf_generator and args.hf_discriminator) or args.weights:
@@ -537,6 +564,9 @@ def main(argv=None):
     p.add_argument("--out", required=True)
     p.add_argument("--dtype", choices=DTYPES, default="float32")
     p.add_argument("--ignore-dropout", action="store_true", help="run with dropout off even if config says not")
+    p.add_argument("--model", choices=("generator", "discriminator"),
+                   help="run one backbone of a full-model weights file or checkpoint (GDES/ES tables materialised)")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own)")
 
     p = sub.add_parser("dump", help="generator + discriminator: activations, logits, losses, gradients")
     p.add_argument("--weights", help="HDF5 full-model weights (generator.*, discriminator.*)")
@@ -550,6 +580,7 @@ def main(argv=None):
     p.add_argument("--out", required=True)
     p.add_argument("--dtype", choices=DTYPES, default="float32")
     p.add_argument("--ignore-dropout", action="store_true")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own)")
 
     p = sub.add_parser("init", help="random weights (spec 4.8) into an HDF5 weights file")
     p.add_argument("--preset", choices=rm.PRESETS, default="test")

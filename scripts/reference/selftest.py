@@ -481,6 +481,19 @@ def test_cli():
             diff = max(float(np.abs(a[k] - b[k]).max()) for k in fwd)
             check("CLI dump from exported HF folders (D embeddings = E_G + E_delta) == GDES dump forward",
                   diff <= 1e-6, "%d datasets, max diff %.1e" % (len(fwd), diff))
+            # encoder --model generator|discriminator on the full GDES file == the dump's hidden states
+            ins, _ = refio.read_h5_all(p("in.h5"))
+            refio.write_h5(p("in_d.h5"), dict(ins, input_ids=ins["replaced_ids"]))
+            run("encoder", "--model", "generator", "--weights", p("g.h5"), "--inputs", p("in.h5"), "--out", p("eg.h5"))
+            run("encoder", "--model", "discriminator", "--weights", p("g.h5"), "--inputs", p("in_d.h5"), "--out", p("ed.h5"))
+            eg, _ = refio.read_h5_all(p("eg.h5"))
+            ed, _ = refio.read_h5_all(p("ed.h5"))
+            L = int(attrs["num_hidden_layers"])
+            dm = max(float(np.abs(e["hidden_states/layer_%d" % n] - b["%s/hidden_states/layer_%d" % (mdl, n)]).max())
+                     for e, mdl, nl in ((eg, "generator", int(attrs["gen_num_hidden_layers"])), (ed, "discriminator", L))
+                     for n in range(nl))
+            check("CLI encoder --model generator|discriminator (GDES file) == dump hidden states", dm <= 1e-6,
+                  "max diff %.1e" % dm)
             # a deberta.c checkpoint (params/<name>, config text) is accepted as --weights
             text = "# deberta.c model config (resolved)\n" + "".join(
                 "%s = %s\n" % (k, ("true" if v else "false") if k == "use_emd" else v)
