@@ -106,6 +106,25 @@ while read -r name sh mode emd; do
 done < "$T/cases.txt"
 "$DEB" dump --weights "$T/attrs.w.h5" --batch "$T/gdes-emd1.b.h5" --out "$T/attrs.ours.h5" > "$T/attrs.log" 2>&1 \
     || { cat "$T/attrs.log"; fail "deberta dump of weights with h5py-default attribute types"; }
+# a real `deberta pretrain` run (4 steps, test preset, its own prep'd corpus and tokenizer):
+# export its checkpoint and dump it (the reference checks both in phase 3)
+mkdir -p "$T/pt"
+awk 'BEGIN { srand(7); split("the a one every some that this my our your", d, " ");
+      split("cat dog bird model teacher river city garden window letter", n, " ");
+      split("sees finds likes carries paints opens follows reads keeps moves", v, " ");
+      for (i = 0; i < 200; i++) { k = 2 + int(rand() * 4);
+        for (s = 0; s < k; s++) printf "%s %s %s %s %s. ", d[1+int(rand()*10)], n[1+int(rand()*10)], v[1+int(rand()*10)], d[1+int(rand()*10)], n[1+int(rand()*10)];
+        printf "\n\n" } }' > "$T/pt/corpus.txt"
+if "$DEB" prep --input "$T/pt/corpus.txt" --out "$T/pt/shards" --vocab-size 320 --val-fraction 0.1 > "$T/pt/prep.log" 2>&1 \
+   && "$DEB" pretrain --preset test --max_seq_len 32 --data "$T/pt/shards" --batch 4 --steps 4 --eval-every 4 --eval-batches 1 \
+        --save-every 4 --out "$T/pt/run" > "$T/pt/run.log" 2>&1; then
+    "$DEB" export "$T/pt/run/checkpoint.h5" "$T/pt/export" > "$T/pt/export.log" 2>&1 || { cat "$T/pt/export.log"; fail "export of a pretrain checkpoint"; }
+    grep -q "tokenizer.json written" "$T/pt/export.log" || fail "export of a pretrain checkpoint wrote no tokenizer.json"
+    "$DEB" dump --weights "$T/pt/run/checkpoint.h5" --batch "$T/ckpt.b.h5" --out "$T/pretrain.ours.h5" > "$T/pt/dump.log" 2>&1 \
+        || { cat "$T/pt/dump.log"; fail "dump of a pretrain checkpoint"; }
+else
+    tail -3 "$T/pt/prep.log" "$T/pt/run.log"; fail "deberta prep/pretrain (needed for the pretrain-checkpoint export check)"
+fi
 h5diff -q "$T/attrs.ours.h5" "$T/gdes-emd1.ours.h5" > /dev/null 2>&1 || [ ! -x "$(command -v h5diff)" ] \
     || fail "weights with h5py-default attribute types gave a different dump"
 # a checkpoint written by checkpoint_save (+ tokenizer) and its export, kept by the cmocka suite
@@ -304,11 +323,15 @@ for name, sh, mode, emd in cases:
             print("  %-34s grad/generator.%s vs HF G%s: rel %.2e" % (name + " (HF, shared E)", n, "+D" if mode == "joint" else "", err))
             if not err <= 1e-3:
                 fails.append("%s (HF): shared %s gradient rel error %.3g" % (name, t, err))
-# the checkpoint (checkpoint_save) export kept by tests/test_export
-ck = T + "/ckpt"
-if os.path.isdir(ck + "/export-gdes"):
-    params, cattrs = load_h5(ck + "/run-gdes/checkpoint.h5", "params")
-    with h5py.File(ck + "/run-gdes/checkpoint.h5", "r") as f:
+def checkpoint_case(ckpt, export, ours, what, hf):
+    """A checkpoint file, its export and our dump of it: the reference's dump of the same tensors
+    (as a weights file) and, with hf, of the exported folders must match ours; the export is
+    byte-exact and carries tokenizer.json."""
+    if not os.path.isdir(export):
+        fails.append("%s: no export in %s" % (what, export))
+        return
+    params, cattrs = load_h5(ckpt, "params")
+    with h5py.File(ckpt, "r") as f:
         text = f["config"][()]
     text = text.decode() if isinstance(text, bytes) else str(text)
     kv = dict(l.split(" = ", 1) for l in text.splitlines() if " = " in l)
@@ -316,23 +339,36 @@ if os.path.isdir(ck + "/export-gdes"):
                                  "attention_head_size", "intermediate_size", "vocab_size", "max_position_embeddings",
                                  "position_buckets", "max_relative_positions")}
     a.update(embedding_sharing=kv["embedding_sharing"], pos_att_type=kv["pos_att_type"], layer_norm_eps=float(kv["layer_norm_eps"]))
-    # the same checkpoint as a weights file for the reference: its dump must match ours of the checkpoint
+    mode, emd = kv["training_mode"], int(kv["use_emd"] in ("true", "1"))
     wa = dict(a, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, rtd_lambda=float(kv["rtd_lambda"]),
-              use_emd=int(kv["use_emd"] == "true" or kv["use_emd"] == "1"), training_mode=kv["training_mode"])
-    R.refio.write_h5(T + "/ckpt.w.h5", params, wa)
-    if run(["dump", "--weights", T + "/ckpt.w.h5", "--batch", T + "/ckpt.b.h5", "--out", T + "/ckpt.ref.h5", "--dtype", DT]) == 0:
-        compare(T + "/ckpt.ours.h5", T + "/ckpt.ref.h5", "dump of a checkpoint_save file")
+              use_emd=emd, training_mode=mode)
+    base = "%s/%s" % (T, what.replace(" ", "_"))
+    R.refio.write_h5(base + ".w.h5", params, wa)
+    if run(["dump", "--weights", base + ".w.h5", "--batch", T + "/ckpt.b.h5", "--out", base + ".ref.h5", "--dtype", DT]) == 0:
+        compare(ours, base + ".ref.h5", what)
+    if hf and run(["dump", "--hf-generator", export + "/generator", "--hf-discriminator", export + "/discriminator",
+                   "--batch", T + "/ckpt.b.h5", "--out", base + ".refhf.h5", "--dtype", DT, "--ignore-dropout",
+                   "--rtd-lambda", kv["rtd_lambda"], "--use-emd", str(emd), "--training-mode", mode]) == 0:
+        with h5py.File(ours, "r") as fi, h5py.File(base + ".ours-hf.h5", "w") as fo:
+            def vis(n, o):
+                if isinstance(o, h5py.Dataset):
+                    fo.create_dataset(n.replace("_embeddings._weight", "_embeddings.weight"), data=o[()])
+            fi.visititems(vis)
+        compare(base + ".ours-hf.h5", base + ".refhf.h5", what + " (HF)")
     try:
-        check_export(params, a, ck + "/export-gdes", "checkpoint export", cattrs["real"])
+        check_export(params, a, export, what + " export", cattrs["real"])
         for sub in ("generator", "discriminator"):
-            tj = json.load(open("%s/export-gdes/%s/tokenizer.json" % (ck, sub)))
+            tj = json.load(open("%s/%s/tokenizer.json" % (export, sub)))
             assert "model" in tj and "added_tokens" in tj, "tokenizer.json lacks model/added_tokens"
-        print("  checkpoint export (checkpoint_save, %s params, %d tensors): byte-exact, config.json keys/types ok, tokenizer.json ok"
-              % (cattrs["real"], len(params)))
+        print("  %s: export byte-exact (%s params, %d tensors), config.json keys/types ok, tokenizer.json ok"
+              % (what, cattrs["real"], len(params)))
     except AssertionError as e:
-        fails.append("checkpoint export: %s" % e)
-else:
-    fails.append("no checkpoint export in %s" % ck)
+        fails.append("%s export: %s" % (what, e))
+
+print("checkpoints (our dump of the checkpoint file vs the reference on the same tensors / on our export):")
+checkpoint_case(T + "/ckpt/run-gdes/checkpoint.h5", T + "/ckpt/export-gdes", T + "/ckpt.ours.h5", "checkpoint_save file", False)
+if os.path.exists(T + "/pretrain.ours.h5"):
+    checkpoint_case(T + "/pt/run/checkpoint.h5", T + "/pt/export", T + "/pretrain.ours.h5", "pretrain checkpoint", True)
 print("  exports of %d weights files: safetensors header/offsets/dtypes/shapes/values and config.json checked" % len(cases))
 for f in fails:
     print("FAIL: " + f)
