@@ -3,12 +3,15 @@
 # As root it runs apt-get; otherwise it prints the exact command to run.
 set -e
 PKGS="build-essential pkg-config libopenblas-openmp-dev libhdf5-dev hdf5-tools libcmocka-dev \
-python3-torch python3-h5py python3-numpy python3-sentencepiece gnuplot-nox npm"
+python3-torch python3-h5py python3-numpy python3-sentencepiece gnuplot-nox"
 
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# npm (only scripts/fetch-corpus.sh needs it): any npm on PATH will do — a Node.js build that ships
+# its own npm conflicts with Debian's npm package, so the package is only asked for when none exists.
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 if [ -z "$missing" ]; then
     echo "install-deps: all packages present"
     exit 0
