@@ -175,7 +175,10 @@ static void disentangled_attention_backward(real *dq, real *dk, real *dqr, real 
         }
     }
     /* the table is shared by every batch item: dkr[a] += Σ_b dPc[b,a]^T · q[b,a],
-     * dqr[a] += Σ_b dPp[b,a]^T · k[b,a]  (b in increasing order: bitwise repeatable) */
+     * dqr[a] += Σ_b dPp[b,a]^T · k[b,a]  (b in increasing order: bitwise repeatable).  Heads own
+     * disjoint rows of the tables, so they run in parallel (each gemm then runs single-threaded
+     * inside the region instead of as B·A tiny multi-threaded BLAS calls). */
+#pragma omp parallel for schedule(static) if (A > 1 && par)
     for (int a = 0; a < A; a++) {
         for (int b = 0; b < g->B; b++) {
             const long ba = (long)b * A + a;

@@ -3,4 +3,5 @@
 #ifndef DEBERTA_BENCH_H
 #define DEBERTA_BENCH_H
 int bench_ops(int argc, char **argv); /* GFLOP/s of the matmul op vs raw cblas gemm (train/bench_ops.c) */
+int bench_attention(int argc, char **argv); /* one attention block / one layer fwd+bwd (train/bench_attention.c) */
 #endif

@@ -6,6 +6,7 @@ int cmd_pretrain(int argc, char **argv);  /* ELECTRA-style G/D pretraining      
 int cmd_eval(int argc, char **argv);      /* held-out metrics of a checkpoint        (train/cmd_eval.c) */
 int cmd_gradcheck(int argc, char **argv); /* finite-difference checks                (train/cmd_gradcheck.c) */
 int cmd_dump(int argc, char **argv);      /* every activation/gradient of one batch  (train/cmd_dump.c) */
+int cmd_dump_encoder(int argc, char **argv); /* encoder parity files                (train/cmd_dump_encoder.c) */
 int cmd_export(int argc, char **argv);    /* Hugging Face folder                     (train/cmd_export.c) */
 int cmd_bench(int argc, char **argv);     /* timings                                 (train/cmd_bench.c) */
 #endif

@@ -13,6 +13,7 @@ typedef struct {
 
 static const BenchMode modes[] = {
     {"ops", bench_ops, "GFLOP/s of the matmul op (forward, backward) next to raw cblas gemm"},
+    {"attention", bench_attention, "fwd+bwd ms of one attention block / one layer (vs scripts/bench-attention.sh)"},
 };
 
 static void bench_usage(FILE *f) {

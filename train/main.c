@@ -10,6 +10,7 @@
 #pragma weak cmd_eval
 #pragma weak cmd_gradcheck
 #pragma weak cmd_dump
+#pragma weak cmd_dump_encoder
 #pragma weak cmd_export
 #pragma weak cmd_bench
 
@@ -32,6 +33,7 @@ int main(int argc, char **argv) {
         {"eval", cmd_eval, "held-out MLM and RTD metrics of a checkpoint"},
         {"gradcheck", cmd_gradcheck, "finite-difference check of every op and of the model"},
         {"dump", cmd_dump, "every activation, loss and gradient of one batch into HDF5"},
+        {"dump-encoder", cmd_dump_encoder, "encoder parity files: init a weights file, or run one on given inputs"},
         {"export", cmd_export, "checkpoint -> Hugging Face folders (config.json, model.safetensors)"},
         {"bench", cmd_bench, "timings of the training step and its parts"},
     };

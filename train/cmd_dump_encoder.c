@@ -1,0 +1,245 @@
+/* cmd_dump_encoder.c — `deberta dump-encoder`: the encoder half of the parity contract
+ * (docs/FORMATS.md "Parity and dump files", encoder parity), compared against
+ * scripts/reference/deberta_ref.py by tests/e2e-parity-encoder.sh.
+ *
+ *   deberta dump-encoder --init --out W.h5 [--preset P] [--KEY VALUE ...] [--seed N] [--perturb]
+ *       a bare encoder ("deberta." names) initialised per spec §4.8 (--perturb also randomises
+ *       biases and LayerNorm affine), written as a weights file: one root dataset per parameter,
+ *       the config as root attributes.
+ *   deberta dump-encoder --weights W.h5 --inputs I.h5 --out O.h5
+ *       forward (dropout off) of input_ids/attention_mask, loss = Σ last_hidden ⊙ loss_weight,
+ *       backward; writes embedding_output, hidden_states/layer_N, loss, grad/<name>.
+ */
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "autograd/util.h"
+#include "model/encoder.h"
+#include "model/init.h"
+#include "train/cli.h"
+#include "train/h5io.h"
+
+#if REAL_IS_DOUBLE
+#define H5_REAL H5T_NATIVE_DOUBLE
+#else
+#define H5_REAL H5T_NATIVE_FLOAT
+#endif
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: deberta dump-encoder --init --out W.h5 [--preset tiny|xsmall|test] [--KEY VALUE ...] [--seed N] [--perturb]\n"
+               "       deberta dump-encoder --weights W.h5 --inputs I.h5 --out O.h5\n"
+               "Encoder parity files (docs/FORMATS.md, \"Parity and dump files\"): --init writes a weights file\n"
+               "(\"deberta.\" parameter names, config as root attributes); the second form runs the encoder with\n"
+               "dropout off on input_ids/attention_mask and writes embedding_output, hidden_states/layer_N, the\n"
+               "loss sum(last_hidden * loss_weight) and grad/<name> of every parameter.\n");
+}
+
+/* ---------------- weights writer ---------------- */
+
+static int attr_i(hid_t f, const char *name, long long v) {
+    hid_t s = H5Screate(H5S_SCALAR), a = H5Acreate2(f, name, H5T_STD_I64LE, s, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = a < 0 || H5Awrite(a, H5T_NATIVE_LLONG, &v) < 0;
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(s);
+    return rc;
+}
+
+static int attr_d(hid_t f, const char *name, double v) {
+    hid_t s = H5Screate(H5S_SCALAR), a = H5Acreate2(f, name, H5T_IEEE_F64LE, s, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = a < 0 || H5Awrite(a, H5T_NATIVE_DOUBLE, &v) < 0;
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(s);
+    return rc;
+}
+
+static int attr_s(hid_t f, const char *name, const char *v) {
+    hid_t ty = H5Tcopy(H5T_C_S1);
+    H5Tset_size(ty, strlen(v) ? strlen(v) : 1);
+    hid_t s = H5Screate(H5S_SCALAR), a = H5Acreate2(f, name, ty, s, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = a < 0 || H5Awrite(a, ty, v) < 0;
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(s);
+    H5Tclose(ty);
+    return rc;
+}
+
+static int write_weights(const char *path, const ParamSet *ps, const ModelConfig *c) {
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (f < 0) return -1;
+    int bad = 0;
+    for (int i = 0; i < ps->n && !bad; i++) {
+        const Tensor *p = ps->params[i];
+        hsize_t dims[TENSOR_MAX_DIMS];
+        for (int d = 0; d < p->ndim; d++) dims[d] = (hsize_t)p->shape[d];
+        hid_t s = H5Screate_simple(p->ndim, dims, NULL);
+        hid_t ds = H5Dcreate2(f, p->name, REAL_IS_DOUBLE ? H5T_IEEE_F64LE : H5T_IEEE_F32LE, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        bad |= ds < 0 || H5Dwrite(ds, H5_REAL, H5S_ALL, H5S_ALL, H5P_DEFAULT, p->data) < 0;
+        if (ds >= 0) H5Dclose(ds);
+        H5Sclose(s);
+    }
+    /* the root attributes the reference reads (docs/FORMATS.md, Weights file) */
+    bad |= attr_i(f, "hidden_size", c->hidden_size) | attr_i(f, "num_hidden_layers", c->num_hidden_layers) |
+           attr_i(f, "num_attention_heads", c->num_attention_heads) | attr_i(f, "attention_head_size", c->attention_head_size) |
+           attr_i(f, "intermediate_size", c->intermediate_size) | attr_i(f, "vocab_size", c->vocab_size) |
+           attr_i(f, "max_position_embeddings", c->max_position_embeddings) | attr_i(f, "position_buckets", c->position_buckets) |
+           attr_i(f, "max_relative_positions", c->max_relative_positions) | attr_d(f, "layer_norm_eps", c->layer_norm_eps) |
+           attr_s(f, "pos_att_type", config_terms_str(c->att_terms)) | attr_d(f, "hidden_dropout_prob", c->hidden_dropout_prob) |
+           attr_d(f, "attention_probs_dropout_prob", c->attention_probs_dropout_prob) |
+           attr_s(f, "producer", "deberta dump-encoder --init");
+    if (H5Fclose(f) < 0) bad = 1;
+    if (bad || rename(tmp, path)) {
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------------- inputs ---------------- */
+
+/* Reads dataset `name` of rank ndim into a malloc'd buffer of memory type mt (int32 or real);
+ * shape out.  Exits with one clear line on a missing dataset, wrong rank or wrong class. */
+static void *read_ds(hid_t f, const char *path, const char *name, int ndim, hsize_t *dims, int want_float) {
+    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) fatal("inputs %s: dataset '%s' missing (docs/FORMATS.md, encoder parity)", path, name);
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT), s = H5Dget_space(d), ty = H5Dget_type(d);
+    if (H5Sget_simple_extent_ndims(s) != ndim) fatal("inputs %s: dataset '%s' must have %d dimensions", path, name, ndim);
+    H5Sget_simple_extent_dims(s, dims, NULL);
+    const H5T_class_t cl = H5Tget_class(ty);
+    if (want_float ? cl != H5T_FLOAT : cl != H5T_INTEGER)
+        fatal("inputs %s: dataset '%s' has the wrong type (expected %s)", path, name, want_float ? "float" : "integer");
+    long n = 1;
+    for (int i = 0; i < ndim; i++) n *= (long)dims[i];
+    void *buf = xmalloc((size_t)(n ? n : 1) * (want_float ? sizeof(real) : sizeof(int32_t)));
+    if (H5Dread(d, want_float ? H5_REAL : H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+        fatal("inputs %s: cannot read dataset '%s'", path, name);
+    H5Tclose(ty);
+    H5Sclose(s);
+    H5Dclose(d);
+    return buf;
+}
+
+static int run_encoder(const char *wpath, const char *ipath, const char *opath) {
+    char err[1024];
+    ModelConfig cfg;
+    config_defaults(&cfg);
+    int has_msl = 0;
+    if (h5io_read_config(wpath, &cfg, NULL, &has_msl, err, sizeof err)) fatal("%s", err);
+    if (!has_msl && cfg.max_seq_len > cfg.max_position_embeddings) cfg.max_seq_len = cfg.max_position_embeddings;
+    if (config_validate(&cfg, err, sizeof err)) fatal("weights %s: %s", wpath, err);
+    ParamSet ps;
+    params_init(&ps);
+    Encoder e;
+    encoder_register(&e, &ps, &cfg, cfg.num_hidden_layers, "deberta.", 0);
+    params_finalize(&ps);
+    if (h5io_read_params(wpath, &ps, err, sizeof err)) fatal("%s", err);
+
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t f = H5Fopen(ipath, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) fatal("inputs %s: cannot open as HDF5", ipath);
+    hsize_t di[2], dm[2], dw[3];
+    int32_t *ids = read_ds(f, ipath, "input_ids", 2, di, 0);
+    int32_t *mask = read_ds(f, ipath, "attention_mask", 2, dm, 0);
+    real *lw = read_ds(f, ipath, "loss_weight", 3, dw, 1);
+    H5Fclose(f);
+    const int B = (int)di[0], T = (int)di[1], H = cfg.hidden_size;
+    if (dm[0] != di[0] || dm[1] != di[1]) fatal("inputs %s: attention_mask shape differs from input_ids [%d, %d]", ipath, B, T);
+    if ((int)dw[0] != B || (int)dw[1] != T || (int)dw[2] != H) fatal("inputs %s: loss_weight must be [%d, %d, %d]", ipath, B, T, H);
+    for (long i = 0; i < (long)B * T; i++) {
+        if (ids[i] < 0 || ids[i] >= cfg.vocab_size) fatal("inputs %s: input_ids[%ld] = %d outside [0, %d)", ipath, i, ids[i], cfg.vocab_size);
+        if (mask[i] != 0 && mask[i] != 1) fatal("inputs %s: attention_mask[%ld] = %d (0 or 1)", ipath, i, mask[i]);
+    }
+
+    Tape t;
+    tape_init(&t, 1 << 24);
+    t.training = 0; /* parity: dropout off */
+    EncoderOut out;
+    Tensor *last = encoder_forward(&t, &e, NULL, ids, mask, B, T, &out);
+    long double loss = 0; /* loss = Σ last ⊙ loss_weight; d loss / d last = loss_weight */
+    for (long i = 0; i < last->n; i++) loss += (long double)last->data[i] * lw[i];
+    params_zero_grad(&ps);
+    tape_backward_from(&t, last, lw);
+
+    H5Writer w;
+    if (h5w_open(&w, opath, err, sizeof err)) fatal("%s", err);
+    h5w_real(&w, "embedding_output", 3, out.emb->shape, out.emb->data);
+    char name[600];
+    for (int l = 0; l < e.n_layers; l++) {
+        snprintf(name, sizeof name, "hidden_states/layer_%d", l);
+        h5w_real(&w, name, 3, out.layers[l]->shape, out.layers[l]->data);
+    }
+    const real lv = (real)loss;
+    h5w_real(&w, "loss", 0, NULL, &lv);
+    for (int i = 0; i < ps.n; i++) {
+        snprintf(name, sizeof name, "grad/%s", ps.params[i]->name);
+        h5w_real(&w, name, ps.params[i]->ndim, ps.params[i]->shape, ps.params[i]->grad);
+    }
+    h5w_attr_str(&w, "producer", "deberta dump-encoder");
+    if (h5w_close(&w, err, sizeof err)) fatal("%s", err);
+    printf("dump-encoder: B=%d T=%d layers=%d terms=%s loss=%.9g -> %s\n", B, T, e.n_layers, config_terms_str(cfg.att_terms),
+           (double)loss, opath);
+    tape_free(&t);
+    free(ids);
+    free(mask);
+    free(lw);
+    encoder_free(&e);
+    params_free(&ps);
+    return 0;
+}
+
+int cmd_dump_encoder(int argc, char **argv) {
+    const char *weights = NULL, *inputs = NULL, *out = NULL;
+    int init = 0, perturb = 0;
+    unsigned long long seed = 1;
+    ModelConfig cfg;
+    config_defaults(&cfg);
+    char err[1024];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int r = config_parse_flag(&cfg, argc, argv, &i, err, sizeof err);
+        if (r < 0) {
+            fprintf(stderr, "error: dump-encoder: %s\n", err);
+            return 2;
+        }
+        if (r > 0) continue;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--init")) init = 1;
+        else if (!strcmp(a, "--perturb")) perturb = 1;
+        else if (!strcmp(a, "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(a, "--weights") && i + 1 < argc) weights = argv[++i];
+        else if (!strcmp(a, "--inputs") && i + 1 < argc) inputs = argv[++i];
+        else if (!strcmp(a, "--out") && i + 1 < argc) out = argv[++i];
+        else {
+            fprintf(stderr, "error: dump-encoder: unknown or incomplete argument '%s' (see deberta dump-encoder --help)\n", a);
+            return 2;
+        }
+    }
+    if (!out) {
+        fprintf(stderr, "error: dump-encoder: --out is required (see deberta dump-encoder --help)\n");
+        return 2;
+    }
+    if (!init) {
+        if (!weights || !inputs) {
+            fprintf(stderr, "error: dump-encoder: --weights and --inputs are required (or --init)\n");
+            return 2;
+        }
+        return run_encoder(weights, inputs, out);
+    }
+    if (config_validate(&cfg, err, sizeof err)) fatal("dump-encoder: %s", err);
+    ParamSet ps;
+    params_init(&ps);
+    Encoder e;
+    encoder_register(&e, &ps, &cfg, cfg.num_hidden_layers, "deberta.", 0);
+    params_finalize(&ps);
+    model_init_params(&ps, cfg.initializer_range, seed);
+    if (perturb) model_perturb_params(&ps, seed + 1);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (write_weights(out, &ps, &cfg)) fatal("weights %s: cannot write (directory missing or not writable?)", out);
+    printf("dump-encoder: %d parameters (%ld values, %s) -> %s\n", ps.n, params_count(&ps), REAL_NAME, out);
+    encoder_free(&e);
+    params_free(&ps);
+    return 0;
+}
