@@ -34,6 +34,16 @@ void tape_reset(Tape *t) {
     arena_reset(&t->arena);
     t->n_nodes = 0;
     t->n_random = 0;
+    tape_prof_mark(t);
+}
+
+static size_t arena_taken(const Arena *a) { return a->used + a->overflow_used; }
+
+void tape_prof_mark(Tape *t) {
+    if (t->prof) {
+        t->prof->mark = now_seconds();
+        t->prof->mark_bytes = arena_taken(&t->arena);
+    }
 }
 
 static Tensor *new_header(Tape *t, int ndim, const int *shape, const char *name) {
@@ -70,6 +80,14 @@ Tensor *tape_view(Tape *t, const Tensor *src, int ndim, const int *shape) {
 }
 
 TapeNode *tape_record(Tape *t, int op, Tensor *out, int nin, Tensor *const *in) {
+    if (t->prof) { /* the op's forward has just run */
+        const double now = now_seconds();
+        t->prof->fwd[op] += now - t->prof->mark;
+        t->prof->nfwd[op]++;
+        t->prof->mark = now;
+        t->prof->mbfwd[op] += (double)(arena_taken(&t->arena) - t->prof->mark_bytes);
+        t->prof->mark_bytes = arena_taken(&t->arena);
+    }
     int need = 0;
     for (int i = 0; i < nin; i++)
         if (in[i] && in[i]->requires_grad) need = 1;
@@ -110,8 +128,18 @@ void tape_backward_from(Tape *t, Tensor *out, const real *out_grad) {
     for (int i = t->n_nodes - 1; i >= 0; i--) {
         TapeNode *nd = &t->nodes[i];
         if (!nd->out->grad) continue; /* no gradient flowed into this output */
-        op_table[nd->op].backward(t, nd);
+        if (t->prof) {
+            const double t0 = now_seconds();
+            const size_t b0 = arena_taken(&t->arena);
+            op_table[nd->op].backward(t, nd);
+            t->prof->bwd[nd->op] += now_seconds() - t0;
+            t->prof->nbwd[nd->op]++;
+            t->prof->mbbwd[nd->op] += (double)(arena_taken(&t->arena) - b0);
+        } else {
+            op_table[nd->op].backward(t, nd);
+        }
     }
+    tape_prof_mark(t);
 }
 
 Tensor *op_detach(Tape *t, Tensor *x) {

@@ -22,6 +22,18 @@ typedef struct TapeNode {
     double farg[4];                 /* small real arguments (eps, scale, p, ...) */
 } TapeNode;
 
+/* Optional per-op-kind timing (deberta bench): attach with t->prof = &p (zeroed), detach with NULL.
+ * Forward time of an op = wall time since the previous mark (the previous op's record, tape_reset or
+ * tape_prof_mark), taken when the op records itself, so it includes the glue code before the op;
+ * backward time = the op's backward call.  Off (NULL), it costs one pointer test per op. */
+typedef struct TapeProfile {
+    double fwd[OP_COUNT], bwd[OP_COUNT];  /* seconds */
+    long nfwd[OP_COUNT], nbwd[OP_COUNT];  /* calls */
+    double mbfwd[OP_COUNT], mbbwd[OP_COUNT]; /* arena bytes taken (outputs, saved context, grads, scratch) */
+    double mark;
+    size_t mark_bytes;
+} TapeProfile;
+
 typedef struct Tape {
     Arena arena;
     TapeNode *nodes;
@@ -31,6 +43,7 @@ typedef struct Tape {
     uint64_t seed;       /* RNG seed of the run */
     uint64_t step;       /* training step: part of every dropout stream id */
     uint32_t n_random;   /* random ops executed since the last reset: the stream's sub-index */
+    TapeProfile *prof;   /* NULL: no timing */
 } Tape;
 
 void tape_init(Tape *t, size_t arena_bytes);
@@ -47,6 +60,9 @@ Tensor *tape_view(Tape *t, const Tensor *src, int ndim, const int *shape);
 /* Records a node if any input requires grad and no no-grad scope is active; sets
  * out->requires_grad accordingly.  Returns the node (to fill ctx/args) or NULL if nothing recorded. */
 TapeNode *tape_record(Tape *t, int op, Tensor *out, int nin, Tensor *const *in);
+
+/* Profiling: start a forward interval now (no-op when t->prof is NULL). */
+void tape_prof_mark(Tape *t);
 
 /* The gradient buffer of x, allocated zeroed in the arena on first use. */
 real *tape_grad(Tape *t, Tensor *x);

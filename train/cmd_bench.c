@@ -12,20 +12,22 @@ typedef struct {
 } BenchMode;
 
 static const BenchMode modes[] = {
+    {"step", bench_step, "the full pretraining step: ms, tokens/s, GFLOP/s vs sgemm peak, RSS, per-op times (default)"},
     {"ops", bench_ops, "GFLOP/s of the matmul op (forward, backward) next to raw cblas gemm"},
     {"attention", bench_attention, "fwd+bwd ms of one attention block / one layer (vs scripts/bench-attention.sh)"},
 };
 
 static void bench_usage(FILE *f) {
-    fprintf(f, "usage: deberta bench <mode> [options]   (deberta bench <mode> --help)\n\nmodes:\n");
+    fprintf(f, "usage: deberta bench [<mode>] [options]   (deberta bench <mode> --help; no mode = step)\n\nmodes:\n");
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) fprintf(f, "  %-10s %s\n", modes[i].name, modes[i].help);
 }
 
 int cmd_bench(int argc, char **argv) {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        bench_usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        bench_usage(stdout);
+        return 0;
     }
+    if (argc < 2 || argv[1][0] == '-') return bench_step(argc, argv); /* default mode: options only */
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
         if (!strcmp(argv[1], modes[i].name)) return modes[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "error: bench: unknown mode '%s' (see deberta bench --help)\n", argv[1]);

@@ -255,82 +255,93 @@ typedef struct Run {
     Progress prog;
 } Run;
 
-typedef struct StepStats {
-    double g_loss, d_loss;      /* means over micro-batches (d_loss before λ) */
-    long mlm_ok, n_masked, rtd_ok, n_tokens;
-    OptimStepResult g, d;
-    int skipped;
-    const char *why;
-} StepStats;
-
 static int finite1(const Tensor *x) { return isfinite((double)x->data[0]); }
 
-/* One training step (update = 0: forward/backward only, for timing). */
-static StepStats train_step(Run *r, long step, int update) {
+static inline void phase_mark(double *acc, double *t0) {
+    const double t1 = now_seconds();
+    *acc += t1 - *t0;
+    *t0 = t1;
+}
+
+StepStats pretrain_step(const StepCtx *c, long step, int update) {
     StepStats s;
     memset(&s, 0, sizeof s);
-    Tape *t = &r->t;
-    Electra *m = &r->m;
-    const int A = r->o.accum;
+    Tape *t = c->t;
+    Electra *m = c->m;
+    const int A = c->accum;
     const real inv = (real)(1.0 / A);
     const uint64_t base = (uint64_t)step * STREAMS_PER_STEP;
-    for (int i = 0; i < A; i++) loader_next(r->train, &r->micro[i]);
+    double *ph = s.phase, t0 = now_seconds();
     t->training = 1;
     int g_bad = 0, d_bad = 0;
-    if (r->cfg.training_mode == TRAIN_DECOUPLED) {
-        OptimGroup *G = &r->groups[0], *D = &r->groups[1];
+    if (m->cfg.training_mode == TRAIN_DECOUPLED) {
+        OptimGroup *G = &c->groups[0], *D = &c->groups[1];
         optim_zero_grad(G);
+        phase_mark(&ph[PHASE_G_OPT], &t0);
         for (int i = 0; i < A; i++) {
             GenOut g;
             tape_reset(t);
             t->step = base + 2 * i;
-            Tensor *lg = generator_forward(t, m, &r->micro[i], &g);
-            electra_sample(&g, &r->micro[i], r->o.seed, base + i, r->replaced[i]);
+            Tensor *lg = generator_forward(t, m, &c->micro[i], &g);
+            phase_mark(&ph[PHASE_G_FWD], &t0);
+            electra_sample(&g, &c->micro[i], c->seed, base + i, c->replaced[i]);
             s.g_loss += lg->data[0] / A;
             s.mlm_ok += mlm_correct(&g);
             s.n_masked += g.n_masked;
+            phase_mark(&ph[PHASE_SAMPLE], &t0);
             if (!finite1(lg)) g_bad = 1;
             else tape_backward(t, lg, inv);
+            phase_mark(&ph[PHASE_G_BWD], &t0);
         }
         if (g_bad) optim_zero_grad(G);
         else if (update) s.g = optim_step(G);
         optim_zero_grad(D);
+        phase_mark(&ph[PHASE_G_OPT], &t0);
         for (int i = 0; i < A; i++) {
             DiscOut d;
             tape_reset(t);
             t->step = base + 2 * i + 1;
-            Tensor *ld = discriminator_forward(t, m, &r->micro[i], r->replaced[i], &d);
+            Tensor *ld = discriminator_forward(t, m, &c->micro[i], c->replaced[i], &d);
             s.d_loss += d.bce->data[0] / A;
-            s.rtd_ok += rtd_correct(&d, &r->micro[i]);
-            s.n_tokens += r->micro[i].n_tokens;
+            s.rtd_ok += rtd_correct(&d, &c->micro[i]);
+            s.n_tokens += c->micro[i].n_tokens;
+            phase_mark(&ph[PHASE_D_FWD], &t0);
             if (!finite1(ld)) d_bad = 1;
             else tape_backward(t, ld, inv);
+            phase_mark(&ph[PHASE_D_BWD], &t0);
         }
         if (d_bad) optim_zero_grad(D);
         else if (update) s.d = optim_step(D);
+        phase_mark(&ph[PHASE_D_OPT], &t0);
     } else {
-        OptimGroup *all = &r->groups[0];
+        OptimGroup *all = &c->groups[0];
         optim_zero_grad(all);
+        phase_mark(&ph[PHASE_G_OPT], &t0);
         for (int i = 0; i < A; i++) {
             GenOut g;
             DiscOut d;
             tape_reset(t);
             t->step = base + 2 * i;
-            Tensor *lg = generator_forward(t, m, &r->micro[i], &g);
-            electra_sample(&g, &r->micro[i], r->o.seed, base + i, r->replaced[i]);
-            Tensor *ld = discriminator_forward(t, m, &r->micro[i], r->replaced[i], &d);
+            Tensor *lg = generator_forward(t, m, &c->micro[i], &g);
+            phase_mark(&ph[PHASE_G_FWD], &t0);
+            electra_sample(&g, &c->micro[i], c->seed, base + i, c->replaced[i]);
+            phase_mark(&ph[PHASE_SAMPLE], &t0);
+            Tensor *ld = discriminator_forward(t, m, &c->micro[i], c->replaced[i], &d);
             Tensor *l = op_add(t, lg, ld);
             s.g_loss += lg->data[0] / A;
             s.d_loss += d.bce->data[0] / A;
             s.mlm_ok += mlm_correct(&g);
             s.n_masked += g.n_masked;
-            s.rtd_ok += rtd_correct(&d, &r->micro[i]);
-            s.n_tokens += r->micro[i].n_tokens;
+            s.rtd_ok += rtd_correct(&d, &c->micro[i]);
+            s.n_tokens += c->micro[i].n_tokens;
+            phase_mark(&ph[PHASE_D_FWD], &t0);
             if (!finite1(l)) g_bad = d_bad = 1;
             else tape_backward(t, l, inv);
+            phase_mark(&ph[PHASE_D_BWD], &t0);
         }
         if (g_bad) optim_zero_grad(all);
         else if (update) s.g = s.d = optim_step(all);
+        phase_mark(&ph[PHASE_D_OPT], &t0);
     }
     tape_reset(t);
     if (g_bad || d_bad) {
@@ -341,6 +352,14 @@ static StepStats train_step(Run *r, long step, int update) {
         s.why = "non-finite gradient norm";
     }
     return s;
+}
+
+/* One training step of the run: the next micro-batches from the loader, then pretrain_step
+ * (update = 0: forward/backward only, for timing). */
+static StepStats train_step(Run *r, long step, int update) {
+    for (int i = 0; i < r->o.accum; i++) loader_next(r->train, &r->micro[i]);
+    const StepCtx c = {&r->m, &r->t, r->groups, r->micro, r->replaced, r->o.accum, r->o.seed};
+    return pretrain_step(&c, step, update);
 }
 
 static void pack_loader_state(const Loader *L, int64_t out[LOADER_STATE_LEN]) {

@@ -54,6 +54,37 @@ typedef struct EvalResult {
 
 EvalResult evaluate(Electra *m, Loader *val, Tape *t, int B, int T, long max_batches, uint64_t seed);
 
+/* ---- one training step (the loop calls it; `deberta bench` times it) ---- */
+
+/* Wall-clock phases of a step (seconds), for the benchmark.  Joint mode books the discriminator
+ * forward (and the summed loss) under D_FWD, the one backward under D_BWD, the update under D_OPT. */
+enum { PHASE_G_FWD, PHASE_SAMPLE, PHASE_G_BWD, PHASE_G_OPT, PHASE_D_FWD, PHASE_D_BWD, PHASE_D_OPT, PHASE_COUNT };
+
+typedef struct StepStats {
+    double g_loss, d_loss;      /* means over micro-batches (d_loss before λ) */
+    long mlm_ok, n_masked, rtd_ok, n_tokens;
+    OptimStepResult g, d;
+    int skipped;
+    const char *why;
+    double phase[PHASE_COUNT];  /* seconds spent in each phase of this step */
+} StepStats;
+
+/* Everything one step touches.  groups: {generator, discriminator} (decoupled) or {all} (joint),
+ * by m->cfg.training_mode; micro[accum] already filled (masked batches); replaced[accum] [B·T]
+ * scratch for the sampled ids. */
+typedef struct StepCtx {
+    Electra *m;
+    Tape *t;
+    OptimGroup *groups;
+    Batch *micro;
+    int32_t **replaced;
+    int accum;
+    uint64_t seed;              /* run seed: sampling streams */
+} StepCtx;
+
+/* One step (spec §4.6, see the top of this file); update = 0 runs forward/backward only. */
+StepStats pretrain_step(const StepCtx *c, long step, int update);
+
 /* Runs (or resumes) a pretraining run.  argc/argv are recorded in RUNDIR/cmdline.txt.  Returns the
  * process exit code. */
 int pretrain_run(const ModelConfig *cfg, const TrainOptions *o, int argc, char **argv);
