@@ -115,10 +115,20 @@ static int write_split(const char *out, const char *split, const Tokenizer *tk, 
     int32_t **ids = xmalloc(ENCODE_BLOCK * sizeof(int32_t *));
     char path[4096], err[1024], stage[64];
     snprintf(stage, sizeof stage, "encoding %s", split);
+    int nthreads = omp_get_max_threads();
+    TokEncoder **enc = xmalloc((size_t)nthreads * sizeof(TokEncoder *));
+    for (int t = 0; t < nthreads; t++) enc[t] = tok_encoder_new(tk);
     for (size_t b0 = 0; b0 < n; b0 += ENCODE_BLOCK) {
         size_t nb = MIN((size_t)ENCODE_BLOCK, n - b0);
         for (size_t i = 0; i < nb; i++) { texts[i] = ds->buf + ds->off[idx[b0 + i]]; lens[i] = ds->len[idx[b0 + i]]; }
-        tokenizer_encode_batch(tk, texts, lens, nb, ids, nids);
+#pragma omp parallel for schedule(dynamic, 16)
+        for (size_t i = 0; i < nb; i++) { /* per-thread encoders keep their word caches across blocks */
+            size_t k;
+            const int32_t *r = tok_encode(enc[omp_get_thread_num()], texts[i], lens[i], &k);
+            ids[i] = xmalloc((k ? k : 1) * sizeof(int32_t));
+            if (k) memcpy(ids[i], r, k * sizeof(int32_t));
+            nids[i] = k;
+        }
         for (size_t i = 0; i < nb; i++) {
             if ((size_t)nt + nids[i] > cap_tok) {
                 while ((size_t)nt + nids[i] > cap_tok) cap_tok *= 2;
@@ -141,6 +151,8 @@ static int write_split(const char *out, const char *split, const Tokenizer *tk, 
         }
         progress_line(stage, (double)(b0 + nb) / (double)n, NULL);
     }
+    for (int t = 0; t < nthreads; t++) tok_encoder_free(enc[t]);
+    free(enc);
     free(texts); free(lens); free(nids); free(ids); free(toks); free(offs);
     /* remove shards of an earlier run that this run did not overwrite */
     for (int k = n_shards;; k++) {
