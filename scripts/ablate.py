@@ -3,7 +3,8 @@
 
   ablate.py run     --out OUTDIR --data DIR [axes] [--design cross|oat] [--parallel P] [--threads T]
                     [--deberta BIN] [--dry-run] [-- PRETRAIN FLAGS]
-  ablate.py summary OUTDIR [--only V1,V2] [--name NAME] [--data DIR] [--min-count N] [--no-plots]
+  ablate.py summary OUTDIR [--only V1,V2] [--name NAME] [--baseline V] [--data DIR] [--min-count N]
+                    [--no-plots]
   ablate.py cosine  CHECKPOINT... [--data DIR] [--min-count N]
 
 Axes (each a comma- or space-separated list; an axis not given is left to the pretrain flags):
@@ -729,6 +730,7 @@ def cmd_summary(argv):
     ap.add_argument("--name", default="", help="prefix of the output files (NAME-summary.md, …)")
     ap.add_argument("--data", help="shards: also report the cosine over tokens seen >= --min-count times")
     ap.add_argument("--min-count", type=int, default=10)
+    ap.add_argument("--baseline", default="", help="variant: add paired per-seed differences against it")
     ap.add_argument("--no-plots", action="store_true")
     args = ap.parse_args(argv)
     if not os.path.isdir(args.outdir):
@@ -826,6 +828,38 @@ def cmd_summary(argv):
     for row in rows:
         md.append("| %s | %d | %s |" % (row["variant"], row["finished"],
                                        " | ".join(fmt_ms(*row[k][:2], "%.4f") for k in cos_keys)))
+    if args.baseline:
+        if args.baseline not in order:
+            die("--baseline %s is not among the variants (%s)" % (args.baseline, ", ".join(order)))
+        base = {r["seed"]: r for r in runs if r["variant"] == args.baseline and r["finished"]}
+        keys = [m for m in METRICS if m[0] != "tokens_per_s"]
+        md.append("")
+        md.append("Paired differences against `%s` (variant − baseline per seed, same seed = same sequences and "
+                  "masks; mean ± sd over the seeds both finished; t = mean / (sd/√n)):" % args.baseline)
+        md.append("")
+        md.append("| variant | n | " + " | ".join("Δ " + m[1] + " (t)" for m in keys) + " |")
+        md.append("|---|---|" + "---|" * len(keys))
+        diff_rows = []
+        for v in order:
+            if v == args.baseline:
+                continue
+            pairs = [(r, base[r["seed"]]) for r in runs if r["variant"] == v and r["finished"] and r["seed"] in base]
+            cells = [v, str(len(pairs))]
+            drow = {"variant": v, "n": len(pairs)}
+            for key, _, _, f in keys:
+                ds = [a.get(key) - b.get(key) for a, b in pairs if a.get(key) is not None and b.get(key) is not None]
+                m, sd, n = mean_sd(ds)
+                t = m / (sd / math.sqrt(n)) if m is not None and sd else None
+                drow[key] = (m, sd, t)
+                cells.append(fmt_ms(m, sd, "%+.4f").replace("± +", "± ") + ("" if t is None else " (%.1f)" % t))
+            md.append("| " + " | ".join(cells) + " |")
+            diff_rows.append(drow)
+        with open(os.path.join(args.outdir, prefix + "paired.csv"), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["variant", "baseline", "n"] + [k + s for k, _, _, _ in keys for s in ("_diff_mean", "_diff_sd", "_t")])
+            for d in diff_rows:
+                w.writerow([d["variant"], args.baseline, d["n"]] +
+                           ["" if x is None else "%.6g" % x for k, _, _, _ in keys for x in d[k]])
     unfinished = [u for row in rows for u in row["unfinished"]]
     if unfinished:
         md.append("")

@@ -74,6 +74,11 @@ assert es["cos_G_mean"] == es["cos_D_mean"], "ES: one shared table, so G and D m
 EOF
 ok "summary: Markdown and CSV tables (token budget, mean/sd columns, params, cosine) and PNG plots"
 
+$A summary "$W/abl" --name pair --baseline gdes --no-plots > "$W/pair.log" 2>&1 || { cat "$W/pair.log"; fail "summary --baseline"; }
+grep -q '^| es-joint | 1 | [-+]' "$W/abl/pair-summary.md" || { cat "$W/abl/pair-summary.md"; fail "no paired-difference row for es-joint"; }
+grep -q '^es-joint,gdes,1,' "$W/abl/pair-paired.csv" || { cat "$W/abl/pair-paired.csv"; fail "pair-paired.csv"; }
+ok "summary --baseline: paired per-seed differences (Markdown and CSV)"
+
 $A cosine "$W/abl/gdes-seed1/checkpoint.h5" "$W/abl/es-joint-seed1/checkpoint.h5" > "$W/cos.log" 2>&1 || { cat "$W/cos.log"; fail "cosine"; }
 grep -q 'gdes  G [-0-9.]*  D [-0-9.]*' "$W/cos.log" || { cat "$W/cos.log"; fail "cosine output"; }
 # the closed form equals the explicit mean over all pairs
