@@ -55,6 +55,7 @@ test-one: $(BUILD)/deberta $(TEST_BIN)
 # The README's test command: dependencies, then both precisions.
 test:
 	@sh scripts/install-deps.sh
+	@sh scripts/fetch-hf-tokenizers.sh || echo "note: Hugging Face tokenizers (npm) not installed; e2e-hf-tokenizer.sh will be skipped"
 	@$(MAKE) --no-print-directory PRECISION=float test-one
 	@$(MAKE) --no-print-directory PRECISION=double test-one
 
