@@ -52,7 +52,8 @@ Tensor *op_index_select(Tape *t, Tensor *x, const int32_t *rows, int n_rows);
 
 /* ---- dropout (ops_dropout.c) ----
  * Inverted dropout with keep mask drawn from rng(tape->seed, rng_stream(RNG_DROPOUT, tape->step,
- * tape->n_random++), element index): identity when !tape->training or p == 0. */
+ * tape->n_random++), element index) (exact draw: ops_dropout.c): identity (returns x) when
+ * !tape->training or p == 0; in training every call advances n_random, also with p == 0. */
 Tensor *op_dropout(Tape *t, Tensor *x, real p);
 
 /* ---- losses and reductions (ops_loss.c) ---- */

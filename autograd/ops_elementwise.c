@@ -153,15 +153,30 @@ static inline real gelu_grad1(real x) {
     return (real)0.5 * (1 + rerf(x * (real)INV_SQRT2)) + x * (real)INV_SQRT_2PI * rexp((real)-0.5 * x * x);
 }
 
+/* Vectorised loops (libmvec erf/exp, see rmath.h) run over fixed blocks of GELU_BLOCK elements,
+ * so whether an element takes the vector or the scalar path (the results may differ in the last
+ * ulp) depends on its position only, never on the thread count. */
+#define GELU_BLOCK 1024L
+
 /* y[n] = gelu(x[n]) */
 static void gelu_forward(real *y, const real *x, long n) {
+    const long nb = (n + GELU_BLOCK - 1) / GELU_BLOCK;
 #pragma omp parallel for schedule(static) if (n >= OMP_MIN_ELEMS / 8)
-    for (long i = 0; i < n; i++) y[i] = gelu1(x[i]);
+    for (long k = 0; k < nb; k++) {
+        const long i1 = (k + 1) * GELU_BLOCK < n ? (k + 1) * GELU_BLOCK : n;
+#pragma omp simd
+        for (long i = k * GELU_BLOCK; i < i1; i++) y[i] = gelu1(x[i]);
+    }
 }
 /* dx += dy · gelu'(x) */
 static void gelu_backward(real *dx, const real *dy, const real *x, long n) {
+    const long nb = (n + GELU_BLOCK - 1) / GELU_BLOCK;
 #pragma omp parallel for schedule(static) if (n >= OMP_MIN_ELEMS / 8)
-    for (long i = 0; i < n; i++) dx[i] += dy[i] * gelu_grad1(x[i]);
+    for (long k = 0; k < nb; k++) {
+        const long i1 = (k + 1) * GELU_BLOCK < n ? (k + 1) * GELU_BLOCK : n;
+#pragma omp simd
+        for (long i = k * GELU_BLOCK; i < i1; i++) dx[i] += dy[i] * gelu_grad1(x[i]);
+    }
 }
 
 Tensor *op_gelu(Tape *t, Tensor *x) {
@@ -183,8 +198,10 @@ void gelu_backward_node(Tape *t, TapeNode *nd) {
 /* y[R, C] = gelu(x[R, C] + b[C]) */
 static void bias_gelu_forward(real *y, const real *x, const real *b, long R, int C) {
 #pragma omp parallel for schedule(static) if (R * (long)C >= OMP_MIN_ELEMS / 8)
-    for (long r = 0; r < R; r++)
+    for (long r = 0; r < R; r++) {
+#pragma omp simd
         for (int c = 0; c < C; c++) y[r * C + c] = gelu1(x[r * C + c] + b[c]);
+    }
 }
 /* g = dy · gelu'(x + b);  dx += g;  db[c] += Σ_r g[r, c].
  * Fixed chunks of COLSUM_ROWS rows in parallel: each chunk updates its own dx rows and writes its
@@ -197,10 +214,16 @@ static void bias_gelu_backward(real *dx, real *db, real *part, const real *dy, c
         const long r0 = k * COLSUM_ROWS, r1 = r0 + COLSUM_ROWS < R ? r0 + COLSUM_ROWS : R;
         for (int c = 0; c < C; c++) pk[c] = 0;
         for (long r = r0; r < r1; r++) {
-            for (int c = 0; c < C; c++) {
-                const real g = dy[r * C + c] * gelu_grad1(x[r * C + c] + b[c]);
-                if (dx) dx[r * C + c] += g;
-                pk[c] += g;
+            if (dx) {
+#pragma omp simd
+                for (int c = 0; c < C; c++) {
+                    const real g = dy[r * C + c] * gelu_grad1(x[r * C + c] + b[c]);
+                    dx[r * C + c] += g;
+                    pk[c] += g;
+                }
+            } else {
+#pragma omp simd
+                for (int c = 0; c < C; c++) pk[c] += dy[r * C + c] * gelu_grad1(x[r * C + c] + b[c]);
             }
         }
     }

@@ -22,8 +22,10 @@ static double cross_entropy_forward(real *lse, real *rl, double *part, const rea
     for (long n = 0; n < N; n++) {
         const real *xr = x + n * V;
         real m = xr[0];
+#pragma omp simd reduction(max : m)
         for (int v = 1; v < V; v++) m = xr[v] > m ? xr[v] : m;
         real s = 0;
+#pragma omp simd reduction(+ : s)
         for (int v = 0; v < V; v++) s += rexp(xr[v] - m);
         lse[n] = m + rlog(s);
         rl[n] = lse[n] - xr[tg[n]];
@@ -46,7 +48,9 @@ static void cross_entropy_backward(real *dx, real dloss, const real *x, const in
     for (long n = 0; n < N; n++) {
         const real *xr = x + n * V;
         real *dr = dx + n * V;
-        for (int v = 0; v < V; v++) dr[v] += g * rexp(xr[v] - lse[n]);
+        const real l = lse[n];
+#pragma omp simd
+        for (int v = 0; v < V; v++) dr[v] += g * rexp(xr[v] - l);
         dr[tg[n]] -= g;
     }
 }

@@ -2,7 +2,8 @@
  *
  * Entry (b, h, i, j) is kept iff qmask[b·Tq + i] && kmask[b·Tk + j].  The row max is taken over
  * kept entries only, masked scores never enter exp() (so a masked −inf or NaN score is harmless),
- * masked entries are 0 and a fully masked row is all zeros — never NaN.  The backward works on the
+ * masked entries are 0 and a fully masked row is all zeros — never NaN (a row whose kept scores
+ * are all −inf is treated as fully masked).  The backward works on the
  * saved output y alone: dx = y ⊙ (dy − Σ_j y·dy), which is 0 wherever y is 0 (masked entries and
  * fully masked rows), so the masks need not be saved. */
 #include <string.h>
@@ -23,22 +24,41 @@ static void softmax_masked_forward(real *y, const real *x, const int32_t *qmask,
             memset(yr, 0, (size_t)Tk * sizeof(real));
             continue;
         }
-        real mx = 0;
-        int any = 0;
-        for (int j = 0; j < Tk; j++)
-            if (!km || km[j]) {
-                if (!any || xr[j] > mx) mx = xr[j];
-                any = 1;
+        real mx = -(real)INFINITY;
+        if (km) {
+#pragma omp simd reduction(max : mx)
+            for (int j = 0; j < Tk; j++) {
+                const real v = km[j] ? xr[j] : -(real)INFINITY;
+                mx = v > mx ? v : mx;
             }
-        if (!any) { /* every key masked */
+        } else {
+#pragma omp simd reduction(max : mx)
+            for (int j = 0; j < Tk; j++) mx = xr[j] > mx ? xr[j] : mx;
+        }
+        if (mx == -(real)INFINITY) { /* every key masked (or every kept score −inf): a masked row */
             memset(yr, 0, (size_t)Tk * sizeof(real));
             continue;
         }
+        /* masked entries: exp(0) is computed and replaced by 0 — their scores never enter exp()
+         * (and exp(−inf) would send the vector exp through its slow special-case path) */
         real s = 0;
-        for (int j = 0; j < Tk; j++) {
-            const real e = (!km || km[j]) ? rexp(xr[j] - mx) : 0;
-            yr[j] = e;
-            s += e;
+        if (km) {
+            for (int j = 0; j < Tk; j++) yr[j] = km[j] ? xr[j] - mx : 0;
+#pragma omp simd
+            for (int j = 0; j < Tk; j++) yr[j] = rexp(yr[j]);
+#pragma omp simd reduction(+ : s)
+            for (int j = 0; j < Tk; j++) {
+                const real e = km[j] ? yr[j] : 0;
+                yr[j] = e;
+                s += e;
+            }
+        } else {
+#pragma omp simd reduction(+ : s)
+            for (int j = 0; j < Tk; j++) {
+                const real e = rexp(xr[j] - mx);
+                yr[j] = e;
+                s += e;
+            }
         }
         const real inv = 1 / s; /* s >= 1: the max entry contributes exp(0) */
         for (int j = 0; j < Tk; j++) yr[j] *= inv;
