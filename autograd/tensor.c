@@ -33,7 +33,7 @@ long trows(const Tensor *t) { return t->ndim ? t->n / t->shape[t->ndim - 1] : 1;
 void arena_init(Arena *a, size_t cap) {
     memset(a, 0, sizeof *a);
     a->cap = cap ? cap : (1u << 20);
-    a->base = xcalloc_aligned(a->cap);
+    a->base = xmalloc_aligned(a->cap); /* arena memory is uninitialised by contract */
 }
 
 void *arena_alloc(Arena *a, size_t bytes) {
@@ -50,7 +50,7 @@ void *arena_alloc(Arena *a, size_t bytes) {
         a->cap_overflow = a->cap_overflow ? 2 * a->cap_overflow : 16;
         a->overflow = xrealloc(a->overflow, a->cap_overflow * sizeof(char *));
     }
-    char *p = xcalloc_aligned(need);
+    char *p = xmalloc_aligned(need);
     a->overflow[a->n_overflow++] = p;
     a->overflow_used += need;
     if (a->used + a->overflow_used > a->peak) a->peak = a->used + a->overflow_used;
@@ -69,7 +69,7 @@ void arena_reset(Arena *a) {
         a->n_overflow = 0;
         free(a->base);
         a->cap = a->peak + a->peak / 8 + 4096;
-        a->base = xcalloc_aligned(a->cap);
+        a->base = xmalloc_aligned(a->cap);
     }
     a->used = 0;
     a->overflow_used = 0;

@@ -38,6 +38,15 @@ void *xcalloc_aligned(size_t bytes) {
     return p;
 }
 
+void *xmalloc_aligned(size_t bytes) {
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    if (rounded == 0) rounded = 64;
+    void *p = aligned_alloc(64, rounded);
+    if (!p) fatal("out of memory allocating %zu bytes", bytes);
+    __atomic_add_fetch(&g_alloc_count, 1, __ATOMIC_RELAXED);
+    return p;
+}
+
 void *xmalloc(size_t bytes) {
     void *p = malloc(bytes ? bytes : 1);
     if (!p) fatal("out of memory allocating %zu bytes", bytes);

@@ -11,6 +11,8 @@ void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* 64-byte aligned, zeroed allocation; exits with a clear message when memory runs out. */
 void *xcalloc_aligned(size_t bytes);
+/* 64-byte aligned, UNinitialised (pages stay untouched until used: the arena's slack costs no RSS). */
+void *xmalloc_aligned(size_t bytes);
 void *xmalloc(size_t bytes);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t bytes);
