@@ -3,8 +3,10 @@
 # NES with the EMD on and off (plus joint/decoupled variants, a 1-layer generator and a term subset):
 #   reference init --perturb -> weights; reference inputs -> batch; build/deberta dump; reference dump;
 #   compare (profile dump: losses 1e-5 rel, logits 1e-4 abs, every gradient 1e-3 rel, the rest 1e-4 abs).
-# Export: `deberta export` of each weights file and of a checkpoint written by checkpoint_save
-# (tests/test_export with EXPORT_KEEP), read back by an independent reader (json + struct below):
+# Checkpoints: one written by checkpoint_save (tests/test_export with EXPORT_KEEP) and one from a real
+# 4-step `deberta pretrain` run: our dump of the checkpoint file matches the reference on the same tensors.
+# Export: `deberta export` of each weights file and of both checkpoints, read back by an independent
+# reader (json + struct below):
 # header, contiguous in-range offsets, F32, shapes, byte-exact values, the exact config.json keys and
 # types; the reference's `dump --hf-generator --hf-discriminator` on the exported folders reproduces our
 # dump.  Bad input (missing file, wrong dtype/shape, NaN, missing/extra tensor, id out of range, no
