@@ -6,7 +6,7 @@
 # in every round of one run, at the same thread count.  Shapes: tiny (seq 128, batch 16) and the
 # xsmall shape (seq 256, batch 8).  Prints every measurement, then per shape the medians over the
 # rounds and the ratios deberta.c / PyTorch in tokens/s (higher is better) and in peak RSS.
-# usage: scripts/bench-vs-torch.sh [rounds (2)] [steps (10)] [threads (2)] [shapes ("tiny:128:16 xsmall:256:8")]
+# usage: [WARMUP=3] [BUILD=build] scripts/bench-vs-torch.sh [rounds (2)] [steps (10)] [threads (2)] [shapes ("tiny:128:16 xsmall:256:8")]
 # deberta.c is run as users run it: no OMP_* variables (it sets its own wait policy, see
 # train/omp_policy.c).  OPENBLAS_* variables of the environment are passed through unchanged.
 # A measurement, never an assertion.  Numbers: docs/PERFORMANCE.md, "Training step".
@@ -20,7 +20,7 @@ BIN=$BUILD/deberta
 "$PY" -c "import torch" 2>/dev/null || { echo "error: $PY cannot import torch (apt-get install python3-torch)" >&2; exit 1; }
 OUT=$(mktemp /tmp/bench-vs-torch-XXXXXX)
 trap 'rm -f "$OUT"' EXIT
-WARM=3
+WARM=${WARMUP:-3}
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), threads $TH, $ROUNDS rounds x $STEPS steps (+$WARM warm-up)"
 for shape in $SHAPES; do
     preset=${shape%%:*}; rest=${shape#*:}; seq=${rest%%:*}; batch=${rest#*:}
