@@ -517,6 +517,7 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
     }
 
     if (r->o.resume) {
+        checkpoint_state_free(&st); /* checkpoint_load fills it again, with the same contents */
         if (checkpoint_load(path, &r->m.ps, &st, err, sizeof err)) fatal("%s", err);
         size_t n_tok = 0;
         uint8_t *tok = loader_tokenizer_bytes(r->train, &n_tok);
