@@ -241,6 +241,25 @@ static char *trim(char *s) {
     return s;
 }
 
+int config_from_text(ModelConfig *c, const char *text, const char *what, char *err, size_t errlen) {
+    char *buf = strdup(text ? text : ""), *save = NULL, msg[512];
+    if (!buf) return errf(err, errlen, "%s: out of memory", what);
+    int rc = 0;
+    for (char *line = strtok_r(buf, "\n", &save); line && !rc; line = strtok_r(NULL, "\n", &save)) {
+        char *hash = strchr(line, '#');
+        if (hash) *hash = 0;
+        char *eq = strchr(line, '=');
+        if (!eq) continue;
+        *eq = 0;
+        char *k = trim(line), *v = trim(eq + 1);
+        if (!*k || !strcmp(k, "preset")) continue;
+        if (config_set(c, k, v, msg, sizeof msg) && strncmp(msg, "unknown config key", 18))
+            rc = errf(err, errlen, "%s: config: %s", what, msg);
+    }
+    free(buf);
+    return rc;
+}
+
 int config_load(ModelConfig *c, const char *path, char *err, size_t errlen) {
     FILE *f = fopen(path, "r");
     if (!f) return errf(err, errlen, "config %s: cannot open (%s)", path, strerror(errno));

@@ -60,6 +60,10 @@ int config_set(ModelConfig *c, const char *key, const char *value, char *err, si
 /* Reads `key = value` lines ('#' starts a comment, blank lines ignored).  Returns 0 or -1 with
  * "<path>:<line>: <what>" in err. */
 int config_load(ModelConfig *c, const char *path, char *err, size_t errlen);
+/* Applies `key = value` text held in memory (a checkpoint's /config, a run's config.txt).  Keys
+ * this struct does not know (e.g. the training options a checkpoint stores next to the model
+ * config) and "preset" are skipped; a bad value of a known key fails with "<what>: config: ...". */
+int config_from_text(ModelConfig *c, const char *text, const char *what, char *err, size_t errlen);
 /* Consumes `--key value` pairs that name config keys from argv[*i] (advancing *i past the value).
  * Returns 1 if argv[*i] was a config flag, 0 if not (caller handles it), -1 on a bad value (err). */
 int config_parse_flag(ModelConfig *c, int argc, char **argv, int *i, char *err, size_t errlen);

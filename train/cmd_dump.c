@@ -93,7 +93,7 @@ int cmd_dump(int argc, char **argv) {
         if (checkpoint_read_state(weights, &st, err, sizeof err)) fatal("%s", err);
         char what[1100];
         snprintf(what, sizeof what, "checkpoint %.1000s", weights);
-        if (h5io_config_from_text(&cfg, st.config, what, err, sizeof err)) fatal("%s", err);
+        if (config_from_text(&cfg, st.config, what, err, sizeof err)) fatal("%s", err);
         checkpoint_state_free(&st);
     } else {
         int n_full = 0, has_msl = 0;

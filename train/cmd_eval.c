@@ -46,7 +46,7 @@ int cmd_eval(int argc, char **argv) {
     if (checkpoint_read_state(ckpt, &st, err, sizeof err)) fatal("%s", err);
     ModelConfig cfg;
     config_defaults(&cfg);
-    if (config_from_text(&cfg, st.config, err, sizeof err) || config_validate(&cfg, err, sizeof err))
+    if (config_from_text(&cfg, st.config, ckpt, err, sizeof err) || config_validate(&cfg, err, sizeof err))
         fatal("checkpoint %s: %s", ckpt, err);
     uint64_t seed = st.seed;
     checkpoint_state_free(&st);

@@ -171,7 +171,7 @@ int cmd_export(int argc, char **argv) {
         if (!st.config || !st.config[0]) fatal("checkpoint %s: the config text (/config) is empty; cannot build the model", src);
         char what[1100];
         snprintf(what, sizeof what, "checkpoint %.1000s", src);
-        if (h5io_config_from_text(&cfg, st.config, what, err, sizeof err)) fatal("%s", err);
+        if (config_from_text(&cfg, st.config, what, err, sizeof err)) fatal("%s", err);
         checkpoint_state_free(&st);
     } else {
         int has_msl = 0;

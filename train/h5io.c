@@ -198,31 +198,6 @@ int h5io_is_checkpoint(const char *path) {
     return yes;
 }
 
-static char *trim(char *s) {
-    while (*s == ' ' || *s == '\t') s++;
-    for (char *e = s + strlen(s); e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'); *--e = 0) {}
-    return s;
-}
-
-int h5io_config_from_text(ModelConfig *c, const char *text, const char *what, char *err, size_t errlen) {
-    char *buf = xstrdup(text ? text : ""), *save = NULL, msg[512];
-    int rc = 0;
-    for (char *line = strtok_r(buf, "\n", &save); line && !rc; line = strtok_r(NULL, "\n", &save)) {
-        char *hash = strchr(line, '#');
-        if (hash) *hash = 0;
-        char *eq = strchr(line, '=');
-        if (!eq) continue;
-        *eq = 0;
-        char *k = trim(line), *v = trim(eq + 1);
-        if (!*k || !strcmp(k, "preset")) continue;
-        if (config_set(c, k, v, msg, sizeof msg) && strncmp(msg, "unknown config key", 18)) {
-            snprintf(err, errlen, "%s: config: %s", what, msg);
-            rc = -1;
-        }
-    }
-    free(buf);
-    return rc;
-}
 
 /* ---- parameters ---- */
 

@@ -26,11 +26,6 @@ int h5io_read_config(const char *path, ModelConfig *c, int *n_full, int *has_max
  * train/checkpoint.h), else 0 (e.g. a parity weights file). */
 int h5io_is_checkpoint(const char *path);
 
-/* Applies the `key = value` lines of a checkpoint's config text to c ('#' comments and blank lines
- * ignored; keys that are not model config keys, e.g. training settings, are skipped; "preset" is
- * skipped).  Returns 0, or -1 with "<what>: config: <message>" in err on a bad value. */
-int h5io_config_from_text(ModelConfig *c, const char *text, const char *what, char *err, size_t errlen);
-
 /* Loads every parameter of ps (finalized) from the dataset of the same name (root level; a nested
  * group path a/b/c is read as the name a.b.c).  Fails on a missing or extra tensor, a wrong shape, a
  * non-float dtype, or a NaN/Inf value. */

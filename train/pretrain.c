@@ -44,27 +44,6 @@ char *config_to_text(const ModelConfig *c) {
     return buf;
 }
 
-int config_from_text(ModelConfig *c, const char *text, char *err, size_t errlen) {
-    char *copy = xstrdup(text), *save = NULL;
-    int rc = 0;
-    for (char *line = strtok_r(copy, "\n", &save); line && !rc; line = strtok_r(NULL, "\n", &save)) {
-        char *hash = strchr(line, '#');
-        if (hash) *hash = 0;
-        char *eq = strchr(line, '=');
-        if (!eq) continue;
-        *eq = 0;
-        char *k = line, *v = eq + 1;
-        while (*k == ' ' || *k == '\t') k++;
-        for (char *e = k + strlen(k); e > k && (e[-1] == ' ' || e[-1] == '\t'); ) *--e = 0;
-        while (*v == ' ' || *v == '\t') v++;
-        for (char *e = v + strlen(v); e > v && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'); ) *--e = 0;
-        if (!strncmp(k, "train_", 6)) continue; /* training options: see train_options_from_text */
-        rc = config_set(c, k, v, err, errlen);
-    }
-    free(copy);
-    return rc;
-}
-
 static char *options_to_text(const TrainOptions *o) {
     char *buf = NULL;
     size_t len = 0;
@@ -488,7 +467,7 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
         if (checkpoint_read_state(path, &st, err, sizeof err)) fatal("%s (nothing to resume)", err);
         config_defaults(&r->cfg);
         TrainOptions keep = r->o;
-        if (config_from_text(&r->cfg, st.config, err, sizeof err) || options_from_text(&r->o, st.config, err, sizeof err))
+        if (config_from_text(&r->cfg, st.config, path, err, sizeof err) || options_from_text(&r->o, st.config, err, sizeof err))
             fatal("checkpoint %s: %s", path, err);
         r->o.threads = keep.threads;
         r->o.stop_after = keep.stop_after;

@@ -91,6 +91,4 @@ int pretrain_run(const ModelConfig *cfg, const TrainOptions *o, int argc, char *
 
 /* The config as `key = value` text (heap string). */
 char *config_to_text(const ModelConfig *c);
-/* Applies `key = value` text (as config_to_text writes it) to c. Returns 0 or -1 with err. */
-int config_from_text(ModelConfig *c, const char *text, char *err, size_t errlen);
 #endif
