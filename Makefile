@@ -44,7 +44,7 @@ $(BUILD)/libdeberta.a: $(LIB_OBJ)
 $(BUILD)/deberta: $(BUILD)/obj/train/main.o $(LIB_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libdeberta.a
+$(BUILD)/tests/%: tests/%.c $(wildcard tests/*.h) $(BUILD)/libdeberta.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/libdeberta.a -o $@ $(LDLIBS) -lcmocka
 

@@ -241,23 +241,45 @@ static char *trim(char *s) {
     return s;
 }
 
-int config_from_text(ModelConfig *c, const char *text, const char *what, char *err, size_t errlen) {
-    char *buf = strdup(text ? text : ""), *save = NULL, msg[512];
-    if (!buf) return errf(err, errlen, "%s: out of memory", what);
+int config_text_each(const char *text, int (*fn)(const char *key, const char *value, void *ctx), void *ctx) {
+    char *buf = strdup(text ? text : ""), *save = NULL;
+    if (!buf) return -1;
     int rc = 0;
     for (char *line = strtok_r(buf, "\n", &save); line && !rc; line = strtok_r(NULL, "\n", &save)) {
         char *hash = strchr(line, '#');
         if (hash) *hash = 0;
+        if (!*trim(line)) continue;
         char *eq = strchr(line, '=');
-        if (!eq) continue;
-        *eq = 0;
-        char *k = trim(line), *v = trim(eq + 1);
-        if (!*k || !strcmp(k, "preset")) continue;
-        if (config_set(c, k, v, msg, sizeof msg) && strncmp(msg, "unknown config key", 18))
-            rc = errf(err, errlen, "%s: config: %s", what, msg);
+        if (eq) *eq = 0;
+        rc = fn(trim(line), eq ? trim(eq + 1) : NULL, ctx);
     }
     free(buf);
     return rc;
+}
+
+typedef struct {
+    ModelConfig *c;
+    const char *what;
+    char *err;
+    size_t errlen;
+} FromText;
+
+static int from_text_line(const char *k, const char *v, void *vctx) {
+    FromText *x = vctx;
+    char msg[512];
+    if (!v || !*k || !strcmp(k, "preset")) return 0;
+    if (config_set(x->c, k, v, msg, sizeof msg) && strncmp(msg, "unknown config key", 18)) {
+        errf(x->err, x->errlen, "%s: config: %s", x->what, msg);
+        return 1;
+    }
+    return 0;
+}
+
+int config_from_text(ModelConfig *c, const char *text, const char *what, char *err, size_t errlen) {
+    FromText x = {c, what, err, errlen};
+    const int rc = config_text_each(text, from_text_line, &x);
+    if (rc < 0) return errf(err, errlen, "%s: out of memory", what);
+    return rc ? -1 : 0;
 }
 
 int config_load(ModelConfig *c, const char *path, char *err, size_t errlen) {

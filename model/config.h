@@ -64,6 +64,11 @@ int config_load(ModelConfig *c, const char *path, char *err, size_t errlen);
  * this struct does not know (e.g. the training options a checkpoint stores next to the model
  * config) and "preset" are skipped; a bad value of a known key fails with "<what>: config: ...". */
 int config_from_text(ModelConfig *c, const char *text, const char *what, char *err, size_t errlen);
+/* The line splitting of config_from_text, for any `key = value` text: calls fn(key, value, ctx) for
+ * every line of text (NULL = "") that is not blank once a '#' comment is cut off, with the key and
+ * value trimmed of spaces; value is NULL on a line without '='.  Stops at the first nonzero return of
+ * fn and returns it (fn should return > 0); 0 when every line was visited; -1 when out of memory. */
+int config_text_each(const char *text, int (*fn)(const char *key, const char *value, void *ctx), void *ctx);
 /* Consumes `--key value` pairs that name config keys from argv[*i] (advancing *i past the value).
  * Returns 1 if argv[*i] was a config flag, 0 if not (caller handles it), -1 on a bad value (err). */
 int config_parse_flag(ModelConfig *c, int argc, char **argv, int *i, char *err, size_t errlen);

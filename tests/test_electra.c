@@ -110,103 +110,96 @@ static int any_nonzero(const Tensor *x) {
 }
 static int all_zero(const Tensor *x) { return !any_nonzero(x); }
 
+/* The scaffold of the semantics tests: a small model of one sharing mode (seed 3), with perturb its
+ * parameters perturbed (seed 4), and its own tape. */
+typedef struct {
+    Tape t;
+    ModelConfig cfg;
+    Electra m;
+} Pair;
+
+static void pair_open(Pair *p, int sharing, int emd, int perturb) {
+    tape_init(&p->t, 1 << 20);
+    small_config(&p->cfg, sharing, emd);
+    electra_build(&p->m, &p->cfg, 3);
+    if (perturb) model_perturb_params(&p->m.ps, 4);
+}
+
+static void pair_close(Pair *p) {
+    electra_free(&p->m);
+    tape_free(&p->t);
+}
+
 /* backward of one loss only: which = 0 MLM, 1 RTD */
-static void backward_one(Tape *t, Electra *m, int which) {
+static void backward_one(Pair *p, int which) {
     Batch b = make_batch();
     GenOut g;
     DiscOut d;
-    tape_reset(t);
-    params_zero_grad(&m->ps);
-    Tensor *l = which == 0 ? generator_forward(t, m, &b, &g) : discriminator_forward(t, m, &b, replaced, &d);
-    tape_backward(t, l, 1);
+    tape_reset(&p->t);
+    params_zero_grad(&p->m.ps);
+    Tensor *l = which == 0 ? generator_forward(&p->t, &p->m, &b, &g) : discriminator_forward(&p->t, &p->m, &b, replaced, &d);
+    tape_backward(&p->t, l, 1);
 }
 
 static void gdes_rtd_reaches_only_the_delta(void **state) {
-    Tape t;
-    tape_init(&t, 1 << 20);
-    ModelConfig cfg;
-    small_config(&cfg, SHARE_GDES, 1);
-    Electra m;
-    electra_build(&m, &cfg, 3);
-    model_perturb_params(&m.ps, 4);
-    backward_one(&t, &m, 1);
-    assert_true(all_zero(m.gen.word));      /* stop-gradient: E_G gets nothing from RTD */
-    assert_true(any_nonzero(m.word_delta)); /* E_Δ is trained by RTD */
-    for (int j = 0; j < cfg.hidden_size; j++) assert_true(m.word_delta->grad[j] == 0); /* [PAD] row */
-    for (int i = 0; i < m.n_gen_params; i++) assert_true(all_zero(m.ps.params[i]));
-    backward_one(&t, &m, 0);
-    assert_true(any_nonzero(m.gen.word));
-    assert_true(all_zero(m.word_delta));
-    electra_free(&m);
-    tape_free(&t);
+    Pair p;
+    pair_open(&p, SHARE_GDES, 1, 1);
+    backward_one(&p, 1);
+    assert_true(all_zero(p.m.gen.word));      /* stop-gradient: E_G gets nothing from RTD */
+    assert_true(any_nonzero(p.m.word_delta)); /* E_Δ is trained by RTD */
+    for (int j = 0; j < p.cfg.hidden_size; j++) assert_true(p.m.word_delta->grad[j] == 0); /* [PAD] row */
+    for (int i = 0; i < p.m.n_gen_params; i++) assert_true(all_zero(p.m.ps.params[i]));
+    backward_one(&p, 0);
+    assert_true(any_nonzero(p.m.gen.word));
+    assert_true(all_zero(p.m.word_delta));
+    pair_close(&p);
 }
 
 static void es_both_losses_reach_the_shared_table(void **state) {
-    Tape t;
-    tape_init(&t, 1 << 20);
-    ModelConfig cfg;
-    small_config(&cfg, SHARE_ES, 1);
-    Electra m;
-    electra_build(&m, &cfg, 3);
-    model_perturb_params(&m.ps, 4);
-    assert_null(m.disc.word);
-    assert_null(params_find(&m.ps, "discriminator.deberta.embeddings.word_embeddings.weight"));
-    backward_one(&t, &m, 1);
-    assert_true(any_nonzero(m.gen.word)); /* RTD reaches E */
-    backward_one(&t, &m, 0);
-    assert_true(any_nonzero(m.gen.word)); /* MLM reaches E */
-    electra_free(&m);
-    tape_free(&t);
+    Pair p;
+    pair_open(&p, SHARE_ES, 1, 1);
+    assert_null(p.m.disc.word);
+    assert_null(params_find(&p.m.ps, "discriminator.deberta.embeddings.word_embeddings.weight"));
+    backward_one(&p, 1);
+    assert_true(any_nonzero(p.m.gen.word)); /* RTD reaches E */
+    backward_one(&p, 0);
+    assert_true(any_nonzero(p.m.gen.word)); /* MLM reaches E */
+    pair_close(&p);
 }
 
 static void nes_tables_never_meet(void **state) {
-    Tape t;
-    tape_init(&t, 1 << 20);
-    ModelConfig cfg;
-    small_config(&cfg, SHARE_NES, 0);
-    Electra m;
-    electra_build(&m, &cfg, 3);
-    model_perturb_params(&m.ps, 4);
-    assert_non_null(m.disc.word);
-    assert_ptr_not_equal(m.disc.word, m.gen.word);
-    backward_one(&t, &m, 1);
-    assert_true(all_zero(m.gen.word));
-    assert_true(any_nonzero(m.disc.word));
-    backward_one(&t, &m, 0);
-    assert_true(any_nonzero(m.gen.word));
-    assert_true(all_zero(m.disc.word));
-    electra_free(&m);
-    tape_free(&t);
+    Pair p;
+    pair_open(&p, SHARE_NES, 0, 1);
+    assert_non_null(p.m.disc.word);
+    assert_ptr_not_equal(p.m.disc.word, p.m.gen.word);
+    backward_one(&p, 1);
+    assert_true(all_zero(p.m.gen.word));
+    assert_true(any_nonzero(p.m.disc.word));
+    backward_one(&p, 0);
+    assert_true(any_nonzero(p.m.gen.word));
+    assert_true(all_zero(p.m.disc.word));
+    pair_close(&p);
 }
 
 static void rtd_labels_follow_the_spec(void **state) {
-    Tape t;
-    tape_init(&t, 1 << 20);
-    ModelConfig cfg;
-    small_config(&cfg, SHARE_GDES, 1);
-    Electra m;
-    electra_build(&m, &cfg, 3);
+    Pair p;
+    pair_open(&p, SHARE_GDES, 1, 0);
     Batch b = make_batch();
     DiscOut d;
-    discriminator_forward(&t, &m, &b, replaced, &d);
+    discriminator_forward(&p.t, &p.m, &b, replaced, &d);
     /* replaced and different -> 1; sampled == original -> 0; unmasked -> 0 */
     const int32_t want[B * T] = {0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0};
     for (int i = 0; i < B * T; i++) assert_int_equal(d.y[i], want[i]);
     assert_true(d.loss->data[0] > 0);
-    electra_free(&m);
-    tape_free(&t);
+    pair_close(&p);
 }
 
 static void sampling_is_deterministic_and_only_at_masked_positions(void **state) {
-    Tape t;
-    tape_init(&t, 1 << 20);
-    ModelConfig cfg;
-    small_config(&cfg, SHARE_GDES, 1);
-    Electra m;
-    electra_build(&m, &cfg, 3);
+    Pair p;
+    pair_open(&p, SHARE_GDES, 1, 0);
     Batch b = make_batch();
     GenOut g;
-    generator_forward(&t, &m, &b, &g);
+    generator_forward(&p.t, &p.m, &b, &g);
     int32_t r1[B * T], r2[B * T], r3[B * T];
     electra_sample(&g, &b, 9, 1, r1);
     electra_sample(&g, &b, 9, 1, r2);
@@ -219,10 +212,9 @@ static void sampling_is_deterministic_and_only_at_masked_positions(void **state)
     assert_true(differs); /* other steps draw other tokens */
     for (int i = 0; i < B * T; i++) {
         if (labels[i] == 0) assert_int_equal(r1[i], ids[i]);
-        else assert_true(r1[i] >= 0 && r1[i] < cfg.vocab_size);
+        else assert_true(r1[i] >= 0 && r1[i] < p.cfg.vocab_size);
     }
-    electra_free(&m);
-    tape_free(&t);
+    pair_close(&p);
 }
 
 int main(void) {

@@ -1,11 +1,8 @@
 /* test_loader.c — packing, order, epochs, ranks, exact resume and masking of the batch loader, on
  * synthetic shards whose every token is unique (token value = 5 + global token number). */
-#include "tests/testutil.h"
+#include "tests/shardutil.h"
 #include "data/loader.h"
-#include "data/shard.h"
-#include "data/tokenizer.h"
 #include "autograd/rng.h"
-#include "autograd/util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,30 +12,6 @@
 #define VOCAB 20000
 static char g_dir[64], g_dir_val[80];
 
-/* A valid tokenizer file of exactly vocab ids (see test_shard.c for the construction). */
-static uint8_t *pair_tokenizer(int vocab, size_t *len) {
-    int nm = vocab - TOK_FIRST_CHAR - 1;
-    size_t n = 8 + 20 + 2 + 8 * (size_t)nm + 8;
-    uint8_t *b = xcalloc(n, 1), *p = b;
-    memcpy(p, "DBTOKENZ", 8); p += 8;
-    uint32_t hdr[5] = {1, (uint32_t)vocab, 5, 1, (uint32_t)nm};
-    for (int i = 0; i < 5; i++) for (int k = 0; k < 4; k++) *p++ = (uint8_t)(hdr[i] >> (8 * k));
-    *p++ = 1; *p++ = 'a';
-    int r = 0;
-    for (uint32_t m = 0; r < nm; m++)
-        for (uint32_t j = 0; j <= 2 * m && r < nm; j++, r++) {
-            uint32_t x = j <= m ? j : m, y = j <= m ? m : j - m - 1;
-            uint32_t l = TOK_FIRST_CHAR + x, rr = TOK_FIRST_CHAR + y;
-            for (int k = 0; k < 4; k++) *p++ = (uint8_t)(l >> (8 * k));
-            for (int k = 0; k < 4; k++) *p++ = (uint8_t)(rr >> (8 * k));
-        }
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (uint8_t *q = b; q < p; q++) { h ^= *q; h *= 0x100000001b3ull; }
-    for (int k = 0; k < 8; k++) *p++ = (uint8_t)(h >> (8 * k));
-    *len = (size_t)(p - b);
-    return b;
-}
-
 /* The corpus: 3 shards; doc lengths vary from 1 to ~90 tokens. */
 enum { N_SHARDS = 3 };
 static const int DOCS_PER_SHARD[N_SHARDS] = {40, 7, 25};
@@ -46,8 +19,6 @@ static int32_t *g_tok[N_SHARDS];
 static int64_t *g_off[N_SHARDS];
 
 static void write_corpus(const char *dir, const char *split, int vocab) {
-    size_t tl;
-    uint8_t *tb = pair_tokenizer(vocab, &tl);
     int32_t next = 5;
     for (int s = 0; s < N_SHARDS; s++) {
         int nd = DOCS_PER_SHARD[s];
@@ -56,13 +27,11 @@ static void write_corpus(const char *dir, const char *split, int vocab) {
         for (int d = 0; d < nd; d++) g_off[s][d + 1] = g_off[s][d] + 1 + (int64_t)rng_below(42, 42, (uint64_t)(s * 1000 + d), 90);
         g_tok[s] = xmalloc((size_t)g_off[s][nd] * sizeof(int32_t));
         for (int64_t i = 0; i < g_off[s][nd]; i++) g_tok[s][i] = next++;
-        ShardInfo info = {vocab, tb, tl, split, s};
-        char path[256], err[512];
+        char path[256];
         snprintf(path, sizeof path, "%s/%s-%05d.h5", dir, split, s);
-        if (shard_write(path, g_tok[s], g_off[s], nd, &info, err, sizeof err) != 0) fail_msg("%s", err);
+        test_write_shard(path, vocab, split, s, g_tok[s], g_off[s], nd);
     }
     assert_true(next < vocab);
-    free(tb);
 }
 
 /* Expected sequences (unmasked, file order) built independently from the packing rule. */
@@ -419,15 +388,11 @@ static void test_bad_inputs(void **state) {
     char mixed[96], path[160];
     snprintf(mixed, sizeof mixed, "%s/mixed", g_dir);
     mkdir(mixed, 0777);
-    size_t tl;
     for (int k = 0; k < 2; k++) {
-        uint8_t *tb = pair_tokenizer(k ? 400 : 300, &tl);
-        ShardInfo info = {k ? 400 : 300, tb, tl, "train", k};
-        int32_t tok[3] = {5, 6, 7};
-        int64_t off[2] = {0, 3};
+        const int32_t tok[3] = {5, 6, 7};
+        const int64_t off[2] = {0, 3};
         snprintf(path, sizeof path, "%s/train-%05d.h5", mixed, k);
-        assert_int_equal(shard_write(path, tok, off, 1, &info, err, sizeof err), 0);
-        free(tb);
+        test_write_shard(path, k ? 400 : 300, "train", k, tok, off, 1);
     }
     c.T = 32;
     assert_null(loader_open_err(mixed, "train", &c, err, sizeof err));

@@ -1,9 +1,6 @@
 /* test_shard.c — HDF5 shard writer/reader: round trip, dtypes, byte-identical output, atomic write,
  * and one test per bad input (each must give NULL and a message naming the file and the problem). */
-#include "tests/testutil.h"
-#include "data/shard.h"
-#include "data/tokenizer.h"
-#include "autograd/util.h"
+#include "tests/shardutil.h"
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,33 +12,6 @@
 
 static char g_dir[64];
 
-/* A valid tokenizer file of exactly `vocab` ids, built by hand from the documented layout:
- * one character 'a' (index 0) and merges of all pairs (x, y) of earlier tokens in the order of
- * max(x, y), so that pieces stay short. */
-static uint8_t *chain_tokenizer(int vocab, size_t *len) {
-    int nm = vocab - TOK_FIRST_CHAR - 1;
-    size_t n = 8 + 20 + 2 + 8 * (size_t)nm + 8;
-    uint8_t *b = xcalloc(n, 1), *p = b;
-    memcpy(p, "DBTOKENZ", 8); p += 8;
-    uint32_t hdr[5] = {1, (uint32_t)vocab, 5, 1, (uint32_t)nm};
-    for (int i = 0; i < 5; i++) for (int k = 0; k < 4; k++) *p++ = (uint8_t)(hdr[i] >> (8 * k));
-    *p++ = 1; *p++ = 'a';
-    int r = 0;
-    for (uint32_t m = 0; r < nm; m++) {
-        for (uint32_t j = 0; j <= 2 * m && r < nm; j++, r++) {
-            uint32_t x = j <= m ? j : m, y = j <= m ? m : j - m - 1; /* (0..m, m) then (m, 0..m-1) */
-            uint32_t l = TOK_FIRST_CHAR + x, rr = TOK_FIRST_CHAR + y;
-            for (int k = 0; k < 4; k++) *p++ = (uint8_t)(l >> (8 * k));
-            for (int k = 0; k < 4; k++) *p++ = (uint8_t)(rr >> (8 * k));
-        }
-    }
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (uint8_t *q = b; q < p; q++) { h ^= *q; h *= 0x100000001b3ull; }
-    for (int k = 0; k < 8; k++) *p++ = (uint8_t)(h >> (8 * k));
-    *len = (size_t)(p - b);
-    return b;
-}
-
 /* Writes a valid shard of n_docs docs with lengths 1..; token i = 5 + (i * 7919) % (vocab - 5). */
 static void make_shard(const char *path, int vocab, int n_docs, int32_t **tok_out, int64_t **off_out) {
     int64_t *off = xmalloc((size_t)(n_docs + 1) * sizeof(int64_t));
@@ -49,12 +19,7 @@ static void make_shard(const char *path, int vocab, int n_docs, int32_t **tok_ou
     for (int d = 0; d < n_docs; d++) off[d + 1] = off[d] + 1 + (d * 37) % 200;
     int32_t *tok = xmalloc((size_t)off[n_docs] * sizeof(int32_t));
     for (int64_t i = 0; i < off[n_docs]; i++) tok[i] = 5 + (int32_t)((i * 7919) % (vocab - 5));
-    size_t tl;
-    uint8_t *tb = chain_tokenizer(vocab, &tl);
-    ShardInfo info = {vocab, tb, tl, "train", 0};
-    char err[512];
-    if (shard_write(path, tok, off, n_docs, &info, err, sizeof err) != 0) fail_msg("%s", err);
-    free(tb);
+    test_write_shard(path, vocab, "train", 0, tok, off, n_docs);
     if (tok_out) *tok_out = tok; else free(tok);
     if (off_out) *off_out = off; else free(off);
 }
@@ -111,7 +76,7 @@ static void test_roundtrip(void **state) {
     assert_memory_equal(o, off, sizeof o);
     assert_int_not_equal(shard_read_tokens(s, n - 1, 2, r, err, sizeof err), 0); /* past the end */
     size_t tl, el;
-    uint8_t *tb = shard_read_tokenizer(s, &tl, err, sizeof err), *expect = chain_tokenizer(1000, &el);
+    uint8_t *tb = shard_read_tokenizer(s, &tl, err, sizeof err), *expect = test_tokenizer(1000, &el);
     assert_int_equal(tl, el);
     assert_memory_equal(tb, expect, el);
     free(tb); free(expect); free(r);
@@ -165,7 +130,7 @@ static void test_byte_identical_and_atomic(void **state) {
     /* an empty shard is refused and leaves nothing */
     int64_t off[2] = {0, 0};
     size_t tl;
-    uint8_t *tb = chain_tokenizer(300, &tl);
+    uint8_t *tb = test_tokenizer(300, &tl);
     ShardInfo info = {300, tb, tl, "train", 0};
     char err[512];
     const char *e = tmp_path("empty.h5");

@@ -1,88 +1,18 @@
 /* checkpoint.c — HDF5 checkpoints: atomic write, validating load.  See checkpoint.h. */
 #include "train/checkpoint.h"
 #include "autograd/util.h"
+#include "model/config.h"
+#include "train/h5util.h"
 #include <errno.h>
 #include <fcntl.h>
-#include <hdf5.h>
-#include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#if REAL_IS_DOUBLE
-#define H5T_REAL_NATIVE H5T_NATIVE_DOUBLE
-#define H5T_REAL_FILE H5T_IEEE_F64LE
-#else
-#define H5T_REAL_NATIVE H5T_NATIVE_FLOAT
-#define H5T_REAL_FILE H5T_IEEE_F32LE
-#endif
-
-/* ---- error plumbing: HDF5's own error stack is silenced, we report one line ---- */
-
-typedef struct Ctx {
-    const char *path;
-    char *err;
-    size_t errlen;
-    H5E_auto2_t old_func;
-    void *old_data;
-} Ctx;
-
-static void ctx_begin(Ctx *c, const char *path, char *err, size_t errlen) {
-    c->path = path;
-    c->err = err;
-    c->errlen = errlen;
-    if (err && errlen) err[0] = 0;
-    H5Eget_auto2(H5E_DEFAULT, &c->old_func, &c->old_data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-}
-
-static int ctx_end(Ctx *c, int rc) {
-    H5Eset_auto2(H5E_DEFAULT, c->old_func, c->old_data);
-    return rc;
-}
-
-/* "checkpoint <path>: <message>" into err; returns -1.  The first error wins. */
-static int fail(Ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(Ctx *c, const char *fmt, ...) {
-    if (!c->err || !c->errlen || c->err[0]) return -1;
-    int k = snprintf(c->err, c->errlen, "checkpoint %s: ", c->path);
-    if (k < 0 || (size_t)k >= c->errlen) return -1;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->err + k, c->errlen - (size_t)k, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-static void dims_str(char *buf, size_t len, int ndim, const hsize_t *d) {
-    size_t k = 0;
-    k += (size_t)snprintf(buf + k, len - k, "[");
-    for (int i = 0; i < ndim && k < len; i++) k += (size_t)snprintf(buf + k, len - k, i ? ", %llu" : "%llu", (unsigned long long)d[i]);
-    if (k < len) snprintf(buf + k, len - k, "]");
-}
-
-static void dtype_str(char *buf, size_t len, hid_t t) {
-    const H5T_class_t cl = H5Tget_class(t);
-    const size_t bits = 8 * H5Tget_size(t);
-    switch (cl) {
-    case H5T_FLOAT: snprintf(buf, len, "float%zu", bits); break;
-    case H5T_INTEGER: snprintf(buf, len, "%sint%zu", H5Tget_sign(t) == H5T_SGN_NONE ? "u" : "", bits); break;
-    case H5T_STRING: snprintf(buf, len, "string"); break;
-    default: snprintf(buf, len, "HDF5 class %d", (int)cl); break;
-    }
-}
-
 /* ---- small HDF5 helpers (return <0 on failure) ---- */
-
-static hid_t make_dcpl(void) {
-    hid_t p = H5Pcreate(H5P_DATASET_CREATE);
-    H5Pset_obj_track_times(p, 0); /* no timestamps: identical states give identical files */
-    return p;
-}
 
 static hid_t make_group(hid_t loc, const char *name) {
     hid_t p = H5Pcreate(H5P_GROUP_CREATE);
@@ -90,15 +20,6 @@ static hid_t make_group(hid_t loc, const char *name) {
     hid_t g = H5Gcreate2(loc, name, H5P_DEFAULT, p, H5P_DEFAULT);
     H5Pclose(p);
     return g;
-}
-
-static herr_t write_attr(hid_t obj, const char *name, hid_t ftype, hid_t mtype, const void *val) {
-    hid_t s = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(obj, name, ftype, s, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t r = a < 0 ? -1 : H5Awrite(a, mtype, val);
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(s);
-    return r;
 }
 
 static hid_t str_type(size_t len) {
@@ -110,7 +31,7 @@ static hid_t str_type(size_t len) {
 
 static herr_t write_str_attr(hid_t obj, const char *name, const char *val) {
     hid_t t = str_type(strlen(val));
-    herr_t r = write_attr(obj, name, t, t, val);
+    herr_t r = h5_write_scalar_attr(obj, name, t, t, val);
     H5Tclose(t);
     return r;
 }
@@ -118,7 +39,7 @@ static herr_t write_str_attr(hid_t obj, const char *name, const char *val) {
 /* 1-D or scalar dataset; n may be 0. */
 static herr_t write_array(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int ndim, const hsize_t *dims, const void *buf) {
     hid_t s = ndim ? H5Screate_simple(ndim, dims, NULL) : H5Screate(H5S_SCALAR);
-    hid_t p = make_dcpl();
+    hid_t p = h5_dcpl();
     hid_t d = H5Dcreate2(loc, name, ftype, s, H5P_DEFAULT, p, H5P_DEFAULT);
     hsize_t n = 1;
     for (int i = 0; i < ndim; i++) n *= dims[i];
@@ -153,57 +74,59 @@ static void dir_of(const char *path, char *out, size_t len) {
 
 /* ---- write ---- */
 
-static int write_tensors(Ctx *c, hid_t grp, const ParamSet *ps, const real *base, const char *what, long *n_written, long crash_after) {
+static int write_tensors(H5Ctx *c, hid_t grp, const ParamSet *ps, const real *base, const char *what, long *n_written, long crash_after) {
     for (int i = 0; i < ps->n; i++) {
         const Tensor *t = ps->params[i];
-        if (strchr(t->name, '/')) return fail(c, "parameter name '%s' contains '/'", t->name);
+        if (strchr(t->name, '/')) return h5ctx_fail(c, "parameter name '%s' contains '/'", t->name);
         hsize_t dims[TENSOR_MAX_DIMS];
         for (int k = 0; k < t->ndim; k++) dims[k] = (hsize_t)t->shape[k];
         if (write_array(grp, t->name, H5T_REAL_FILE, H5T_REAL_NATIVE, t->ndim, dims, base + ps->offset[i]) < 0)
-            return fail(c, "cannot write %s '%s' (disk full?)", what, t->name);
+            return h5ctx_fail(c, "cannot write %s '%s' (disk full?)", what, t->name);
         ++*n_written;
         if (crash_after >= 0 && *n_written >= crash_after) raise(SIGKILL); /* crash-safety test hook */
     }
     return 0;
 }
 
-static int write_file(Ctx *c, hid_t f, const ParamSet *ps, const CheckpointState *st) {
+static int write_file(H5Ctx *c, hid_t f, const ParamSet *ps, const CheckpointState *st) {
     const char *env = getenv(CHECKPOINT_CRASH_ENV);
     const long crash_after = env && *env ? atol(env) : -1;
     const int64_t step = st->step, np = ps->n;
     const uint64_t seed = st->seed;
     const int32_t version = CHECKPOINT_VERSION;
-    if (write_str_attr(f, "format", CHECKPOINT_FORMAT) < 0 || write_attr(f, "version", H5T_STD_I32LE, H5T_NATIVE_INT32, &version) < 0 ||
-        write_str_attr(f, "real", REAL_NAME) < 0 || write_attr(f, "step", H5T_STD_I64LE, H5T_NATIVE_INT64, &step) < 0 ||
-        write_attr(f, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, &seed) < 0 ||
-        write_attr(f, "n_params", H5T_STD_I64LE, H5T_NATIVE_INT64, &np) < 0)
-        return fail(c, "cannot write the root attributes");
+    if (write_str_attr(f, "format", CHECKPOINT_FORMAT) < 0 ||
+        h5_write_scalar_attr(f, "version", H5T_STD_I32LE, H5T_NATIVE_INT32, &version) < 0 || write_str_attr(f, "real", REAL_NAME) < 0 ||
+        h5_write_scalar_attr(f, "step", H5T_STD_I64LE, H5T_NATIVE_INT64, &step) < 0 ||
+        h5_write_scalar_attr(f, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, &seed) < 0 ||
+        h5_write_scalar_attr(f, "n_params", H5T_STD_I64LE, H5T_NATIVE_INT64, &np) < 0)
+        return h5ctx_fail(c, "cannot write the root attributes");
     int rc = 0;
     long n_written = 0;
     hid_t gp = make_group(f, "params"), go = make_group(f, "optim");
     hid_t gm = go >= 0 ? make_group(go, "m") : -1, gv = go >= 0 ? make_group(go, "v") : -1;
     hid_t gs = go >= 0 ? make_group(go, "step") : -1;
-    if (gp < 0 || go < 0 || gm < 0 || gv < 0 || gs < 0) rc = fail(c, "cannot create the groups");
+    if (gp < 0 || go < 0 || gm < 0 || gv < 0 || gs < 0) rc = h5ctx_fail(c, "cannot create the groups");
     if (!rc) rc = write_tensors(c, gp, ps, ps->data, "parameter", &n_written, crash_after);
     if (!rc) rc = write_tensors(c, gm, ps, ps->m, "moment m of", &n_written, -1);
     if (!rc) rc = write_tensors(c, gv, ps, ps->v, "moment v of", &n_written, -1);
     for (int i = 0; !rc && i < st->n_groups; i++) {
         if (!st->group_name[i][0] || strchr(st->group_name[i], '/')) {
-            rc = fail(c, "bad optimizer group name '%s'", st->group_name[i]);
+            rc = h5ctx_fail(c, "bad optimizer group name '%s'", st->group_name[i]);
             break;
         }
         if (write_array(gs, st->group_name[i], H5T_STD_I64LE, H5T_NATIVE_INT64, 0, NULL, &st->group_step[i]) < 0)
-            rc = fail(c, "cannot write the step of optimizer group '%s'", st->group_name[i]);
+            rc = h5ctx_fail(c, "cannot write the step of optimizer group '%s'", st->group_name[i]);
     }
     if (!rc) {
         hsize_t n = (hsize_t)(st->loader_state ? st->n_loader_state : 0);
         if (write_array(f, "loader_state", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, &n, st->loader_state) < 0)
-            rc = fail(c, "cannot write the loader state");
+            rc = h5ctx_fail(c, "cannot write the loader state");
     }
-    if (!rc && write_str_dataset(f, "config", st->config ? st->config : "") < 0) rc = fail(c, "cannot write the config");
+    if (!rc && write_str_dataset(f, "config", st->config ? st->config : "") < 0) rc = h5ctx_fail(c, "cannot write the config");
     if (!rc) {
         hsize_t n = (hsize_t)(st->tokenizer ? st->n_tokenizer : 0);
-        if (write_array(f, "tokenizer", H5T_STD_U8LE, H5T_NATIVE_UCHAR, 1, &n, st->tokenizer) < 0) rc = fail(c, "cannot write the tokenizer");
+        if (write_array(f, "tokenizer", H5T_STD_U8LE, H5T_NATIVE_UCHAR, 1, &n, st->tokenizer) < 0)
+            rc = h5ctx_fail(c, "cannot write the tokenizer");
     }
     if (gs >= 0) H5Gclose(gs);
     if (gv >= 0) H5Gclose(gv);
@@ -214,15 +137,15 @@ static int write_file(Ctx *c, hid_t f, const ParamSet *ps, const CheckpointState
 }
 
 int checkpoint_write(const char *path, const ParamSet *ps, const CheckpointState *st, char *err, size_t errlen) {
-    Ctx c;
-    ctx_begin(&c, path, err, errlen);
-    if (!ps->finalized) return ctx_end(&c, fail(&c, "the parameter set is not finalized"));
+    H5Ctx c;
+    h5ctx_begin(&c, "checkpoint", path, err, errlen);
+    if (!ps->finalized) return h5ctx_end(&c, h5ctx_fail(&c, "the parameter set is not finalized"));
     char tmp[4096], dir[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) return ctx_end(&c, fail(&c, "path too long"));
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) return h5ctx_end(&c, h5ctx_fail(&c, "path too long"));
     dir_of(path, dir, sizeof dir);
     /* Create the temp file ourselves first: gives a clear errno message (no directory, read-only...). */
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return ctx_end(&c, fail(&c, "cannot create %s: %s", tmp, strerror(errno)));
+    if (fd < 0) return h5ctx_end(&c, h5ctx_fail(&c, "cannot create %s: %s", tmp, strerror(errno)));
     close(fd);
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_libver_bounds(fapl, H5F_LIBVER_EARLIEST, H5F_LIBVER_LATEST);
@@ -230,19 +153,19 @@ int checkpoint_write(const char *path, const ParamSet *ps, const CheckpointState
     H5Pclose(fapl);
     if (f < 0) {
         unlink(tmp);
-        return ctx_end(&c, fail(&c, "cannot create the HDF5 file %s", tmp));
+        return h5ctx_end(&c, h5ctx_fail(&c, "cannot create the HDF5 file %s", tmp));
     }
     int rc = write_file(&c, f, ps, st);
-    if (!rc && H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) rc = fail(&c, "cannot flush %s (disk full?)", tmp);
-    if (H5Fclose(f) < 0 && !rc) rc = fail(&c, "cannot close %s (disk full?)", tmp);
-    if (!rc && fsync_path(tmp, 0) < 0) rc = fail(&c, "cannot fsync %s: %s", tmp, strerror(errno));
-    if (!rc && rename(tmp, path) < 0) rc = fail(&c, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    if (!rc && H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) rc = h5ctx_fail(&c, "cannot flush %s (disk full?)", tmp);
+    if (H5Fclose(f) < 0 && !rc) rc = h5ctx_fail(&c, "cannot close %s (disk full?)", tmp);
+    if (!rc && fsync_path(tmp, 0) < 0) rc = h5ctx_fail(&c, "cannot fsync %s: %s", tmp, strerror(errno));
+    if (!rc && rename(tmp, path) < 0) rc = h5ctx_fail(&c, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
     if (rc) {
         unlink(tmp);
-        return ctx_end(&c, rc);
+        return h5ctx_end(&c, rc);
     }
     fsync_path(dir, 1); /* make the rename durable; some file systems refuse fsync on a directory */
-    return ctx_end(&c, 0);
+    return h5ctx_end(&c, 0);
 }
 
 int checkpoint_save(const char *rundir, const ParamSet *ps, const CheckpointState *st, int keep_numbered, char *err, size_t errlen) {
@@ -286,71 +209,48 @@ void checkpoint_set_group_step(CheckpointState *st, const char *group, int64_t s
     st->group_step[i] = step;
 }
 
-/* Reads a fixed- or variable-length string attribute (obj_is_attr) or scalar dataset; malloc'd. */
-static char *read_string(Ctx *c, hid_t loc, const char *name, int is_attr) {
+/* A string attribute (is_attr) or scalar string dataset; malloc'd, NULL if absent or unreadable. */
+static char *read_string(hid_t loc, const char *name, int is_attr) {
     hid_t o = is_attr ? H5Aopen(loc, name, H5P_DEFAULT) : H5Dopen2(loc, name, H5P_DEFAULT);
     if (o < 0) return NULL;
-    hid_t ft = is_attr ? H5Aget_type(o) : H5Dget_type(o);
-    char *out = NULL;
-    if (H5Tget_class(ft) == H5T_STRING) {
-        if (H5Tis_variable_str(ft) > 0) {
-            hid_t mt = H5Tcopy(H5T_C_S1);
-            H5Tset_size(mt, H5T_VARIABLE);
-            char *v = NULL;
-            if ((is_attr ? H5Aread(o, mt, &v) : H5Dread(o, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v)) >= 0 && v) {
-                out = xstrdup(v);
-                H5free_memory(v);
-            }
-            H5Tclose(mt);
-        } else {
-            size_t n = H5Tget_size(ft);
-            hid_t mt = H5Tcopy(H5T_C_S1);
-            H5Tset_size(mt, n + 1);
-            H5Tset_strpad(mt, H5T_STR_NULLTERM);
-            out = xcalloc(n + 2, 1);
-            if ((is_attr ? H5Aread(o, mt, out) : H5Dread(o, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, out)) < 0) {
-                free(out);
-                out = NULL;
-            }
-            H5Tclose(mt);
-        }
-    }
-    H5Tclose(ft);
+    char *out = h5_read_string(o, is_attr, H5T_CSET_ASCII);
     if (is_attr) H5Aclose(o);
     else H5Dclose(o);
     return out;
 }
 
-static int read_int_attr(Ctx *c, hid_t f, const char *name, hid_t mtype, void *out) {
-    if (H5Aexists(f, name) <= 0) return fail(c, "root attribute '%s' is missing (not a complete deberta.c checkpoint)", name);
+static int read_int_attr(H5Ctx *c, hid_t f, const char *name, hid_t mtype, void *out) {
+    if (H5Aexists(f, name) <= 0) return h5ctx_fail(c, "root attribute '%s' is missing (not a complete deberta.c checkpoint)", name);
     hid_t a = H5Aopen(f, name, H5P_DEFAULT);
     hid_t t = H5Aget_type(a);
     int ok = H5Tget_class(t) == H5T_INTEGER && H5Aread(a, mtype, out) >= 0;
     H5Tclose(t);
     H5Aclose(a);
-    return ok ? 0 : fail(c, "root attribute '%s' is not a readable integer", name);
+    return ok ? 0 : h5ctx_fail(c, "root attribute '%s' is not a readable integer", name);
 }
 
 /* 1-D integer array of any length; *out malloc'd (NULL when empty). */
-static int read_int_array(Ctx *c, hid_t f, const char *name, hid_t mtype, size_t elsize, void **out, long *n) {
+static int read_int_array(H5Ctx *c, hid_t f, const char *name, hid_t mtype, size_t elsize, void **out, long *n) {
     *out = NULL;
     *n = 0;
-    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return fail(c, "dataset '%s' is missing", name);
+    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return h5ctx_fail(c, "dataset '%s' is missing", name);
     hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-    if (d < 0) return fail(c, "cannot open dataset '%s' (truncated or corrupt file?)", name);
+    if (d < 0) return h5ctx_fail(c, "cannot open dataset '%s' (truncated or corrupt file?)", name);
     hid_t t = H5Dget_type(d), s = H5Dget_space(d);
     int rc = 0;
     hsize_t dims[1] = {0};
     if (H5Tget_class(t) != H5T_INTEGER || H5Sget_simple_extent_ndims(s) != 1) {
         char ds[32];
-        dtype_str(ds, sizeof ds, t);
-        rc = fail(c, "dataset '%s' is %s with %d dimension(s), expected a 1-D integer array", name, ds, H5Sget_simple_extent_ndims(s));
+        h5_dtype_str(ds, sizeof ds, t);
+        rc = h5ctx_fail(c, "dataset '%s' is %s with %d dimension(s), expected a 1-D integer array", name, ds,
+                        H5Sget_simple_extent_ndims(s));
     } else {
         H5Sget_simple_extent_dims(s, dims, NULL);
         *n = (long)dims[0];
         if (dims[0]) {
             *out = xmalloc((size_t)dims[0] * elsize);
-            if (H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out) < 0) rc = fail(c, "cannot read dataset '%s' (truncated or corrupt file?)", name);
+            if (H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out) < 0)
+                rc = h5ctx_fail(c, "cannot read dataset '%s' (truncated or corrupt file?)", name);
         }
     }
     H5Sclose(s);
@@ -360,7 +260,7 @@ static int read_int_array(Ctx *c, hid_t f, const char *name, hid_t mtype, size_t
 }
 
 typedef struct GroupIter {
-    Ctx *c;
+    H5Ctx *c;
     CheckpointState *st;
     int rc;
 } GroupIter;
@@ -368,13 +268,13 @@ typedef struct GroupIter {
 static herr_t group_step_cb(hid_t g, const char *name, const H5L_info_t *info, void *data) {
     GroupIter *it = data;
     if (it->st->n_groups == CHECKPOINT_MAX_GROUPS) {
-        it->rc = fail(it->c, "more than %d optimizer groups in /optim/step", CHECKPOINT_MAX_GROUPS);
+        it->rc = h5ctx_fail(it->c, "more than %d optimizer groups in /optim/step", CHECKPOINT_MAX_GROUPS);
         return 1;
     }
     int64_t v = 0;
     hid_t d = H5Dopen2(g, name, H5P_DEFAULT);
     if (d < 0 || H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v) < 0) {
-        it->rc = fail(it->c, "cannot read /optim/step/%s", name);
+        it->rc = h5ctx_fail(it->c, "cannot read /optim/step/%s", name);
         if (d >= 0) H5Dclose(d);
         return 1;
     }
@@ -383,14 +283,14 @@ static herr_t group_step_cb(hid_t g, const char *name, const H5L_info_t *info, v
     return 0;
 }
 
-static hid_t open_checkpoint(Ctx *c, const char *path) {
+static hid_t open_checkpoint(H5Ctx *c, const char *path) {
     struct stat sb;
     if (stat(path, &sb) != 0) {
-        fail(c, "cannot open: %s", strerror(errno));
+        h5ctx_fail(c, "cannot open: %s", strerror(errno));
         return -1;
     }
     if (!S_ISREG(sb.st_mode)) {
-        fail(c, "not a regular file");
+        h5ctx_fail(c, "not a regular file");
         return -1;
     }
 #if H5_VERSION_GE(1, 12, 0)
@@ -398,20 +298,20 @@ static hid_t open_checkpoint(Ctx *c, const char *path) {
 #else
     if (H5Fis_hdf5(path) <= 0) {
 #endif
-        fail(c, "not a readable HDF5 file (truncated or corrupt?)");
+        h5ctx_fail(c, "not a readable HDF5 file (truncated or corrupt?)");
         return -1;
     }
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) fail(c, "cannot be opened as HDF5 (truncated or corrupt?)");
+    if (f < 0) h5ctx_fail(c, "cannot be opened as HDF5 (truncated or corrupt?)");
     return f;
 }
 
-static int read_state(Ctx *c, hid_t f, CheckpointState *st) {
+static int read_state(H5Ctx *c, hid_t f, CheckpointState *st) {
     memset(st, 0, sizeof *st);
-    if (H5Aexists(f, "format") <= 0) return fail(c, "no 'format' attribute: not a deberta.c checkpoint");
-    char *fmt = read_string(c, f, "format", 1);
+    if (H5Aexists(f, "format") <= 0) return h5ctx_fail(c, "no 'format' attribute: not a deberta.c checkpoint");
+    char *fmt = read_string(f, "format", 1);
     if (!fmt || strcmp(fmt, CHECKPOINT_FORMAT)) {
-        fail(c, "format is '%s', expected '%s'", fmt ? fmt : "?", CHECKPOINT_FORMAT);
+        h5ctx_fail(c, "format is '%s', expected '%s'", fmt ? fmt : "?", CHECKPOINT_FORMAT);
         free(fmt);
         return -1;
     }
@@ -419,29 +319,31 @@ static int read_state(Ctx *c, hid_t f, CheckpointState *st) {
     int32_t version = 0;
     if (read_int_attr(c, f, "version", H5T_NATIVE_INT32, &version) < 0) return -1;
     if (version != CHECKPOINT_VERSION)
-        return fail(c, "format version %d, this build reads version %d (use the deberta.c that wrote it)", (int)version, CHECKPOINT_VERSION);
+        return h5ctx_fail(c, "format version %d, this build reads version %d (use the deberta.c that wrote it)", (int)version,
+                          CHECKPOINT_VERSION);
     int64_t step = 0;
     uint64_t seed = 0;
     if (read_int_attr(c, f, "step", H5T_NATIVE_INT64, &step) < 0 || read_int_attr(c, f, "seed", H5T_NATIVE_UINT64, &seed) < 0) return -1;
     st->step = step;
     st->seed = seed;
-    if (H5Lexists(f, "optim", H5P_DEFAULT) <= 0 || H5Lexists(f, "optim/step", H5P_DEFAULT) <= 0) return fail(c, "group '/optim/step' is missing");
+    if (H5Lexists(f, "optim", H5P_DEFAULT) <= 0 || H5Lexists(f, "optim/step", H5P_DEFAULT) <= 0)
+        return h5ctx_fail(c, "group '/optim/step' is missing");
     hid_t gs = H5Gopen2(f, "optim/step", H5P_DEFAULT);
-    if (gs < 0) return fail(c, "cannot open '/optim/step' (truncated or corrupt file?)");
+    if (gs < 0) return h5ctx_fail(c, "cannot open '/optim/step' (truncated or corrupt file?)");
     GroupIter it = {c, st, 0};
     hsize_t idx = 0;
     herr_t r = H5Literate(gs, H5_INDEX_NAME, H5_ITER_INC, &idx, group_step_cb, &it);
     H5Gclose(gs);
     if (it.rc) return -1;
-    if (r < 0) return fail(c, "cannot list '/optim/step' (truncated or corrupt file?)");
+    if (r < 0) return h5ctx_fail(c, "cannot list '/optim/step' (truncated or corrupt file?)");
     void *buf;
     long n;
     if (read_int_array(c, f, "loader_state", H5T_NATIVE_INT64, sizeof(int64_t), &buf, &n) < 0) return -1;
     st->loader_state = buf;
     st->n_loader_state = n;
-    if (H5Lexists(f, "config", H5P_DEFAULT) <= 0) return fail(c, "dataset 'config' is missing");
-    st->config = read_string(c, f, "config", 0);
-    if (!st->config) return fail(c, "dataset 'config' is not a readable string");
+    if (H5Lexists(f, "config", H5P_DEFAULT) <= 0) return h5ctx_fail(c, "dataset 'config' is missing");
+    st->config = read_string(f, "config", 0);
+    if (!st->config) return h5ctx_fail(c, "dataset 'config' is not a readable string");
     if (read_int_array(c, f, "tokenizer", H5T_NATIVE_UCHAR, 1, &buf, &n) < 0) return -1;
     st->tokenizer = buf;
     st->n_tokenizer = (size_t)n;
@@ -449,54 +351,25 @@ static int read_state(Ctx *c, hid_t f, CheckpointState *st) {
 }
 
 int checkpoint_read_state(const char *path, CheckpointState *st, char *err, size_t errlen) {
-    Ctx c;
-    ctx_begin(&c, path, err, errlen);
+    H5Ctx c;
+    h5ctx_begin(&c, "checkpoint", path, err, errlen);
     memset(st, 0, sizeof *st);
     hid_t f = open_checkpoint(&c, path);
-    if (f < 0) return ctx_end(&c, -1);
+    if (f < 0) return h5ctx_end(&c, -1);
     int rc = read_state(&c, f, st);
     H5Fclose(f);
     if (rc) checkpoint_state_free(st);
-    return ctx_end(&c, rc);
+    return h5ctx_end(&c, rc);
 }
 
 /* One tensor: present, float dtype, same shape, readable, finite. */
-static int load_tensor(Ctx *c, hid_t grp, const char *gname, const Tensor *t, real *dst, const char *what) {
+static int load_tensor(H5Ctx *c, hid_t grp, const char *gname, const Tensor *t, real *dst, const char *what) {
     if (H5Lexists(grp, t->name, H5P_DEFAULT) <= 0)
-        return fail(c, "%s '%s' is missing from /%s (was it written with another config?)", what, t->name, gname);
+        return h5ctx_fail(c, "%s '%s' is missing from /%s (was it written with another config?)", what, t->name, gname);
     hid_t d = H5Dopen2(grp, t->name, H5P_DEFAULT);
-    if (d < 0) return fail(c, "cannot open %s '%s' (truncated or corrupt file?)", what, t->name);
-    hid_t ty = H5Dget_type(d), sp = H5Dget_space(d);
-    int rc = 0;
-    const H5T_class_t cl = H5Tget_class(ty);
-    const size_t sz = H5Tget_size(ty);
-    if (cl != H5T_FLOAT || (sz != 4 && sz != 8)) {
-        char ds[32];
-        dtype_str(ds, sizeof ds, ty);
-        rc = fail(c, "%s '%s' has dtype %s, expected float32 or float64", what, t->name, ds);
-    }
-    hsize_t dims[H5S_MAX_RANK];
-    const int nd = rc ? 0 : H5Sget_simple_extent_ndims(sp);
-    if (!rc && (nd < 0 || nd > H5S_MAX_RANK)) rc = fail(c, "cannot read the shape of %s '%s'", what, t->name);
-    if (!rc) {
-        H5Sget_simple_extent_dims(sp, dims, NULL);
-        int same = nd == t->ndim;
-        for (int k = 0; same && k < nd; k++) same = dims[k] == (hsize_t)t->shape[k];
-        if (!same) {
-            char have[128], want[128];
-            dims_str(have, sizeof have, nd, dims);
-            shape_str(t, want, sizeof want);
-            rc = fail(c, "%s '%s' has shape %s, the model expects %s (was it written with another config?)", what, t->name, have, want);
-        }
-    }
-    if (!rc && H5Dread(d, H5T_REAL_NATIVE, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst) < 0)
-        rc = fail(c, "cannot read %s '%s' (truncated or corrupt file?)", what, t->name);
-    for (long i = 0; !rc && i < t->n; i++)
-        if (!isfinite(dst[i]))
-            rc = fail(c, "%s '%s' contains %s at element %ld (the checkpoint is corrupt; resume from an earlier one)", what, t->name,
-                      isnan(dst[i]) ? "NaN" : "Inf", i);
-    H5Sclose(sp);
-    H5Tclose(ty);
+    if (d < 0) return h5ctx_fail(c, "cannot open %s '%s' (truncated or corrupt file?)", what, t->name);
+    int rc = h5_read_tensor(c, d, t, dst, what, "was it written with another config?",
+                            "the checkpoint is corrupt; resume from an earlier one");
     H5Dclose(d);
     return rc;
 }
@@ -513,44 +386,45 @@ static herr_t extra_cb(hid_t g, const char *name, const H5L_info_t *info, void *
     return 1;
 }
 
-static int load_group(Ctx *c, hid_t f, const char *gname, ParamSet *ps, real *base, const char *what) {
+static int load_group(H5Ctx *c, hid_t f, const char *gname, ParamSet *ps, real *base, const char *what) {
     if (H5Lexists(f, gname, H5P_DEFAULT) <= 0) {
         /* "optim/m" needs "optim" to exist before H5Lexists may look at it */
-        return fail(c, "group '/%s' is missing (truncated or not a complete checkpoint?)", gname);
+        return h5ctx_fail(c, "group '/%s' is missing (truncated or not a complete checkpoint?)", gname);
     }
     hid_t g = H5Gopen2(f, gname, H5P_DEFAULT);
-    if (g < 0) return fail(c, "cannot open group '/%s' (truncated or corrupt file?)", gname);
+    if (g < 0) return h5ctx_fail(c, "cannot open group '/%s' (truncated or corrupt file?)", gname);
     int rc = 0;
     for (int i = 0; !rc && i < ps->n; i++) rc = load_tensor(c, g, gname, ps->params[i], base + ps->offset[i], what);
     if (!rc) {
         ExtraIter it = {ps, ""};
         hsize_t idx = 0;
-        if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, extra_cb, &it) < 0) rc = fail(c, "cannot list '/%s'", gname);
+        if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, extra_cb, &it) < 0) rc = h5ctx_fail(c, "cannot list '/%s'", gname);
         else if (it.name[0])
-            rc = fail(c, "has %s '%s' in /%s that the model does not have (was it written with another config?)", what, it.name, gname);
+            rc = h5ctx_fail(c, "has %s '%s' in /%s that the model does not have (was it written with another config?)", what, it.name,
+                            gname);
     }
     H5Gclose(g);
     return rc;
 }
 
 int checkpoint_load(const char *path, ParamSet *ps, CheckpointState *st, char *err, size_t errlen) {
-    Ctx c;
-    ctx_begin(&c, path, err, errlen);
+    H5Ctx c;
+    h5ctx_begin(&c, "checkpoint", path, err, errlen);
     memset(st, 0, sizeof *st);
-    if (!ps->finalized) return ctx_end(&c, fail(&c, "the parameter set is not finalized"));
+    if (!ps->finalized) return h5ctx_end(&c, h5ctx_fail(&c, "the parameter set is not finalized"));
     hid_t f = open_checkpoint(&c, path);
-    if (f < 0) return ctx_end(&c, -1);
+    if (f < 0) return h5ctx_end(&c, -1);
     int rc = read_state(&c, f, st);
     if (!rc) rc = load_group(&c, f, "params", ps, ps->data, "parameter");
     if (!rc && H5Lexists(f, "optim", H5P_DEFAULT) > 0) {
         rc = load_group(&c, f, "optim/m", ps, ps->m, "moment m of");
         if (!rc) rc = load_group(&c, f, "optim/v", ps, ps->v, "moment v of");
     } else if (!rc) {
-        rc = fail(&c, "group '/optim' is missing");
+        rc = h5ctx_fail(&c, "group '/optim' is missing");
     }
     H5Fclose(f);
     if (rc) checkpoint_state_free(st);
-    return ctx_end(&c, rc);
+    return h5ctx_end(&c, rc);
 }
 
 /* ---- config comparison ---- */
@@ -559,38 +433,36 @@ typedef struct KV {
     char *key, *val;
 } KV;
 
-static char *trim(char *s) {
-    while (*s == ' ' || *s == '\t' || *s == '\r') s++;
-    char *e = s + strlen(s);
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r')) *--e = 0;
-    return s;
+typedef struct KVList {
+    KV *kv;
+    int n, cap;
+} KVList;
+
+static int kv_add(const char *key, const char *val, void *vl) {
+    KVList *l = vl;
+    if (l->n == l->cap) l->kv = xrealloc(l->kv, (size_t)(l->cap = l->cap ? 2 * l->cap : 16) * sizeof(KV));
+    l->kv[l->n++] = (KV){xstrdup(key), xstrdup(val ? val : "")};
+    return 0;
 }
 
-/* Parses `key = value` lines of a copy of text (buf, freed by the caller) into kv (malloc'd). */
-static int parse_kv(const char *text, char **buf, KV **kv) {
-    *buf = xstrdup(text ? text : "");
-    int n = 0, cap = 16;
-    *kv = xmalloc((size_t)cap * sizeof(KV));
-    for (char *line = *buf, *next; line; line = next) {
-        next = strchr(line, '\n');
-        if (next) *next++ = 0;
-        char *h = strchr(line, '#');
-        if (h) *h = 0;
-        char *eq = strchr(line, '=');
-        char *k = trim(line);
-        if (!*k) continue;
-        if (eq) *eq = 0;
-        if (n == cap) *kv = xrealloc(*kv, (size_t)(cap *= 2) * sizeof(KV));
-        (*kv)[n].key = trim(k);
-        (*kv)[n].val = eq ? trim(eq + 1) : "";
-        n++;
+/* The `key = value` lines of text, split as model/config.c splits a config (config_text_each). */
+static KVList kv_parse(const char *text) {
+    KVList l = {0};
+    if (config_text_each(text, kv_add, &l) < 0) fatal("out of memory comparing configs");
+    return l;
+}
+
+static void kv_free(KVList *l) {
+    for (int i = 0; i < l->n; i++) {
+        free(l->kv[i].key);
+        free(l->kv[i].val);
     }
-    return n;
+    free(l->kv);
 }
 
-static const KV *kv_find(const KV *kv, int n, const char *key) {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(kv[i].key, key)) return &kv[i];
+static const KV *kv_find(const KVList *l, const char *key) {
+    for (int i = 0; i < l->n; i++)
+        if (!strcmp(l->kv[i].key, key)) return &l->kv[i];
     return NULL;
 }
 
@@ -601,30 +473,27 @@ static int ignored(const char *const *ignore, const char *key) {
 }
 
 int checkpoint_config_diff(const char *saved, const char *now, const char *const *ignore, char *msg, size_t len) {
-    char *b1, *b2;
-    KV *a, *b;
-    const int na = parse_kv(saved, &b1, &a), nb = parse_kv(now, &b2, &b);
+    KVList a = kv_parse(saved), b = kv_parse(now);
     int diff = 0;
-    for (int i = 0; !diff && i < na; i++) {
-        if (ignored(ignore, a[i].key)) continue;
-        const KV *o = kv_find(b, nb, a[i].key);
+    for (int i = 0; !diff && i < a.n; i++) {
+        const KV *p = &a.kv[i];
+        if (ignored(ignore, p->key)) continue;
+        const KV *o = kv_find(&b, p->key);
         if (!o) {
-            snprintf(msg, len, "'%s' is %s in the checkpoint but not set now", a[i].key, a[i].val);
+            snprintf(msg, len, "'%s' is %s in the checkpoint but not set now", p->key, p->val);
             diff = 1;
-        } else if (strcmp(a[i].val, o->val)) {
-            snprintf(msg, len, "'%s' is %s in the checkpoint but %s now", a[i].key, a[i].val, o->val);
+        } else if (strcmp(p->val, o->val)) {
+            snprintf(msg, len, "'%s' is %s in the checkpoint but %s now", p->key, p->val, o->val);
             diff = 1;
         }
     }
-    for (int i = 0; !diff && i < nb; i++) {
-        if (ignored(ignore, b[i].key) || kv_find(a, na, b[i].key)) continue;
-        snprintf(msg, len, "'%s' is %s now but not set in the checkpoint", b[i].key, b[i].val);
+    for (int i = 0; !diff && i < b.n; i++) {
+        if (ignored(ignore, b.kv[i].key) || kv_find(&a, b.kv[i].key)) continue;
+        snprintf(msg, len, "'%s' is %s now but not set in the checkpoint", b.kv[i].key, b.kv[i].val);
         diff = 1;
     }
     if (!diff && msg && len) msg[0] = 0;
-    free(a);
-    free(b);
-    free(b1);
-    free(b2);
+    kv_free(&a);
+    kv_free(&b);
     return diff;
 }

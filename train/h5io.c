@@ -1,87 +1,25 @@
 /* h5io.c — plain-HDF5 parity files: weights, full-model batch, dump writer.  See h5io.h. */
 #include "train/h5io.h"
-#include <hdf5.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "autograd/util.h"
+#include "train/h5util.h"
 
-#if REAL_IS_DOUBLE
-#define H5T_REAL_NATIVE H5T_NATIVE_DOUBLE
-#define H5T_REAL_FILE H5T_IEEE_F64LE
-#else
-#define H5T_REAL_NATIVE H5T_NATIVE_FLOAT
-#define H5T_REAL_FILE H5T_IEEE_F32LE
-#endif
+/* Errors are one line "<what> <path>: <message>" (train/h5util.h): what is "weights", "batch" or "output". */
 
-/* ---- errors: HDF5's own stack is silenced, we report one line "<what> <path>: <message>" ---- */
-
-typedef struct Ctx {
-    const char *what, *path;
-    char *err;
-    size_t errlen;
-    H5E_auto2_t old_func;
-    void *old_data;
-} Ctx;
-
-static void ctx_begin(Ctx *c, const char *what, const char *path, char *err, size_t errlen) {
-    c->what = what;
-    c->path = path;
-    c->err = err;
-    c->errlen = errlen;
-    if (err && errlen) err[0] = 0;
-    H5Eget_auto2(H5E_DEFAULT, &c->old_func, &c->old_data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-}
-
-static int ctx_end(Ctx *c, int rc) {
-    H5Eset_auto2(H5E_DEFAULT, c->old_func, c->old_data);
-    return rc;
-}
-
-static int fail(Ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(Ctx *c, const char *fmt, ...) {
-    if (!c->err || !c->errlen || c->err[0]) return -1;
-    int k = snprintf(c->err, c->errlen, "%s %s: ", c->what, c->path);
-    if (k < 0 || (size_t)k >= c->errlen) return -1;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->err + k, c->errlen - (size_t)k, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-static void dims_str(char *buf, size_t len, int ndim, const hsize_t *d) {
-    size_t k = (size_t)snprintf(buf, len, "[");
-    for (int i = 0; i < ndim && k < len; i++) k += (size_t)snprintf(buf + k, len - k, i ? ", %llu" : "%llu", (unsigned long long)d[i]);
-    if (k < len) snprintf(buf + k, len - k, "]");
-}
-
-static void dtype_str(char *buf, size_t len, hid_t t) {
-    const H5T_class_t cl = H5Tget_class(t);
-    const size_t bits = 8 * H5Tget_size(t);
-    switch (cl) {
-    case H5T_FLOAT: snprintf(buf, len, "float%zu", bits); break;
-    case H5T_INTEGER: snprintf(buf, len, "%sint%zu", H5Tget_sign(t) == H5T_SGN_NONE ? "u" : "", bits); break;
-    case H5T_STRING: snprintf(buf, len, "string"); break;
-    default: snprintf(buf, len, "HDF5 class %d", (int)cl); break;
-    }
-}
-
-static hid_t open_file(Ctx *c) {
+static hid_t open_file(H5Ctx *c) {
     if (access(c->path, R_OK) != 0) {
-        fail(c, "cannot open (no such file or not readable)");
+        h5ctx_fail(c, "cannot open (no such file or not readable)");
         return -1;
     }
     if (H5Fis_hdf5(c->path) <= 0) {
-        fail(c, "not an HDF5 file (or truncated)");
+        h5ctx_fail(c, "not an HDF5 file (or truncated)");
         return -1;
     }
     hid_t f = H5Fopen(c->path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) fail(c, "cannot open as HDF5 (truncated or corrupt?)");
+    if (f < 0) h5ctx_fail(c, "cannot open as HDF5 (truncated or corrupt?)");
     return f;
 }
 
@@ -90,7 +28,7 @@ static hid_t open_file(Ctx *c) {
 static const char *const FULL_KEYS[] = {"gen_num_hidden_layers", "embedding_sharing", "rtd_lambda", "use_emd", "training_mode"};
 
 typedef struct AttrIter {
-    Ctx *c;
+    H5Ctx *c;
     ModelConfig *cfg;
     int n_full, has_msl, rc;
 } AttrIter;
@@ -115,28 +53,12 @@ static int attr_text(hid_t a, char *out, size_t len) {
         double v;
         if (H5Aread(a, H5T_NATIVE_DOUBLE, &v) >= 0) rc = snprintf(out, len, "%.17g", v) > 0 ? 0 : -1;
     } else if (npts == 1 && cl == H5T_STRING) {
-        hid_t mt = H5Tcopy(H5T_C_S1);
-        H5Tset_cset(mt, H5Tget_cset(t)); /* h5py writes str as UTF-8; HDF5 won't convert between csets */
-        if (H5Tis_variable_str(t) > 0) {
-            H5Tset_size(mt, H5T_VARIABLE);
-            char *v = NULL;
-            if (H5Aread(a, mt, &v) >= 0 && v) {
-                snprintf(out, len, "%s", v);
-                H5free_memory(v);
-                rc = 0;
-            }
-        } else {
-            size_t n = H5Tget_size(t);
-            char *buf = xcalloc(n + 2, 1);
-            H5Tset_size(mt, n + 1);
-            H5Tset_strpad(mt, H5T_STR_NULLTERM);
-            if (H5Aread(a, mt, buf) >= 0) {
-                snprintf(out, len, "%s", buf);
-                rc = 0;
-            }
-            free(buf);
+        char *v = h5_read_string(a, 1, H5Tget_cset(t)); /* h5py writes str as UTF-8 */
+        if (v) {
+            snprintf(out, len, "%s", v);
+            free(v);
+            rc = 0;
         }
-        H5Tclose(mt);
     }
     H5Sclose(s);
     H5Tclose(t);
@@ -153,12 +75,12 @@ static herr_t attr_cb(hid_t loc, const char *name, const H5A_info_t *info, void 
     hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
     if (a < 0 || attr_text(a, text, sizeof text) != 0) {
         if (a >= 0) H5Aclose(a);
-        it->rc = fail(it->c, "root attribute '%s' is not a readable scalar integer, float or string", name);
+        it->rc = h5ctx_fail(it->c, "root attribute '%s' is not a readable scalar integer, float or string", name);
         return 1;
     }
     H5Aclose(a);
     if (config_set(it->cfg, name, text, msg, sizeof msg) != 0) {
-        it->rc = fail(it->c, "root attribute %s", msg);
+        it->rc = h5ctx_fail(it->c, "root attribute %s", msg);
         return 1;
     }
     for (size_t i = 0; i < sizeof FULL_KEYS / sizeof FULL_KEYS[0]; i++) it->n_full += !strcmp(name, FULL_KEYS[i]);
@@ -167,37 +89,28 @@ static herr_t attr_cb(hid_t loc, const char *name, const H5A_info_t *info, void 
 }
 
 int h5io_read_config(const char *path, ModelConfig *cfg, int *n_full, int *has_max_seq_len, char *err, size_t errlen) {
-    Ctx c;
-    ctx_begin(&c, "weights", path, err, errlen);
+    H5Ctx c;
+    h5ctx_begin(&c, "weights", path, err, errlen);
     hid_t f = open_file(&c);
-    if (f < 0) return ctx_end(&c, -1);
+    if (f < 0) return h5ctx_end(&c, -1);
     AttrIter it = {&c, cfg, 0, 0, 0};
     hsize_t idx = 0;
     if (H5Aiterate2(f, H5_INDEX_NAME, H5_ITER_INC, &idx, attr_cb, &it) < 0 && !it.rc)
-        it.rc = fail(&c, "cannot list the root attributes");
+        it.rc = h5ctx_fail(&c, "cannot list the root attributes");
     H5Fclose(f);
     if (n_full) *n_full = it.n_full;
     if (has_max_seq_len) *has_max_seq_len = it.has_msl;
-    return ctx_end(&c, it.rc);
+    return h5ctx_end(&c, it.rc);
 }
 
 int h5io_is_checkpoint(const char *path) {
-    H5E_auto2_t of;
-    void *od;
-    H5Eget_auto2(H5E_DEFAULT, &of, &od);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    int yes = 0;
-    if (access(path, R_OK) == 0 && H5Fis_hdf5(path) > 0) {
-        hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-        if (f >= 0) {
-            yes = H5Aexists(f, "format") > 0;
-            H5Fclose(f);
-        }
-    }
-    H5Eset_auto2(H5E_DEFAULT, of, od);
-    return yes;
+    H5Ctx c;
+    h5ctx_begin(&c, "weights", path, NULL, 0); /* no message: a plain yes or no */
+    hid_t f = open_file(&c);
+    const int yes = f >= 0 && H5Aexists(f, "format") > 0;
+    if (f >= 0) H5Fclose(f);
+    return h5ctx_end(&c, yes);
 }
-
 
 /* ---- parameters ---- */
 
@@ -236,104 +149,75 @@ static void dslist_free(DsList *l) {
     free(l->name);
 }
 
-static int load_param(Ctx *c, hid_t f, const char *dpath, Tensor *t) {
+static int load_param(H5Ctx *c, hid_t f, const char *dpath, Tensor *t) {
     hid_t d = H5Dopen2(f, dpath, H5P_DEFAULT);
-    if (d < 0) return fail(c, "cannot open dataset '%s' (truncated or corrupt file?)", dpath);
-    hid_t ty = H5Dget_type(d), sp = H5Dget_space(d);
-    int rc = 0;
-    const H5T_class_t cl = H5Tget_class(ty);
-    const size_t sz = H5Tget_size(ty);
-    if (cl != H5T_FLOAT || (sz != 4 && sz != 8)) {
-        char ds[32];
-        dtype_str(ds, sizeof ds, ty);
-        rc = fail(c, "parameter '%s' has dtype %s, expected float32 or float64", t->name, ds);
-    }
-    hsize_t dims[H5S_MAX_RANK];
-    const int nd = rc ? 0 : H5Sget_simple_extent_ndims(sp);
-    if (!rc && (nd < 0 || nd > H5S_MAX_RANK)) rc = fail(c, "cannot read the shape of parameter '%s'", t->name);
-    if (!rc) {
-        H5Sget_simple_extent_dims(sp, dims, NULL);
-        int same = nd == t->ndim;
-        for (int k = 0; same && k < nd; k++) same = dims[k] == (hsize_t)t->shape[k];
-        if (!same) {
-            char have[128], want[128];
-            dims_str(have, sizeof have, nd, dims);
-            shape_str(t, want, sizeof want);
-            rc = fail(c, "parameter '%s' has shape %s, the model expects %s (do the root attributes match the tensors?)", t->name, have,
-                      want);
-        }
-    }
-    if (!rc && H5Dread(d, H5T_REAL_NATIVE, H5S_ALL, H5S_ALL, H5P_DEFAULT, t->data) < 0)
-        rc = fail(c, "cannot read parameter '%s' (truncated or corrupt file?)", t->name);
-    for (long i = 0; !rc && i < t->n; i++)
-        if (!isfinite(t->data[i]))
-            rc = fail(c, "parameter '%s' contains %s at element %ld", t->name, isnan(t->data[i]) ? "NaN" : "Inf", i);
-    H5Sclose(sp);
-    H5Tclose(ty);
+    if (d < 0) return h5ctx_fail(c, "cannot open dataset '%s' (truncated or corrupt file?)", dpath);
+    int rc = h5_read_tensor(c, d, t, t->data, "parameter", "do the root attributes match the tensors?", NULL);
     H5Dclose(d);
     return rc;
 }
 
 int h5io_read_params(const char *path, ParamSet *ps, char *err, size_t errlen) {
-    Ctx c;
-    ctx_begin(&c, "weights", path, err, errlen);
-    if (!ps->finalized) return ctx_end(&c, fail(&c, "the parameter set is not finalized"));
+    H5Ctx c;
+    h5ctx_begin(&c, "weights", path, err, errlen);
+    if (!ps->finalized) return h5ctx_end(&c, h5ctx_fail(&c, "the parameter set is not finalized"));
     hid_t f = open_file(&c);
-    if (f < 0) return ctx_end(&c, -1);
+    if (f < 0) return h5ctx_end(&c, -1);
     DsList l = {0};
     l.f = f;
     int rc = 0;
-    if (H5Lvisit(f, H5_INDEX_NAME, H5_ITER_INC, list_cb, &l) < 0) rc = fail(&c, "cannot list the datasets");
+    if (H5Lvisit(f, H5_INDEX_NAME, H5_ITER_INC, list_cb, &l) < 0) rc = h5ctx_fail(&c, "cannot list the datasets");
     /* extra tensors first: they usually mean a config mismatch (e.g. another sharing mode) */
     for (int i = 0; !rc && i < l.n; i++)
         if (!params_find(ps, l.name[i]))
-            rc = fail(&c, "has tensor '%s' that the model does not have (wrong embedding_sharing, layer counts or names?)", l.path[i]);
+            rc = h5ctx_fail(&c, "has tensor '%s' that the model does not have (wrong embedding_sharing, layer counts or names?)",
+                            l.path[i]);
     for (int p = 0; !rc && p < ps->n; p++) {
         Tensor *t = ps->params[p];
         int k = -1;
         for (int i = 0; i < l.n && k < 0; i++)
             if (!strcmp(l.name[i], t->name)) k = i;
-        if (k < 0) rc = fail(&c, "parameter '%s' is missing", t->name);
+        if (k < 0) rc = h5ctx_fail(&c, "parameter '%s' is missing", t->name);
         else rc = load_param(&c, f, l.path[k], t);
     }
     dslist_free(&l);
     H5Fclose(f);
-    return ctx_end(&c, rc);
+    return h5ctx_end(&c, rc);
 }
 
 /* ---- batch ---- */
 
 /* Reads an integer [B,T] dataset; *B, *T set by the first call (when *B == 0), checked after. */
-static int read_ids(Ctx *c, hid_t f, const char *name, int *B, int *T, int32_t **out) {
+static int read_ids(H5Ctx *c, hid_t f, const char *name, int *B, int *T, int32_t **out) {
     *out = NULL;
-    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return fail(c, "dataset '%s' is missing", name);
+    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return h5ctx_fail(c, "dataset '%s' is missing", name);
     hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-    if (d < 0) return fail(c, "cannot open dataset '%s'", name);
+    if (d < 0) return h5ctx_fail(c, "cannot open dataset '%s'", name);
     hid_t ty = H5Dget_type(d), sp = H5Dget_space(d);
     int rc = 0;
     if (H5Tget_class(ty) != H5T_INTEGER) {
         char ds[32];
-        dtype_str(ds, sizeof ds, ty);
-        rc = fail(c, "dataset '%s' has dtype %s, expected int32", name, ds);
+        h5_dtype_str(ds, sizeof ds, ty);
+        rc = h5ctx_fail(c, "dataset '%s' has dtype %s, expected int32", name, ds);
     }
     hsize_t dims[H5S_MAX_RANK];
     int nd = rc ? 0 : H5Sget_simple_extent_ndims(sp);
-    if (!rc && nd != 2) rc = fail(c, "dataset '%s' has %d dimensions, expected 2 ([B, T])", name, nd);
+    if (!rc && nd != 2) rc = h5ctx_fail(c, "dataset '%s' has %d dimensions, expected 2 ([B, T])", name, nd);
     if (!rc) {
         H5Sget_simple_extent_dims(sp, dims, NULL);
         if (dims[0] < 1 || dims[1] < 1 || dims[0] > 1u << 20 || dims[1] > 1u << 20)
-            rc = fail(c, "dataset '%s' has shape [%llu, %llu]", name, (unsigned long long)dims[0], (unsigned long long)dims[1]);
+            rc = h5ctx_fail(c, "dataset '%s' has shape [%llu, %llu]", name, (unsigned long long)dims[0], (unsigned long long)dims[1]);
         else if (*B == 0) {
             *B = (int)dims[0];
             *T = (int)dims[1];
         } else if (dims[0] != (hsize_t)*B || dims[1] != (hsize_t)*T)
-            rc = fail(c, "dataset '%s' has shape [%llu, %llu], input_ids has [%d, %d]", name, (unsigned long long)dims[0],
-                      (unsigned long long)dims[1], *B, *T);
+            rc = h5ctx_fail(c, "dataset '%s' has shape [%llu, %llu], input_ids has [%d, %d]", name, (unsigned long long)dims[0],
+                            (unsigned long long)dims[1], *B, *T);
     }
     if (!rc) {
         *out = xmalloc((size_t)*B * *T * sizeof(int32_t));
         if (H5Dread(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out) < 0) {
-            rc = fail(c, "cannot read dataset '%s' (values outside int32, or a corrupt file?)", name);
+            rc = h5ctx_fail(c, "cannot read dataset '%s' (values outside int32, or a corrupt file?)", name);
             free(*out);
             *out = NULL;
         }
@@ -344,22 +228,22 @@ static int read_ids(Ctx *c, hid_t f, const char *name, int *B, int *T, int32_t *
     return rc;
 }
 
-static int check_range(Ctx *c, const char *name, const int32_t *a, int B, int T, int lo, int hi, const char *what) {
+static int check_range(H5Ctx *c, const char *name, const int32_t *a, int B, int T, int lo, int hi, const char *what) {
     for (long i = 0; i < (long)B * T; i++)
         if (a[i] < lo || a[i] >= hi)
-            return fail(c, "%s[%ld, %ld] = %d is outside %s [%d, %d)", name, i / T, i % T, a[i], what, lo, hi);
+            return h5ctx_fail(c, "%s[%ld, %ld] = %d is outside %s [%d, %d)", name, i / T, i % T, a[i], what, lo, hi);
     return 0;
 }
 
 int h5io_read_batch(const char *path, int vocab, int max_pos, Batch *b, int32_t **replaced, int32_t **position_ids, char *err,
                     size_t errlen) {
-    Ctx c;
-    ctx_begin(&c, "batch", path, err, errlen);
+    H5Ctx c;
+    h5ctx_begin(&c, "batch", path, err, errlen);
     memset(b, 0, sizeof *b);
     *replaced = NULL;
     *position_ids = NULL;
     hid_t f = open_file(&c);
-    if (f < 0) return ctx_end(&c, -1);
+    if (f < 0) return h5ctx_end(&c, -1);
     int B = 0, T = 0;
     int32_t *ids = NULL, *mask = NULL, *labels = NULL, *rep = NULL, *pos = NULL;
     int rc = read_ids(&c, f, "input_ids", &B, &T, &ids);
@@ -376,14 +260,14 @@ int h5io_read_batch(const char *path, int vocab, int max_pos, Batch *b, int32_t 
     int n_masked = 0, n_tokens = 0;
     for (long i = 0; !rc && i < (long)B * T; i++) {
         if (labels[i] > 0 && !mask[i])
-            rc = fail(&c, "labels[%ld, %ld] = %d is at a padded position (attention_mask 0)", i / T, i % T, labels[i]);
+            rc = h5ctx_fail(&c, "labels[%ld, %ld] = %d is at a padded position (attention_mask 0)", i / T, i % T, labels[i]);
         n_masked += labels[i] > 0;
         n_tokens += mask[i];
     }
-    if (!rc && n_masked == 0) rc = fail(&c, "no masked position (labels > 0 nowhere); the MLM loss is undefined");
+    if (!rc && n_masked == 0) rc = h5ctx_fail(&c, "no masked position (labels > 0 nowhere); the MLM loss is undefined");
     if (rc) {
         free(ids), free(mask), free(labels), free(rep), free(pos);
-        return ctx_end(&c, -1);
+        return h5ctx_end(&c, -1);
     }
     batch_alloc(b, B, T);
     memcpy(b->input_ids, ids, (size_t)B * T * sizeof(int32_t));
@@ -394,18 +278,16 @@ int h5io_read_batch(const char *path, int vocab, int max_pos, Batch *b, int32_t 
     free(ids), free(mask), free(labels);
     *replaced = rep;
     *position_ids = pos;
-    return ctx_end(&c, 0);
+    return h5ctx_end(&c, 0);
 }
 
 /* ---- writer ---- */
 
 static int wfail(H5Writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int wfail(H5Writer *w, const char *fmt, ...) {
-    if (w->err[0]) return -1;
-    int k = snprintf(w->err, sizeof w->err, "output %s: ", w->path);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(w->err + k, sizeof w->err - (size_t)k, fmt, ap);
+    h5_vfail(w->err, sizeof w->err, "output", w->path, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -415,12 +297,10 @@ int h5w_open(H5Writer *w, const char *path, char *err, size_t errlen) {
     w->f = -1;
     snprintf(w->path, sizeof w->path, "%s", path);
     snprintf(w->tmp, sizeof w->tmp, "%s.tmp", path);
-    H5E_auto2_t of;
-    void *od;
-    H5Eget_auto2(H5E_DEFAULT, &of, &od);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    H5Quiet q;
+    h5_quiet(&q);
     hid_t f = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    H5Eset_auto2(H5E_DEFAULT, of, od);
+    h5_loud(&q);
     if (f < 0) {
         snprintf(err, errlen, "output %s: cannot create %s (does the directory exist and is it writable?)", path, w->tmp);
         return -1;
@@ -433,14 +313,11 @@ void h5w_real(H5Writer *w, const char *name, int ndim, const int *shape, const r
     if (w->err[0] || w->f < 0) return;
     hsize_t dims[TENSOR_MAX_DIMS];
     for (int i = 0; i < ndim; i++) dims[i] = (hsize_t)shape[i];
-    H5E_auto2_t of;
-    void *od;
-    H5Eget_auto2(H5E_DEFAULT, &of, &od);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    H5Quiet q;
+    h5_quiet(&q);
     hid_t s = ndim ? H5Screate_simple(ndim, dims, NULL) : H5Screate(H5S_SCALAR);
-    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE), dcpl = h5_dcpl();
     H5Pset_create_intermediate_group(lcpl, 1);
-    H5Pset_obj_track_times(dcpl, 0);
     hid_t d = H5Dcreate2((hid_t)w->f, name, H5T_REAL_FILE, s, lcpl, dcpl, H5P_DEFAULT);
     if (d < 0) wfail(w, "cannot create dataset '%s' (duplicate name?)", name);
     else if (H5Dwrite(d, H5T_REAL_NATIVE, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) wfail(w, "cannot write dataset '%s' (disk full?)", name);
@@ -448,16 +325,12 @@ void h5w_real(H5Writer *w, const char *name, int ndim, const int *shape, const r
     H5Pclose(lcpl);
     H5Pclose(dcpl);
     H5Sclose(s);
-    H5Eset_auto2(H5E_DEFAULT, of, od);
+    h5_loud(&q);
 }
 
 static void write_attr(H5Writer *w, const char *name, hid_t ftype, hid_t mtype, const void *val) {
     if (w->err[0] || w->f < 0) return;
-    hid_t s = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2((hid_t)w->f, name, ftype, s, H5P_DEFAULT, H5P_DEFAULT);
-    if (a < 0 || H5Awrite(a, mtype, val) < 0) wfail(w, "cannot write attribute '%s'", name);
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(s);
+    if (h5_write_scalar_attr((hid_t)w->f, name, ftype, mtype, val) < 0) wfail(w, "cannot write attribute '%s'", name);
 }
 
 void h5w_attr_str(H5Writer *w, const char *name, const char *value) {

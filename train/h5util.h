@@ -1,0 +1,56 @@
+/* h5util.h — small HDF5 helpers shared by train/checkpoint.c and train/h5io.c: one-line errors
+ * with HDF5's own error stack silenced, dtype text, scalar attributes, strings, and the validating
+ * read of one tensor in the build's real type. */
+#ifndef DEBERTA_H5UTIL_H
+#define DEBERTA_H5UTIL_H
+#include <hdf5.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include "autograd/tensor.h"
+
+#if REAL_IS_DOUBLE
+#define H5T_REAL_NATIVE H5T_NATIVE_DOUBLE
+#define H5T_REAL_FILE H5T_IEEE_F64LE
+#else
+#define H5T_REAL_NATIVE H5T_NATIVE_FLOAT
+#define H5T_REAL_FILE H5T_IEEE_F32LE
+#endif
+
+/* HDF5 prints its own error stack by default; between h5_quiet and h5_loud it prints nothing. */
+typedef struct H5Quiet {
+    H5E_auto2_t func;
+    void *data;
+} H5Quiet;
+void h5_quiet(H5Quiet *q);
+void h5_loud(const H5Quiet *q);
+
+/* One operation on one file.  h5ctx_begin silences HDF5 and clears err; h5ctx_fail writes
+ * "<what> <path>: <message>" into err (the first failure wins; err may be NULL) and returns -1;
+ * h5ctx_end restores HDF5's error printing and returns rc. */
+typedef struct H5Ctx {
+    const char *what, *path;
+    char *err;
+    size_t errlen;
+    H5Quiet quiet;
+} H5Ctx;
+void h5ctx_begin(H5Ctx *c, const char *what, const char *path, char *err, size_t errlen);
+int h5ctx_end(H5Ctx *c, int rc);
+int h5ctx_fail(H5Ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The formatting of h5ctx_fail for a caller's own buffer: nothing when err already holds a message. */
+int h5_vfail(char *err, size_t errlen, const char *what, const char *path, const char *fmt, va_list ap);
+
+/* "float32", "uint8", "int64", "string", or "HDF5 class N". */
+void h5_dtype_str(char *buf, size_t len, hid_t type);
+/* A dataset-creation property list without object timestamps: identical contents, identical files. */
+hid_t h5_dcpl(void);
+/* A scalar attribute of obj; < 0 on failure. */
+herr_t h5_write_scalar_attr(hid_t obj, const char *name, hid_t ftype, hid_t mtype, const void *val);
+/* The fixed- or variable-length string held by the open attribute (is_attr) or scalar dataset obj,
+ * read in character set cset (HDF5 does not convert between sets); malloc'd, NULL when obj is not a
+ * string or cannot be read. */
+char *h5_read_string(hid_t obj, int is_attr, H5T_cset_t cset);
+/* Reads the open dataset d into dst (t->n values): a float32 or float64 dtype, t's shape, readable,
+ * no NaN/Inf.  Messages name the tensor as "<what> '<t->name>'"; shape_hint (in parentheses) follows
+ * a shape mismatch, nan_hint (in parentheses, may be NULL) a NaN/Inf. */
+int h5_read_tensor(H5Ctx *c, hid_t d, const Tensor *t, real *dst, const char *what, const char *shape_hint, const char *nan_hint);
+#endif
