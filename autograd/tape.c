@@ -32,6 +32,7 @@ void tape_free(Tape *t) {
 
 void tape_reset(Tape *t) {
     arena_reset(&t->arena);
+    t->pool.n = 0;
     t->n_nodes = 0;
     t->n_random = 0;
     tape_prof_mark(t);
@@ -108,9 +109,42 @@ TapeNode *tape_record(Tape *t, int op, Tensor *out, int nin, Tensor *const *in) 
     return nd;
 }
 
+static size_t grad_bytes(const Tensor *x) { return ((size_t)x->n * sizeof(real) + 63) & ~(size_t)63; }
+
 real *tape_grad(Tape *t, Tensor *x) {
-    if (!x->grad) x->grad = arena_calloc(&t->arena, (size_t)x->n * sizeof(real));
+    if (x->grad) return x->grad;
+    const size_t bytes = grad_bytes(x);
+    GradPool *gp = &t->pool;
+    for (int c = 0; c < gp->n; c++)
+        if (gp->bytes[c] == bytes && gp->head[c]) {
+            void *p = gp->head[c];
+            memcpy(&gp->head[c], p, sizeof(void *));
+            memset(p, 0, (size_t)x->n * sizeof(real));
+            x->grad = p;
+            x->grad_pooled = 1;
+            return x->grad;
+        }
+    x->grad = arena_calloc(&t->arena, (size_t)x->n * sizeof(real));
+    x->grad_pooled = 1;
     return x->grad;
+}
+
+/* x's gradient is dead: give its buffer to the pool (a new size class if there is room). */
+static void grad_recycle(Tape *t, Tensor *x) {
+    if (t->keep_grads || !x->grad_pooled || !x->grad || x->n == 0) return;
+    const size_t bytes = grad_bytes(x);
+    GradPool *gp = &t->pool;
+    int c = 0;
+    while (c < gp->n && gp->bytes[c] != bytes) c++;
+    if (c == gp->n) {
+        if (gp->n == TAPE_GRAD_CLASSES) return; /* rare sizes beyond the table are not recycled */
+        gp->bytes[gp->n] = bytes;
+        gp->head[gp->n++] = NULL;
+    }
+    memcpy(x->grad, &gp->head[c], sizeof(void *));
+    gp->head[c] = x->grad;
+    x->grad = NULL;
+    x->grad_pooled = 0;
 }
 
 void tape_backward(Tape *t, Tensor *loss, real seed_grad) {
@@ -138,6 +172,7 @@ void tape_backward_from(Tape *t, Tensor *out, const real *out_grad) {
         } else {
             op_table[nd->op].backward(t, nd);
         }
+        if (nd->out != out) grad_recycle(t, nd->out);
     }
     tape_prof_mark(t);
 }

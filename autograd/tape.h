@@ -34,8 +34,18 @@ typedef struct TapeProfile {
     size_t mark_bytes;
 } TapeProfile;
 
+/* Recycled gradient buffers: one LIFO free list per buffer size (64-byte rounded). */
+#define TAPE_GRAD_CLASSES 64
+typedef struct GradPool {
+    size_t bytes[TAPE_GRAD_CLASSES];
+    void *head[TAPE_GRAD_CLASSES]; /* each free buffer holds the next one's address in its first bytes */
+    int n;
+} GradPool;
+
 typedef struct Tape {
     Arena arena;
+    GradPool pool;       /* gradients of outputs whose backward has run, for reuse (see tape_backward) */
+    int keep_grads;      /* 1: never recycle, every activation gradient stays readable after backward */
     TapeNode *nodes;
     int n_nodes, cap_nodes;
     int nograd;          /* > 0: inside a no-grad scope, nothing is recorded */
@@ -64,10 +74,17 @@ TapeNode *tape_record(Tape *t, int op, Tensor *out, int nin, Tensor *const *in);
 /* Profiling: start a forward interval now (no-op when t->prof is NULL). */
 void tape_prof_mark(Tape *t);
 
-/* The gradient buffer of x, allocated zeroed in the arena on first use. */
+/* The gradient buffer of x, zeroed on first use: a recycled buffer of the same size if the pool
+ * has one, else fresh arena memory. */
 real *tape_grad(Tape *t, Tensor *x);
 
-/* Backward from a scalar: d(loss)/d(loss) = seed_grad (usually 1). */
+/* Backward from a scalar: d(loss)/d(loss) = seed_grad (usually 1).
+ * Memory: once a node's backward has run, nothing reads its output's gradient again (the tape is
+ * in execution order, so every consumer of that output ran its backward earlier), and the buffer
+ * goes to the pool for the next tape_grad of the same size: the backward then holds only the
+ * gradients that are still live, not one per activation.  Only buffers that tape_grad handed out
+ * are recycled, never the root's, and none when t->keep_grads is set (to read an intermediate
+ * activation's gradient after backward). */
 void tape_backward(Tape *t, Tensor *loss, real seed_grad);
 /* Backward from any tensor with a given output gradient (out->n values): used by gradient checks. */
 void tape_backward_from(Tape *t, Tensor *out, const real *out_grad);

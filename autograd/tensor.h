@@ -36,6 +36,7 @@ typedef struct Tensor {
     real *grad;          /* NULL until a backward reaches it (activations) or the ParamSet owns it */
     int requires_grad;
     int is_param;        /* data/grad belong to a ParamSet, never to the arena */
+    int grad_pooled;     /* grad came from tape_grad: the backward may recycle it (tape.h) */
     const char *name;    /* for debugging and error messages; may be NULL */
 } Tensor;
 

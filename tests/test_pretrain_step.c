@@ -3,7 +3,8 @@
  * after warm-up: g_alloc_count (autograd/util.h counts every x* allocation, the arena's included)
  * is unchanged over steps 3..5, in decoupled (GDES) and joint (ES) mode, with dropout on; and the
  * arena has stopped growing.  Also: the step is bitwise repeatable (same seed, same batches ->
- * same parameters). */
+ * same parameters), and recycling dead activation gradients (tape.h, the default) changes no bit of
+ * the result while the arena's high-water mark drops below that of keeping every gradient. */
 #include "tests/testutil.h"
 #include <stdlib.h>
 #include <string.h>
@@ -34,8 +35,10 @@ static void synth(Batch *b, const ModelConfig *c, int which) {
 }
 
 /* Runs `steps` steps; returns the allocations counted during steps first_counted.. (and the arena
- * capacity before/after them), and copies the final parameters into out (ps.total reals). */
-static uint64_t run(int mode, int steps, int first_counted, size_t *cap0, size_t *cap1, real **out, long *n_out) {
+ * capacity before/after them, and its high-water mark), and copies the final parameters into out
+ * (ps.total reals).  keep_grads: the tape's switch that turns gradient recycling off. */
+static uint64_t run(int mode, int keep_grads, int steps, int first_counted, size_t *cap0, size_t *cap1, size_t *peak,
+                    real **out, long *n_out) {
     ModelConfig cfg;
     config_preset(&cfg, "test");
     cfg.vocab_size = 64;
@@ -50,6 +53,7 @@ static uint64_t run(int mode, int steps, int first_counted, size_t *cap0, size_t
     Tape t;
     tape_init(&t, 4096); /* far too small: the first step overflows and the arena regrows */
     t.seed = 5;
+    t.keep_grads = keep_grads;
     OptimConfig oc;
     optim_config_default(&oc, OPTIM_ADAMW);
     oc.lr = 1e-3;
@@ -83,6 +87,7 @@ static uint64_t run(int mode, int steps, int first_counted, size_t *cap0, size_t
     }
     const uint64_t allocs = g_alloc_count - before;
     *cap1 = t.arena.cap;
+    *peak = t.arena.peak;
     *n_out = m.ps.total;
     *out = malloc((size_t)m.ps.total * sizeof(real));
     memcpy(*out, m.ps.data, (size_t)m.ps.total * sizeof(real));
@@ -95,17 +100,22 @@ static uint64_t run(int mode, int steps, int first_counted, size_t *cap0, size_t
 }
 
 static void check_mode(int mode) {
-    size_t c0, c1, d0, d1;
-    real *p1, *p2;
-    long n1, n2;
-    const uint64_t a = run(mode, 5, 2, &c0, &c1, &p1, &n1);
+    size_t c0, c1, d0, d1, k0, k1, peak, peak_kept;
+    real *p1, *p2, *p3;
+    long n1, n2, n3;
+    const uint64_t a = run(mode, 0, 5, 2, &c0, &c1, &peak, &p1, &n1);
     assert_int_equal(a, 0);      /* steps 3..5: no x* allocation at all */
     assert_true(c0 == c1);       /* the arena stopped growing after the warm-up */
-    run(mode, 5, 2, &d0, &d1, &p2, &n2);
+    run(mode, 0, 5, 2, &d0, &d1, &peak, &p2, &n2);
     assert_int_equal(n1, n2);
     assert_memory_equal(p1, p2, (size_t)n1 * sizeof(real)); /* bitwise repeatable */
+    run(mode, 1, 5, 2, &k0, &k1, &peak_kept, &p3, &n3);
+    assert_int_equal(n1, n3);
+    assert_memory_equal(p1, p3, (size_t)n1 * sizeof(real)); /* recycling changes nothing ... */
+    assert_true(peak < peak_kept);                          /* ... but the memory */
     free(p1);
     free(p2);
+    free(p3);
 }
 
 static void decoupled_step_allocates_nothing_after_warmup(void **state) { check_mode(TRAIN_DECOUPLED); }
