@@ -204,9 +204,11 @@ Tensor *op_disentangled_attention_probs(Tape *t, Tensor *q, Tensor *k, Tensor *q
     }
     const int shape[4] = {g.B, g.A, g.Tq, g.Tk};
     Tensor *p = tape_tensor(t, 4, shape, "attn_probs");
-    real *scratch = use_pos ? arena_alloc(&t->arena, (size_t)omp_get_max_threads() * (g.Tq + g.Tk) * g.R * sizeof(real)) : NULL;
+    const size_t sbytes = use_pos ? (size_t)omp_get_max_threads() * (g.Tq + g.Tk) * g.R * sizeof(real) : 0;
+    real *scratch = use_pos ? tape_scratch(t, sbytes, 0) : NULL;
     disentangled_attention_forward(p->data, scratch, q->data, k->data, (terms & ATT_P2C) ? qr->data : NULL,
                                    (terms & ATT_C2P) ? kr->data : NULL, c_idx, qmask, kmask, &g, scale);
+    tape_scratch_release(t, scratch, sbytes);
     Tensor *in[4] = {q, k, (terms & ATT_P2C) ? qr : NULL, (terms & ATT_C2P) ? kr : NULL};
     TapeNode *nd = tape_record(t, OP_DISENTANGLED_ATTENTION, p, 4, in);
     if (nd) {
@@ -226,12 +228,17 @@ void disentangled_attention_backward_node(Tape *t, TapeNode *nd) {
     const int terms = (int)nd->iarg[0];
     const int32_t *c = nd->ctx;
     DAGeom g = da_geometry(q, k, qr, kr, c, terms);
-    real *scratch = arena_alloc(&t->arena, (size_t)omp_get_max_threads() * g.Tq * g.Tk * sizeof(real));
-    real *dPc = (terms & ATT_C2P) ? arena_calloc(&t->arena, (size_t)g.B * g.A * g.Tq * g.R * sizeof(real)) : NULL;
-    real *dPp = (terms & ATT_P2C) ? arena_calloc(&t->arena, (size_t)g.B * g.A * g.Tk * g.R * sizeof(real)) : NULL;
-    disentangled_attention_backward(q->requires_grad ? tape_grad(t, q) : NULL, k->requires_grad ? tape_grad(t, k) : NULL,
-                                    qr && qr->requires_grad ? tape_grad(t, qr) : NULL,
-                                    kr && kr->requires_grad ? tape_grad(t, kr) : NULL, scratch, dPc, dPp, nd->out->grad,
-                                    nd->out->data, q->data, k->data, qr ? qr->data : NULL, kr ? kr->data : NULL, c, &g,
-                                    (real)nd->farg[0]);
+    /* grads first: they outlive the call; the scratch goes back to the pool at the end */
+    real *dq = q->requires_grad ? tape_grad(t, q) : NULL, *dk = k->requires_grad ? tape_grad(t, k) : NULL;
+    real *dqr = qr && qr->requires_grad ? tape_grad(t, qr) : NULL, *dkr = kr && kr->requires_grad ? tape_grad(t, kr) : NULL;
+    const size_t sbytes = (size_t)omp_get_max_threads() * g.Tq * g.Tk * sizeof(real);
+    const size_t cbytes = (size_t)g.B * g.A * g.Tq * g.R * sizeof(real), pbytes = (size_t)g.B * g.A * g.Tk * g.R * sizeof(real);
+    real *scratch = tape_scratch(t, sbytes, 0);
+    real *dPc = (terms & ATT_C2P) ? tape_scratch(t, cbytes, 1) : NULL;
+    real *dPp = (terms & ATT_P2C) ? tape_scratch(t, pbytes, 1) : NULL;
+    disentangled_attention_backward(dq, dk, dqr, dkr, scratch, dPc, dPp, nd->out->grad, nd->out->data, q->data, k->data,
+                                    qr ? qr->data : NULL, kr ? kr->data : NULL, c, &g, (real)nd->farg[0]);
+    tape_scratch_release(t, dPp, pbytes);
+    tape_scratch_release(t, dPc, cbytes);
+    tape_scratch_release(t, scratch, sbytes);
 }

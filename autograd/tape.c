@@ -109,42 +109,61 @@ TapeNode *tape_record(Tape *t, int op, Tensor *out, int nin, Tensor *const *in) 
     return nd;
 }
 
-static size_t grad_bytes(const Tensor *x) { return ((size_t)x->n * sizeof(real) + 63) & ~(size_t)63; }
+static size_t round64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
 
-real *tape_grad(Tape *t, Tensor *x) {
-    if (x->grad) return x->grad;
-    const size_t bytes = grad_bytes(x);
-    GradPool *gp = &t->pool;
+/* A free buffer of exactly `bytes` (64-rounded) from the pool, or NULL. */
+static void *pool_take(GradPool *gp, size_t bytes) {
     for (int c = 0; c < gp->n; c++)
         if (gp->bytes[c] == bytes && gp->head[c]) {
             void *p = gp->head[c];
             memcpy(&gp->head[c], p, sizeof(void *));
-            memset(p, 0, (size_t)x->n * sizeof(real));
-            x->grad = p;
-            x->grad_pooled = 1;
-            return x->grad;
+            return p;
         }
-    x->grad = arena_calloc(&t->arena, (size_t)x->n * sizeof(real));
+    return NULL;
+}
+
+/* Puts a dead buffer of `bytes` (64-rounded, >= 64) on its size's free list (a new size class if
+ * there is room; rare sizes beyond the table are simply not reused). */
+static void pool_give(GradPool *gp, void *p, size_t bytes) {
+    int c = 0;
+    while (c < gp->n && gp->bytes[c] != bytes) c++;
+    if (c == gp->n) {
+        if (gp->n == TAPE_GRAD_CLASSES) return;
+        gp->bytes[gp->n] = bytes;
+        gp->head[gp->n++] = NULL;
+    }
+    memcpy(p, &gp->head[c], sizeof(void *));
+    gp->head[c] = p;
+}
+
+real *tape_grad(Tape *t, Tensor *x) {
+    if (x->grad) return x->grad;
+    const size_t bytes = (size_t)x->n * sizeof(real);
+    void *p = pool_take(&t->pool, round64(bytes));
+    if (p) memset(p, 0, bytes);
+    else p = arena_calloc(&t->arena, bytes);
+    x->grad = p;
     x->grad_pooled = 1;
     return x->grad;
 }
 
-/* x's gradient is dead: give its buffer to the pool (a new size class if there is room). */
+/* x's gradient is dead: its buffer goes to the pool. */
 static void grad_recycle(Tape *t, Tensor *x) {
     if (t->keep_grads || !x->grad_pooled || !x->grad || x->n == 0) return;
-    const size_t bytes = grad_bytes(x);
-    GradPool *gp = &t->pool;
-    int c = 0;
-    while (c < gp->n && gp->bytes[c] != bytes) c++;
-    if (c == gp->n) {
-        if (gp->n == TAPE_GRAD_CLASSES) return; /* rare sizes beyond the table are not recycled */
-        gp->bytes[gp->n] = bytes;
-        gp->head[gp->n++] = NULL;
-    }
-    memcpy(x->grad, &gp->head[c], sizeof(void *));
-    gp->head[c] = x->grad;
+    pool_give(&t->pool, x->grad, round64((size_t)x->n * sizeof(real)));
     x->grad = NULL;
     x->grad_pooled = 0;
+}
+
+void *tape_scratch(Tape *t, size_t bytes, int zeroed) {
+    void *p = pool_take(&t->pool, round64(bytes ? bytes : 1));
+    if (!p) return zeroed ? arena_calloc(&t->arena, bytes) : arena_alloc(&t->arena, bytes);
+    if (zeroed) memset(p, 0, bytes);
+    return p;
+}
+
+void tape_scratch_release(Tape *t, void *p, size_t bytes) {
+    if (p) pool_give(&t->pool, p, round64(bytes ? bytes : 1));
 }
 
 void tape_backward(Tape *t, Tensor *loss, real seed_grad) {

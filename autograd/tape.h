@@ -34,7 +34,7 @@ typedef struct TapeProfile {
     size_t mark_bytes;
 } TapeProfile;
 
-/* Recycled gradient buffers: one LIFO free list per buffer size (64-byte rounded). */
+/* Recycled gradient and scratch buffers: one LIFO free list per buffer size (64-byte rounded). */
 #define TAPE_GRAD_CLASSES 64
 typedef struct GradPool {
     size_t bytes[TAPE_GRAD_CLASSES];
@@ -77,6 +77,13 @@ void tape_prof_mark(Tape *t);
 /* The gradient buffer of x, zeroed on first use: a recycled buffer of the same size if the pool
  * has one, else fresh arena memory. */
 real *tape_grad(Tape *t, Tensor *x);
+
+/* Working memory of one op call (e.g. a backward's per-thread buffers): `bytes` from the pool's
+ * free list of that size, else fresh arena memory; zeroed if asked.  Give it back with
+ * tape_scratch_release(t, p, bytes) before the call returns, so the next call of the same shape
+ * (the next layer) reuses it instead of taking new arena memory. */
+void *tape_scratch(Tape *t, size_t bytes, int zeroed);
+void tape_scratch_release(Tape *t, void *p, size_t bytes);
 
 /* Backward from a scalar: d(loss)/d(loss) = seed_grad (usually 1).
  * Memory: once a node's backward has run, nothing reads its output's gradient again (the tape is

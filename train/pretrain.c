@@ -463,7 +463,8 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
         openblas_set_num_threads(r->o.threads);
     }
     if (r->o.resume) {
-        snprintf(path, sizeof path, "%s/checkpoint.h5", r->o.out);
+        if (snprintf(path, sizeof path, "%s/checkpoint.h5", r->o.out) >= (int)sizeof path)
+            fatal("--resume: run directory path too long (%zu bytes)", strlen(r->o.out));
         if (checkpoint_read_state(path, &st, err, sizeof err)) fatal("%s (nothing to resume)", err);
         config_defaults(&r->cfg);
         TrainOptions keep = r->o;
