@@ -11,7 +11,8 @@
  * c2p and p2c are a [T, R] matmul against the table followed by a gather: no T×T×D tensor exists.
  * Masked entries are exactly 0 and a fully masked row (a padded query) is all zeros, never NaN.
  * Memory: the output P (B·A·Tq·Tk) plus, in backward only, dS per thread (Tq·Tk) and the gathered
- * gradients d(q·kr^T), d(k·qr^T) (B·A·(Tq+Tk)·R).  See docs/ARCHITECTURE.md, "Model".
+ * gradients d(q·kr^T), d(k·qr^T) (B·A·(Tq+Tk)·R), both tape_scratch buffers that go back to the
+ * tape's pool when the call returns.  See docs/ARCHITECTURE.md, "Model".
  */
 #ifndef DEBERTA_OPS_ATTENTION_H
 #define DEBERTA_OPS_ATTENTION_H
