@@ -72,6 +72,7 @@ int cmd_eval(int argc, char **argv) {
            e.baseline_mlm_acc);
     printf("discriminator  RTD loss %.4f  accuracy %.4f   (all-original baseline %.4f)  AUC %.4f\n", e.rtd_loss, e.rtd_acc,
            e.baseline_rtd_acc, e.rtd_auc);
+    printf("               %ld tokens flagged \"replaced\" (logit > 0), precision %.4f\n", e.rtd_flagged, e.rtd_precision);
     checkpoint_state_free(&st);
     tape_free(&t);
     loader_close(val);

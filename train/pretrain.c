@@ -165,7 +165,7 @@ EvalResult evaluate(Electra *m, Loader *val, Tape *t, int B, int T, long max_bat
     Scored *sc = xmalloc((size_t)max_batches * B * T * sizeof(Scored));
     long *freq = xcalloc((size_t)c->vocab_size, sizeof(long));
     double mlm_sum = 0, bce_sum = 0;
-    long mlm_ok = 0, rtd_ok = 0, n_orig = 0, ns = 0;
+    long mlm_ok = 0, rtd_ok = 0, n_orig = 0, ns = 0, flagged_ok = 0;
     const int saved_training = t->training;
     t->training = 0;
     loader_rewind(val);
@@ -190,6 +190,10 @@ EvalResult evaluate(Electra *m, Loader *val, Tape *t, int B, int T, long max_bat
                 sc[ns].logit = (float)d.logits->data[i];
                 sc[ns++].y = d.y[i];
                 n_orig += d.y[i] == 0;
+                if (d.logits->data[i] > 0) {
+                    r.rtd_flagged++;
+                    flagged_ok += d.y[i] != 0;
+                }
             }
         bce_sum += d.bce->data[0] * valid;
         rtd_ok += rtd_correct(&d, &b);
@@ -210,6 +214,7 @@ EvalResult evaluate(Electra *m, Loader *val, Tape *t, int B, int T, long max_bat
         r.rtd_acc = (double)rtd_ok / r.n_tokens;
         r.baseline_rtd_acc = (double)n_orig / r.n_tokens;
         r.rtd_auc = auc(sc, ns);
+        r.rtd_precision = r.rtd_flagged ? (double)flagged_ok / r.rtd_flagged : NAN;
     }
     free(freq);
     free(sc);
@@ -389,11 +394,13 @@ static void log_eval(Run *r, long step) {
     mrec_num(&rec, M_RTD_AUC, e.rtd_auc);
     mrec_num(&rec, "baseline_mlm_acc", e.baseline_mlm_acc);
     mrec_num(&rec, "baseline_rtd_acc", e.baseline_rtd_acc);
+    mrec_int(&rec, "rtd_flagged", e.rtd_flagged);
+    mrec_num(&rec, "rtd_precision", e.rtd_precision);
     mrec_int(&rec, "n_masked", e.n_masked);
     mrec_int(&rec, "n_tokens", e.n_tokens);
     if (metrics_write(&r->log, &rec, err, sizeof err)) fatal("%s", err);
-    progress_note(&r->prog, "eval @%ld: MLM loss %.4f acc %.4f (baseline %.4f) | RTD loss %.4f acc %.4f (baseline %.4f) AUC %.4f", step,
-                  e.mlm_loss, e.mlm_acc, e.baseline_mlm_acc, e.rtd_loss, e.rtd_acc, e.baseline_rtd_acc, e.rtd_auc);
+    progress_note(&r->prog, "eval @%ld: MLM loss %.4f acc %.4f (baseline %.4f) | RTD loss %.4f acc %.4f (baseline %.4f) AUC %.4f, %ld flagged", step,
+                  e.mlm_loss, e.mlm_acc, e.baseline_mlm_acc, e.rtd_loss, e.rtd_acc, e.baseline_rtd_acc, e.rtd_auc, e.rtd_flagged);
 }
 
 static void setup_groups(Run *r) {

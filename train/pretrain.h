@@ -49,6 +49,8 @@ typedef struct EvalResult {
     double rtd_loss, rtd_acc, rtd_auc; /* rtd_loss: mean BCE (before λ) over real tokens */
     double baseline_mlm_acc;        /* most frequent masked target's share */
     double baseline_rtd_acc;        /* share of real tokens that are "original" (label 0) */
+    long rtd_flagged;               /* real tokens the discriminator calls "replaced" (logit > 0) */
+    double rtd_precision;           /* share of the flagged tokens that were replaced (NaN if none) */
     long n_masked, n_tokens, n_batches;
 } EvalResult;
 
