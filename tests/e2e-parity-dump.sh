@@ -13,22 +13,11 @@
 # masked token) gives exit != 0 and one `error:` line.
 # In the double build the reference computes in float64 (same checks).
 # Exit 0 pass, 77 skipped (reason printed), anything else fail.
-PY=${REF_PYTHON:-/usr/bin/python3}   # override only to test the skip path
-BUILD=${BUILD:-build}
-cd "$(dirname "$0")/.." || exit 1
-DEB=$BUILD/deberta
-if [ ! -x "$PY" ]; then
-    echo "SKIPPED: $PY not found (install python3-torch python3-h5py python3-numpy)"
-    exit 77
-fi
-if ! err=$("$PY" -c "import torch, h5py, numpy" 2>&1); then
-    echo "SKIPPED: $PY cannot import torch/h5py/numpy: $(echo "$err" | tail -n 1) (apt-get install python3-torch python3-h5py python3-numpy)"
-    exit 77
-fi
-[ -x "$DEB" ] || { echo "FAIL: $DEB is not built"; exit 1; }
+. "$(dirname "$0")/lib-e2e.sh"
+e2e_need_reference
+e2e_need_bin
 if [ "${PRECISION:-float}" = double ]; then DT=float64; else DT=float32; fi
-T=$(mktemp -d /tmp/deberta-e2e-parity-XXXXXX) || exit 1
-trap 'rm -rf "$T"' EXIT
+e2e_tmpdir T deberta-e2e-parity
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
@@ -98,15 +87,15 @@ EOF
 OMP_NUM_THREADS=1 "$PY" "$T/phase1.py" "$T" > "$T/phase1.log" 2>&1 || { cat "$T/phase1.log"; echo "FAIL: reference phase 1"; exit 1; }
 
 # ---- phase 2 (ours): dump and export every case; bad inputs ----
-"$DEB" dump --help > /dev/null || fail "deberta dump --help"
-"$DEB" export --help > /dev/null || fail "deberta export --help"
+"$BIN" dump --help > /dev/null || fail "deberta dump --help"
+"$BIN" export --help > /dev/null || fail "deberta export --help"
 while read -r name sh mode emd; do
-    "$DEB" dump --weights "$T/$name.w.h5" --batch "$T/$name.b.h5" --out "$T/$name.ours.h5" > "$T/$name.dump.log" 2>&1 \
+    "$BIN" dump --weights "$T/$name.w.h5" --batch "$T/$name.b.h5" --out "$T/$name.ours.h5" > "$T/$name.dump.log" 2>&1 \
         || { cat "$T/$name.dump.log"; fail "deberta dump $name"; }
-    "$DEB" export "$T/$name.w.h5" "$T/$name.export" > "$T/$name.export.log" 2>&1 \
+    "$BIN" export "$T/$name.w.h5" "$T/$name.export" > "$T/$name.export.log" 2>&1 \
         || { cat "$T/$name.export.log"; fail "deberta export $name"; }
 done < "$T/cases.txt"
-"$DEB" dump --weights "$T/attrs.w.h5" --batch "$T/gdes-emd1.b.h5" --out "$T/attrs.ours.h5" > "$T/attrs.log" 2>&1 \
+"$BIN" dump --weights "$T/attrs.w.h5" --batch "$T/gdes-emd1.b.h5" --out "$T/attrs.ours.h5" > "$T/attrs.log" 2>&1 \
     || { cat "$T/attrs.log"; fail "deberta dump of weights with h5py-default attribute types"; }
 # a real `deberta pretrain` run (4 steps, test preset, its own prep'd corpus and tokenizer):
 # export its checkpoint and dump it (the reference checks both in phase 3)
@@ -117,12 +106,12 @@ awk 'BEGIN { srand(7); split("the a one every some that this my our your", d, " 
       for (i = 0; i < 200; i++) { k = 2 + int(rand() * 4);
         for (s = 0; s < k; s++) printf "%s %s %s %s %s. ", d[1+int(rand()*10)], n[1+int(rand()*10)], v[1+int(rand()*10)], d[1+int(rand()*10)], n[1+int(rand()*10)];
         printf "\n\n" } }' > "$T/pt/corpus.txt"
-if "$DEB" prep --input "$T/pt/corpus.txt" --out "$T/pt/shards" --vocab-size 320 --val-fraction 0.1 > "$T/pt/prep.log" 2>&1 \
-   && "$DEB" pretrain --preset test --max_seq_len 32 --data "$T/pt/shards" --batch 4 --steps 4 --eval-every 4 --eval-batches 1 \
+if "$BIN" prep --input "$T/pt/corpus.txt" --out "$T/pt/shards" --vocab-size 320 --val-fraction 0.1 > "$T/pt/prep.log" 2>&1 \
+   && "$BIN" pretrain --preset test --max_seq_len 32 --data "$T/pt/shards" --batch 4 --steps 4 --eval-every 4 --eval-batches 1 \
         --save-every 4 --out "$T/pt/run" > "$T/pt/run.log" 2>&1; then
-    "$DEB" export "$T/pt/run/checkpoint.h5" "$T/pt/export" > "$T/pt/export.log" 2>&1 || { cat "$T/pt/export.log"; fail "export of a pretrain checkpoint"; }
+    "$BIN" export "$T/pt/run/checkpoint.h5" "$T/pt/export" > "$T/pt/export.log" 2>&1 || { cat "$T/pt/export.log"; fail "export of a pretrain checkpoint"; }
     grep -q "tokenizer.json written" "$T/pt/export.log" || fail "export of a pretrain checkpoint wrote no tokenizer.json"
-    "$DEB" dump --weights "$T/pt/run/checkpoint.h5" --batch "$T/ckpt.b.h5" --out "$T/pretrain.ours.h5" > "$T/pt/dump.log" 2>&1 \
+    "$BIN" dump --weights "$T/pt/run/checkpoint.h5" --batch "$T/ckpt.b.h5" --out "$T/pretrain.ours.h5" > "$T/pt/dump.log" 2>&1 \
         || { cat "$T/pt/dump.log"; fail "dump of a pretrain checkpoint"; }
 else
     tail -3 "$T/pt/prep.log" "$T/pt/run.log"; fail "deberta prep/pretrain (needed for the pretrain-checkpoint export check)"
@@ -132,7 +121,7 @@ h5diff -q "$T/attrs.ours.h5" "$T/gdes-emd1.ours.h5" > /dev/null 2>&1 || [ ! -x "
 # a checkpoint written by checkpoint_save (+ tokenizer) and its export, kept by the cmocka suite
 EXPORT_KEEP="$T/ckpt" "$BUILD/tests/test_export" > "$T/ckpt.log" 2>&1 || { cat "$T/ckpt.log"; fail "tests/test_export with EXPORT_KEEP"; }
 # dump straight from that checkpoint (config from its text; dropout 0.1 there -> forced to 0 with a note)
-"$DEB" dump --weights "$T/ckpt/run-gdes/checkpoint.h5" --batch "$T/ckpt.b.h5" --out "$T/ckpt.ours.h5" > "$T/ckpt-dump.log" 2>&1 \
+"$BIN" dump --weights "$T/ckpt/run-gdes/checkpoint.h5" --batch "$T/ckpt.b.h5" --out "$T/ckpt.ours.h5" > "$T/ckpt-dump.log" 2>&1 \
     || { cat "$T/ckpt-dump.log"; fail "deberta dump of a checkpoint"; }
 grep -q "note: dropout forced to 0" "$T/ckpt-dump.log" || fail "dump of a checkpoint with dropout 0.1 did not say it forced 0"
 
@@ -149,20 +138,20 @@ bad() {  # expected-substring command...
     fi
 }
 G=$T/gdes-emd1
-bad "no such file" "$DEB" dump --weights "$T/nope.w.h5" --batch "$G.b.h5" --out "$T/x.h5"
-bad "has dtype int32, expected float32 or float64" "$DEB" dump --weights "$T/bad-dtype.w.h5" --batch "$G.b.h5" --out "$T/x.h5"
-bad "has shape \[16, 15\], the model expects \[16, 16\]" "$DEB" dump --weights "$T/bad-shape.w.h5" --batch "$G.b.h5" --out "$T/x.h5"
-bad "contains NaN" "$DEB" dump --weights "$T/bad-nan.w.h5" --batch "$G.b.h5" --out "$T/x.h5"
-bad "parameter 'discriminator.mask_predictions.dense.weight' is missing" "$DEB" dump --weights "$T/bad-missing.w.h5" --batch "$G.b.h5" --out "$T/x.h5"
-bad "has tensor 'discriminator.deberta.embeddings.word_embeddings.weight' that the model does not have" "$DEB" dump --weights "$T/bad-extra.w.h5" --batch "$G.b.h5" --out "$T/x.h5"
-bad "input_ids\[1, 2\] = 45 is outside the vocabulary \[0, 40)" "$DEB" dump --weights "$G.w.h5" --batch "$T/bad-oob.b.h5" --out "$T/x.h5"
-bad "replaced_ids\[0, 3\] = -1 is outside" "$DEB" dump --weights "$G.w.h5" --batch "$T/bad-rep-oob.b.h5" --out "$T/x.h5"
-bad "dataset 'labels' has dtype float32, expected int32" "$DEB" dump --weights "$G.w.h5" --batch "$T/bad-float-ids.b.h5" --out "$T/x.h5"
-bad "no masked position" "$DEB" dump --weights "$G.w.h5" --batch "$T/bad-nomask.b.h5" --out "$T/x.h5"
-bad "no such file" "$DEB" export "$T/nope.h5" "$T/x-export"
-bad "has dtype int32" "$DEB" export "$T/bad-dtype.w.h5" "$T/x-export"
-bad "without the c2c attention term" "$DEB" export "$T/noc2c.w.h5" "$T/x-export"
-"$DEB" export "$T/noc2c.w.h5" "$T/noc2c-export" --allow-no-c2c > /dev/null 2>&1 || fail "export --allow-no-c2c"
+bad "no such file" "$BIN" dump --weights "$T/nope.w.h5" --batch "$G.b.h5" --out "$T/x.h5"
+bad "has dtype int32, expected float32 or float64" "$BIN" dump --weights "$T/bad-dtype.w.h5" --batch "$G.b.h5" --out "$T/x.h5"
+bad "has shape \[16, 15\], the model expects \[16, 16\]" "$BIN" dump --weights "$T/bad-shape.w.h5" --batch "$G.b.h5" --out "$T/x.h5"
+bad "contains NaN" "$BIN" dump --weights "$T/bad-nan.w.h5" --batch "$G.b.h5" --out "$T/x.h5"
+bad "parameter 'discriminator.mask_predictions.dense.weight' is missing" "$BIN" dump --weights "$T/bad-missing.w.h5" --batch "$G.b.h5" --out "$T/x.h5"
+bad "has tensor 'discriminator.deberta.embeddings.word_embeddings.weight' that the model does not have" "$BIN" dump --weights "$T/bad-extra.w.h5" --batch "$G.b.h5" --out "$T/x.h5"
+bad "input_ids\[1, 2\] = 45 is outside the vocabulary \[0, 40)" "$BIN" dump --weights "$G.w.h5" --batch "$T/bad-oob.b.h5" --out "$T/x.h5"
+bad "replaced_ids\[0, 3\] = -1 is outside" "$BIN" dump --weights "$G.w.h5" --batch "$T/bad-rep-oob.b.h5" --out "$T/x.h5"
+bad "dataset 'labels' has dtype float32, expected int32" "$BIN" dump --weights "$G.w.h5" --batch "$T/bad-float-ids.b.h5" --out "$T/x.h5"
+bad "no masked position" "$BIN" dump --weights "$G.w.h5" --batch "$T/bad-nomask.b.h5" --out "$T/x.h5"
+bad "no such file" "$BIN" export "$T/nope.h5" "$T/x-export"
+bad "has dtype int32" "$BIN" export "$T/bad-dtype.w.h5" "$T/x-export"
+bad "without the c2c attention term" "$BIN" export "$T/noc2c.w.h5" "$T/x-export"
+"$BIN" export "$T/noc2c.w.h5" "$T/noc2c-export" --allow-no-c2c > /dev/null 2>&1 || fail "export --allow-no-c2c"
 [ -e "$T/x.h5" ] && fail "a failed dump left $T/x.h5 behind"
 
 # ---- phase 3 (reference): reference dumps, compare, HF round trip, independent safetensors reader ----

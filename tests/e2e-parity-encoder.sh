@@ -14,21 +14,11 @@
 # the scores, so our float32 bucket recipe is checked against the reference's torch float32 table.
 # float build: reference in float32.  double build: reference in float64, tolerances 1e-9 / 1e-8.
 # Exit 0 pass, 77 skipped (reason on the last line), anything else fail.
-PY=${REF_PYTHON:-/usr/bin/python3}
-if [ ! -x "$PY" ]; then
-    echo "SKIPPED: $PY not found (install python3-torch python3-h5py python3-numpy)"
-    exit 77
-fi
-if ! err=$("$PY" -c "import torch, h5py, numpy" 2>&1); then
-    echo "SKIPPED: $PY cannot import torch/h5py/numpy: $(echo "$err" | tail -n 1) (apt-get install python3-torch python3-h5py python3-numpy)"
-    exit 77
-fi
-cd "$(dirname "$0")/.." || exit 1
-BIN=${BUILD:-build}/deberta
+. "$(dirname "$0")/lib-e2e.sh"
+e2e_need_reference
+e2e_need_bin
+e2e_tmpdir TMP deberta-parity
 REF=scripts/reference/deberta_ref.py
-[ -x "$BIN" ] || { echo "FAIL: $BIN not built"; exit 1; }
-TMP=$(mktemp -d /tmp/deberta-parity-XXXXXX) || exit 1
-trap 'rm -rf "$TMP"' EXIT
 if [ "${PRECISION:-float}" = "double" ]; then
     DTYPE=float64; TOL="--tol *:abs:1e-9 --tol loss:rel:1e-9 --tol grad/*:rel:1e-8"; ZERO=1e-15  # later --tol wins
 else

@@ -5,7 +5,25 @@
 int bench_ops(int argc, char **argv); /* GFLOP/s of the matmul op vs raw cblas gemm (train/bench_ops.c) */
 int bench_attention(int argc, char **argv); /* one attention block / one layer fwd+bwd (train/bench_attention.c) */
 int bench_step(int argc, char **argv); /* the full pretraining step, the default mode (train/bench_step.c) */
+#include <stdio.h>
 #include "model/config.h"
+
+/* The flags the modes share (train/bench_flags.c): -h/--help, --batch, --seq, --steps, --warmup,
+ * --threads, --profile (each an int; a NULL target = the mode has no such flag), then the mode's own
+ * flags (extra: 1 = taken, advancing *i past any value; 0 = not one of its), then config keys as flags
+ * (--preset, --hidden_size 64, ...; a bad one is fatal: "error: <who>: <reason>").  Anything else:
+ * "error: <who>: unknown argument 'X' (see deberta <help_cmd> --help)" on stderr. */
+typedef struct {
+    const char *who, *help_cmd;
+    void (*usage)(FILE *);
+    int *batch, *seq, *steps, *warmup, *threads, *profile;
+    int (*extra)(void *ctx, int argc, char **argv, int *i);
+    void *ctx;
+} BenchFlags;
+/* Parses argv[1..]; returns -1 to go on, else the mode's exit code (0 after --help, 2 after an
+ * unknown argument). */
+int bench_parse_flags(const BenchFlags *f, ModelConfig *cfg, int argc, char **argv);
+
 double bench_model_flops(const ModelConfig *c, int B, int T, long n_masked); /* matmul FLOPs of one step */
 double bench_gemm_peak(int n, int reps); /* best GFLOP/s of an n^3 gemm */
 #endif

@@ -68,33 +68,30 @@ static double run_part(const ModelConfig *cfg, int part, int B, int T, int steps
     return med;
 }
 
+/* the mode's own flags (bench_parse_flags does the shared ones); ctx = the parts bit set */
+static int attention_flag(void *ctx, int argc, char **argv, int *i) {
+    const char *a = argv[*i];
+    if (!strcmp(a, "--unfused")) {
+        g_attention_unfused = 1;
+        return 1;
+    }
+    if (strcmp(a, "--part") || *i + 1 >= argc) return 0;
+    const char *p = argv[++*i];
+    int *parts = ctx;
+    *parts = !strcmp(p, "attention") ? 1 : !strcmp(p, "layer") ? 2 : !strcmp(p, "both") ? 3 : 0;
+    if (!*parts) fatal("bench attention: --part %s (attention, layer or both)", p);
+    return 1;
+}
+
 int bench_attention(int argc, char **argv) {
     ModelConfig cfg;
     config_preset(&cfg, "tiny");
     int B = 16, T = 128, steps = 20, warmup = 3, parts = 3;
+    const BenchFlags fl = {.who = "bench attention", .help_cmd = "bench attention", .usage = usage, .batch = &B, .seq = &T,
+                           .steps = &steps, .warmup = &warmup, .extra = attention_flag, .ctx = &parts};
+    const int rc = bench_parse_flags(&fl, &cfg, argc, argv);
+    if (rc >= 0) return rc;
     char err[512];
-    for (int i = 1; i < argc; i++) {
-        int r = config_parse_flag(&cfg, argc, argv, &i, err, sizeof err);
-        if (r < 0) fatal("bench attention: %s", err);
-        if (r > 0) continue;
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--batch") && i + 1 < argc) B = atoi(argv[++i]);
-        else if (!strcmp(a, "--seq") && i + 1 < argc) T = atoi(argv[++i]);
-        else if (!strcmp(a, "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
-        else if (!strcmp(a, "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
-        else if (!strcmp(a, "--unfused")) g_attention_unfused = 1;
-        else if (!strcmp(a, "--part") && i + 1 < argc) {
-            const char *p = argv[++i];
-            parts = !strcmp(p, "attention") ? 1 : !strcmp(p, "layer") ? 2 : !strcmp(p, "both") ? 3 : 0;
-            if (!parts) fatal("bench attention: --part %s (attention, layer or both)", p);
-        } else {
-            fprintf(stderr, "error: bench attention: unknown argument '%s' (see deberta bench attention --help)\n", a);
-            return 2;
-        }
-    }
     if (config_validate(&cfg, err, sizeof err)) fatal("bench attention: %s", err);
     if (B < 1 || T < 2 || T > cfg.max_position_embeddings || steps < 1 || warmup < 0)
         fatal("bench attention: need --batch >= 1, 2 <= --seq <= %d, --steps >= 1", cfg.max_position_embeddings);

@@ -118,32 +118,22 @@ static int cmp_prof(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
+/* the mode's own flag (bench_parse_flags does the shared ones); ctx = do_sgemm */
+static int step_flag(void *ctx, int argc, char **argv, int *i) {
+    if (strcmp(argv[*i], "--no-sgemm")) return 0;
+    *(int *)ctx = 0;
+    return 1;
+}
+
 int bench_step(int argc, char **argv) {
     ModelConfig cfg;
     config_preset(&cfg, "tiny");
     int B = 16, T = 0, steps = 20, warmup = 3, threads = 0, prof_steps = 3, do_sgemm = 1;
+    const BenchFlags fl = {.who = "bench", .help_cmd = "bench step", .usage = usage, .batch = &B, .seq = &T, .steps = &steps,
+                           .warmup = &warmup, .threads = &threads, .profile = &prof_steps, .extra = step_flag, .ctx = &do_sgemm};
+    const int rc = bench_parse_flags(&fl, &cfg, argc, argv);
+    if (rc >= 0) return rc;
     char err[512];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--batch") && i + 1 < argc) B = atoi(argv[++i]);
-        else if (!strcmp(a, "--seq") && i + 1 < argc) T = atoi(argv[++i]);
-        else if (!strcmp(a, "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
-        else if (!strcmp(a, "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
-        else if (!strcmp(a, "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(a, "--profile") && i + 1 < argc) prof_steps = atoi(argv[++i]);
-        else if (!strcmp(a, "--no-sgemm")) do_sgemm = 0;
-        else {
-            int r = config_parse_flag(&cfg, argc, argv, &i, err, sizeof err);
-            if (r < 0) fatal("bench: %s", err);
-            if (r == 0) {
-                fprintf(stderr, "error: bench: unknown argument '%s' (see deberta bench step --help)\n", a);
-                return 2;
-            }
-        }
-    }
     if (T > 0) cfg.max_seq_len = T;
     T = cfg.max_seq_len;
     if (config_validate(&cfg, err, sizeof err)) fatal("bench: %s", err);

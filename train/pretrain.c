@@ -63,43 +63,55 @@ static char *options_to_text(const TrainOptions *o) {
     return buf;
 }
 
-/* Reads the train_* lines back (resume). */
-static int options_from_text(TrainOptions *o, const char *text, char *err, size_t errlen) {
-    char *copy = xstrdup(text), *save = NULL;
-    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char k[128], v[256];
-        if (sscanf(line, " train_%127[a-z0-9_] = %255s", k, v) != 2) continue;
-        if (!strcmp(k, "steps")) o->steps = atol(v);
-        else if (!strcmp(k, "batch")) o->batch = atoi(v);
-        else if (!strcmp(k, "accum")) o->accum = atoi(v);
-        else if (!strcmp(k, "seed")) o->seed = strtoull(v, NULL, 10);
-        else if (!strcmp(k, "mask_mode")) mask_mode_parse(v, &o->mask_mode);
-        else if (!strcmp(k, "mask_prob")) o->mask_prob = atof(v);
-        else if (!strcmp(k, "optimizer")) {
-            double lr = o->opt.lr;
-            optim_config_default(&o->opt, !strcmp(v, "xadam") ? OPTIM_XADAM : OPTIM_ADAMW);
-            o->opt.lr = lr;
-        } else if (!strcmp(k, "lr")) o->opt.lr = atof(v);
-        else if (!strcmp(k, "d_lr")) o->d_lr = atof(v);
-        else if (!strcmp(k, "warmup")) o->warmup = atol(v);
-        else if (!strcmp(k, "beta1")) o->opt.beta1 = atof(v);
-        else if (!strcmp(k, "beta2")) o->opt.beta2 = atof(v);
-        else if (!strcmp(k, "eps")) o->opt.eps = atof(v);
-        else if (!strcmp(k, "weight_decay")) o->opt.weight_decay = atof(v);
-        else if (!strcmp(k, "max_grad_norm")) o->opt.max_grad_norm = atof(v);
-        else if (!strcmp(k, "eval_every")) o->eval_every = atol(v);
-        else if (!strcmp(k, "eval_batches")) o->eval_batches = atol(v);
-        else if (!strcmp(k, "save_every")) o->save_every = atol(v);
-        else if (!strcmp(k, "log_every")) o->log_every = atol(v);
-        else if (!strcmp(k, "max_bad_steps")) o->max_bad_steps = atoi(v);
-        else {
-            snprintf(err, errlen, "unknown training option 'train_%s' in the checkpoint", k);
-            free(copy);
-            return -1;
-        }
+/* Reads the train_* lines back (resume), split by config_text_each as config_from_text splits the
+ * model keys; other keys are config_from_text's and are skipped here, as are train_* lines without
+ * a value. */
+typedef struct {
+    TrainOptions *o;
+    char *err;
+    size_t errlen;
+} OptionsFromText;
+
+static int options_line(const char *key, const char *v, void *ctx) {
+    OptionsFromText *x = ctx;
+    TrainOptions *o = x->o;
+    if (strncmp(key, "train_", 6) || !v || !*v) return 0;
+    const char *k = key + 6;
+    if (!strcmp(k, "steps")) o->steps = atol(v);
+    else if (!strcmp(k, "batch")) o->batch = atoi(v);
+    else if (!strcmp(k, "accum")) o->accum = atoi(v);
+    else if (!strcmp(k, "seed")) o->seed = strtoull(v, NULL, 10);
+    else if (!strcmp(k, "mask_mode")) mask_mode_parse(v, &o->mask_mode);
+    else if (!strcmp(k, "mask_prob")) o->mask_prob = atof(v);
+    else if (!strcmp(k, "optimizer")) {
+        double lr = o->opt.lr;
+        optim_config_default(&o->opt, !strcmp(v, "xadam") ? OPTIM_XADAM : OPTIM_ADAMW);
+        o->opt.lr = lr;
+    } else if (!strcmp(k, "lr")) o->opt.lr = atof(v);
+    else if (!strcmp(k, "d_lr")) o->d_lr = atof(v);
+    else if (!strcmp(k, "warmup")) o->warmup = atol(v);
+    else if (!strcmp(k, "beta1")) o->opt.beta1 = atof(v);
+    else if (!strcmp(k, "beta2")) o->opt.beta2 = atof(v);
+    else if (!strcmp(k, "eps")) o->opt.eps = atof(v);
+    else if (!strcmp(k, "weight_decay")) o->opt.weight_decay = atof(v);
+    else if (!strcmp(k, "max_grad_norm")) o->opt.max_grad_norm = atof(v);
+    else if (!strcmp(k, "eval_every")) o->eval_every = atol(v);
+    else if (!strcmp(k, "eval_batches")) o->eval_batches = atol(v);
+    else if (!strcmp(k, "save_every")) o->save_every = atol(v);
+    else if (!strcmp(k, "log_every")) o->log_every = atol(v);
+    else if (!strcmp(k, "max_bad_steps")) o->max_bad_steps = atoi(v);
+    else {
+        snprintf(x->err, x->errlen, "unknown training option '%s' in the checkpoint", key);
+        return 1;
     }
-    free(copy);
     return 0;
+}
+
+static int options_from_text(TrainOptions *o, const char *text, char *err, size_t errlen) {
+    OptionsFromText x = {o, err, errlen};
+    const int rc = config_text_each(text, options_line, &x);
+    if (rc < 0) snprintf(err, errlen, "out of memory reading the training options");
+    return rc ? -1 : 0;
 }
 
 /* ---------------- metrics helpers ---------------- */
