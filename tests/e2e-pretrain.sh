@@ -95,5 +95,7 @@ $D eval "$W/A/checkpoint.h5" --data "$W/shards" --batches 2 --batch 4 > "$W/eval
 last=$(grep '"kind":"eval"' "$W/A/metrics.jsonl" | tail -1)
 auc=$(echo "$last" | sed 's/.*"rtd_auc":\([^,}]*\).*/\1/')
 grep -q "AUC $(printf '%.4f' "$auc")" "$W/eval.txt" || { cat "$W/eval.txt"; echo "$last"; fail "deberta eval disagrees with the run's last evaluation"; }
+flagged=$(echo "$last" | sed 's/.*"rtd_flagged":\([0-9]*\).*/\1/')
+grep -q "^ *$flagged tokens flagged" "$W/eval.txt" || { cat "$W/eval.txt"; echo "$last"; fail "deberta eval flags other tokens than the run's last evaluation"; }
 ok "deberta eval reproduces the run's final evaluation"
 echo "e2e-pretrain: all checks passed"
