@@ -139,14 +139,11 @@ static void test_list_files(void **state) {
 
 static int setup(void **state) {
     (void)state;
-    snprintf(g_dir, sizeof g_dir, "/tmp/deberta_test_corpus_XXXXXX");
-    return mkdtemp(g_dir) ? 0 : -1;
+    return test_tmpdir(g_dir, sizeof g_dir, "corpus");
 }
 static int teardown(void **state) {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_rmtree(g_dir);
 }
 
 int main(void) {

@@ -17,8 +17,7 @@ static char g_dir[64];
 
 static int setup(void **state) {
     (void)state;
-    snprintf(g_dir, sizeof g_dir, "/tmp/deberta_test_eval_XXXXXX");
-    if (!mkdtemp(g_dir)) return -1;
+    if (test_tmpdir(g_dir, sizeof g_dir, "eval")) return -1;
     int32_t *tok = xmalloc(DOC * sizeof(int32_t));
     for (int i = 0; i < DOC; i++) tok[i] = 5 + (int32_t)rng_below(7, 7, (uint64_t)i, VOCAB - 5);
     const int64_t off[3] = {0, DOC / 3, DOC};
@@ -31,9 +30,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_rmtree(g_dir);
 }
 
 typedef struct {

@@ -30,15 +30,12 @@ static int setup(void **s) {
         mkdir(dir, 0777);
         return 0;
     }
-    snprintf(dir, sizeof dir, "/tmp/deberta-test-export-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return test_tmpdir(dir, sizeof dir, "export");
 }
 
 static int teardown(void **s) {
     if (keep) return 0;
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_rmtree(dir);
 }
 
 static char *slurp(const char *path, size_t *n) {

@@ -401,8 +401,7 @@ static void test_bad_inputs(void **state) {
 
 static int setup(void **state) {
     (void)state;
-    snprintf(g_dir, sizeof g_dir, "/tmp/deberta_test_loader_XXXXXX");
-    if (!mkdtemp(g_dir)) return -1;
+    if (test_tmpdir(g_dir, sizeof g_dir, "loader")) return -1;
     snprintf(g_dir_val, sizeof g_dir_val, "%s/v", g_dir);
     mkdir(g_dir_val, 0777);
     write_corpus(g_dir_val, "val", VOCAB);
@@ -413,9 +412,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
     (void)state;
     for (int s = 0; s < N_SHARDS; s++) { free(g_tok[s]); free(g_off[s]); }
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_rmtree(g_dir);
 }
 
 int main(void) {

@@ -12,14 +12,11 @@
 static char dir[64];
 
 static int setup(void **s) {
-    snprintf(dir, sizeof dir, "/tmp/deberta-test-metrics-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return test_tmpdir(dir, sizeof dir, "metrics");
 }
 
 static int teardown(void **s) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_rmtree(dir);
 }
 
 static char *slurp(const char *path) {

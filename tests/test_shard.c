@@ -300,15 +300,11 @@ static void test_bad_vocab_mismatch(void **state) {
 
 static int setup(void **state) {
     (void)state;
-    snprintf(g_dir, sizeof g_dir, "/tmp/deberta_test_shard_XXXXXX");
-    if (!mkdtemp(g_dir)) return -1;
-    return 0;
+    return test_tmpdir(g_dir, sizeof g_dir, "shard");
 }
 static int teardown(void **state) {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_rmtree(g_dir);
 }
 
 int main(void) {
