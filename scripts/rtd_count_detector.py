@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """How hard is replaced-token detection on our shards for a detector that knows only n-gram counts?
 
-A yardstick for the discriminator, not part of training.  On the validation tokens, positions are
+A yardstick for the discriminator, not part of training.  On the validation tokens (read as one
+stream: document and sequence boundaries are ignored, an approximation), positions are
 masked at 15 % (at most one per window of 6, like the official masking) and replaced by a draw from a
 stand-in generator; a Bayes detector built from counts of the training shards then calls each token
 "replaced" when
