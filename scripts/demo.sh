@@ -7,7 +7,7 @@
 # DEMO_STEPS (overrides the time budget with a fixed step count), THREADS (default: all cores),
 # DEMO_FLAGS (extra `deberta pretrain` flags; default: 32-token sequences, 64 per batch -- the same
 # 2,048 tokens per step as the preset's 16 x 128, but a discriminator that leaves the all-original
-# baseline within the 10 minutes; README, "Why 32-token sequences").
+# baseline within the 10 minutes; README, "Why not the preset's 128-token sequences").
 set -e
 cd "$(dirname "$0")/.."
 DEMO_DIR=${DEMO_DIR:-runs/demo}

@@ -2,11 +2,12 @@
  * Each mode gets argv shifted so that argv[0] is its own name. */
 #ifndef DEBERTA_BENCH_H
 #define DEBERTA_BENCH_H
+#include <stdio.h>
+#include "model/config.h"
+
 int bench_ops(int argc, char **argv); /* GFLOP/s of the matmul op vs raw cblas gemm (train/bench_ops.c) */
 int bench_attention(int argc, char **argv); /* one attention block / one layer fwd+bwd (train/bench_attention.c) */
 int bench_step(int argc, char **argv); /* the full pretraining step, the default mode (train/bench_step.c) */
-#include <stdio.h>
-#include "model/config.h"
 
 /* The flags the modes share (train/bench_flags.c): -h/--help, --batch, --seq, --steps, --warmup,
  * --threads, --profile (each an int; a NULL target = the mode has no such flag), then the mode's own
