@@ -22,9 +22,16 @@ CFLAGS  += $(OPT) -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter 
            -I. -I$(BLASINC) $(HDF5_CFLAGS) $(PFLAGS) $(EXTRA_CFLAGS)
 LDLIBS  += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas $(HDF5_LIBS) -lm -fopenmp $(EXTRA_LDFLAGS)
 
-LIB_SRC := $(wildcard autograd/*.c model/*.c data/*.c) $(filter-out train/main.c,$(wildcard train/*.c))
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
-HDRS    := $(wildcard autograd/*.h model/*.h data/*.h train/*.h)
+# The library (build/libdeberta.a): autograd/, model/, data/ and the training library train/*.c.
+# The command line (train/cli/) and the benchmarks (train/bench/) are linked only into build/deberta;
+# train/bench/bench_data.c is a program of its own, built by scripts/bench-tokenizer.sh.
+LIB_SRC  := $(wildcard autograd/*.c model/*.c data/*.c train/*.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_SRC  := $(filter-out train/cli/main.c,$(wildcard train/cli/*.c))
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+BENCH_SRC := $(filter-out train/bench/bench_data.c,$(wildcard train/bench/*.c))
+BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
+HDRS     := $(wildcard autograd/*.h model/*.h data/*.h train/*.h train/cli/*.h train/bench/*.h)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
@@ -40,13 +47,20 @@ $(BUILD)/libdeberta.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# Linked from the objects (not the archive) so that weak subcommand symbols resolve.
-$(BUILD)/deberta: $(BUILD)/obj/train/main.o $(LIB_OBJ)
+# The commands and the benchmarks as objects (train/cli/omp_policy.c is a constructor that nothing
+# references, so it must not sit in an archive), then the library.
+$(BUILD)/deberta: $(BUILD)/obj/train/cli/main.o $(CLI_OBJ) $(BENCH_OBJ) $(BUILD)/libdeberta.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c $(wildcard tests/*.h) $(BUILD)/libdeberta.a
+# The command code without main and the constructor, for the suites that call a command
+# (tests/test_export.c runs cmd_export); not part of the library.
+$(BUILD)/libdeberta-cli.a: $(filter-out $(BUILD)/obj/train/cli/omp_policy.o,$(CLI_OBJ)) $(BENCH_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/tests/%: tests/%.c $(wildcard tests/*.h) $(BUILD)/libdeberta-cli.a $(BUILD)/libdeberta.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $< $(BUILD)/libdeberta.a -o $@ $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) $< $(BUILD)/libdeberta-cli.a $(BUILD)/libdeberta.a -o $@ $(LDLIBS) -lcmocka
 
 # One precision: every cmocka suite, then every end-to-end shell test.
 test-one: $(BUILD)/deberta $(TEST_BIN)

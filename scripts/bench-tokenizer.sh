@@ -16,7 +16,7 @@ BUILD=${BUILD:-build}
 make -s BUILD="$BUILD" "$BUILD/libdeberta.a" "$BUILD/deberta"
 HDF5_CFLAGS=$(pkg-config --cflags hdf5-serial); HDF5_LIBS=$(pkg-config --libs hdf5-serial)
 BLASDIR=/usr/lib/x86_64-linux-gnu/openblas-openmp
-cc -O3 -march=native -std=c11 -D_GNU_SOURCE -fopenmp -I. $HDF5_CFLAGS scripts/bench_data.c "$BUILD/libdeberta.a" \
+cc -O3 -march=native -std=c11 -D_GNU_SOURCE -fopenmp -I. $HDF5_CFLAGS train/bench/bench_data.c "$BUILD/libdeberta.a" \
    -o "$BUILD/bench_data" -L$BLASDIR -Wl,-rpath,$BLASDIR -lopenblas $HDF5_LIBS -lm
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT INT TERM

@@ -8,7 +8,7 @@
 # rounds and the ratios deberta.c / PyTorch in tokens/s (higher is better) and in peak RSS.
 # usage: [WARMUP=3] [BUILD=build] scripts/bench-vs-torch.sh [rounds (2)] [steps (10)] [threads (2)] [shapes ("tiny:128:16 xsmall:256:8")]
 # deberta.c is run as users run it: no OMP_* variables (it sets its own wait policy, see
-# train/omp_policy.c).  OPENBLAS_* variables of the environment are passed through unchanged.
+# train/cli/omp_policy.c).  OPENBLAS_* variables of the environment are passed through unchanged.
 # A measurement, never an assertion.  Numbers: docs/PERFORMANCE.md, "Training step".
 set -e
 cd "$(dirname "$0")/.."

@@ -6,7 +6,6 @@
 BIN=${BUILD:-build}/deberta
 PY=/usr/bin/python3
 [ -x "$BIN" ] || { echo "skip: $BIN not built"; exit 77; }
-"$BIN" prep --help >/dev/null 2>&1 || { echo "skip: prep is not part of this build"; exit 77; }
 $PY -c "import h5py, numpy" 2>/dev/null || { echo "skip: /usr/bin/python3 lacks h5py/numpy (scripts/install-deps.sh)"; exit 77; }
 
 T=$(mktemp -d /tmp/deberta_e2e_prep_XXXXXX)

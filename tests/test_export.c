@@ -17,7 +17,7 @@
 #include "data/tokenizer.h"
 #include "model/electra.h"
 #include "train/checkpoint.h"
-#include "train/cli.h"
+#include "train/cli/cli.h"
 
 static char dir[256];
 static int keep;

@@ -21,8 +21,8 @@
 #include "model/electra.h"
 #include "model/safetensors.h"
 #include "train/checkpoint.h"
-#include "train/cli.h"
-#include "train/h5io.h"
+#include "train/cli/cli.h"
+#include "train/cli/h5io.h"
 
 static void usage(FILE *f) {
     fprintf(f,

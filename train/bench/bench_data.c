@@ -1,4 +1,5 @@
-/* bench_data.c — data-room timings, built and run by scripts/bench-tokenizer.sh.
+/* bench_data.c — data-room timings, a program of its own (not linked into build/deberta), built and run
+ * by scripts/bench-tokenizer.sh.
  *
  *   bench_data CORPUS_DIR VOCAB OUT_TOKENIZER [SHARD_DIR]
  *

@@ -13,7 +13,7 @@
 #include "autograd/util.h"
 #include "model/encoder.h"
 #include "model/init.h"
-#include "train/bench.h"
+#include "train/bench/bench.h"
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

@@ -17,8 +17,8 @@
 #include "autograd/util.h"
 #include "model/encoder.h"
 #include "model/init.h"
-#include "train/cli.h"
-#include "train/h5io.h"
+#include "train/cli/cli.h"
+#include "train/cli/h5io.h"
 
 #if REAL_IS_DOUBLE
 #define H5_REAL H5T_NATIVE_DOUBLE

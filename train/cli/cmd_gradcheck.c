@@ -4,7 +4,7 @@
 #include "autograd/gradcheck_ops.h"
 #include "autograd/util.h"
 #include "model/gradcheck_model.h"
-#include "train/cli.h"
+#include "train/cli/cli.h"
 
 /* Runs the cases whose op name matches `only` (all if NULL); one line each. */
 static void run_cases(Tape *t, const GCCase *cases, int n, const char *only, int *ran, int *fails) {

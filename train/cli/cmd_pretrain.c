@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include "autograd/util.h"
-#include "train/cli.h"
+#include "train/cli/cli.h"
 #include "train/pretrain.h"
 
 static void usage(FILE *f) {

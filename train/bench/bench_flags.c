@@ -1,10 +1,10 @@
 /* bench_flags.c — the command-line flags `deberta bench step` and `deberta bench attention` share
- * (declared in train/bench.h): one loop, so both modes answer --help, an unknown argument and a bad
+ * (declared in train/bench/bench.h): one loop, so both modes answer --help, an unknown argument and a bad
  * config flag the same way. */
 #include <stdlib.h>
 #include <string.h>
 #include "autograd/util.h"
-#include "train/bench.h"
+#include "train/bench/bench.h"
 
 int bench_parse_flags(const BenchFlags *f, ModelConfig *cfg, int argc, char **argv) {
     const struct {

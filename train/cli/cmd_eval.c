@@ -5,7 +5,7 @@
 #include <omp.h>
 #include "autograd/util.h"
 #include "train/checkpoint.h"
-#include "train/cli.h"
+#include "train/cli/cli.h"
 #include "train/pretrain.h"
 
 int cmd_eval(int argc, char **argv) {

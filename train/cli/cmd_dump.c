@@ -17,8 +17,8 @@
 #include "autograd/util.h"
 #include "model/electra.h"
 #include "train/checkpoint.h"
-#include "train/cli.h"
-#include "train/h5io.h"
+#include "train/cli/cli.h"
+#include "train/cli/h5io.h"
 
 static void usage(FILE *f) {
     fprintf(f,

@@ -1,15 +1,15 @@
-/* bench.h — the modes of `deberta bench` (train/cmd_bench.c dispatches on argv[1]).
+/* bench.h — the modes of `deberta bench` (train/cli/cmd_bench.c dispatches on argv[1]).
  * Each mode gets argv shifted so that argv[0] is its own name. */
 #ifndef DEBERTA_BENCH_H
 #define DEBERTA_BENCH_H
 #include <stdio.h>
 #include "model/config.h"
 
-int bench_ops(int argc, char **argv); /* GFLOP/s of the matmul op vs raw cblas gemm (train/bench_ops.c) */
-int bench_attention(int argc, char **argv); /* one attention block / one layer fwd+bwd (train/bench_attention.c) */
-int bench_step(int argc, char **argv); /* the full pretraining step, the default mode (train/bench_step.c) */
+int bench_ops(int argc, char **argv); /* GFLOP/s of the matmul op vs raw cblas gemm (train/bench/bench_ops.c) */
+int bench_attention(int argc, char **argv); /* one attention block / one layer fwd+bwd (train/bench/bench_attention.c) */
+int bench_step(int argc, char **argv); /* the full pretraining step, the default mode (train/bench/bench_step.c) */
 
-/* The flags the modes share (train/bench_flags.c): -h/--help, --batch, --seq, --steps, --warmup,
+/* The flags the modes share (train/bench/bench_flags.c): -h/--help, --batch, --seq, --steps, --warmup,
  * --threads, --profile (each an int; a NULL target = the mode has no such flag), then the mode's own
  * flags (extra: 1 = taken, advancing *i past any value; 0 = not one of its), then config keys as flags
  * (--preset, --hidden_size 64, ...; a bad one is fatal: "error: <who>: <reason>").  Anything else:

@@ -1,9 +1,9 @@
 /* cmd_bench.c — `deberta bench <mode> [options]`: benchmarks (never tests).  One line per mode in
- * the table below; each mode lives in its own train/bench_*.c and is declared in train/bench.h. */
+ * the table below; each mode lives in its own train/bench/bench_*.c and is declared in train/bench/bench.h. */
 #include <stdio.h>
 #include <string.h>
-#include "train/bench.h"
-#include "train/cli.h"
+#include "train/bench/bench.h"
+#include "train/cli/cli.h"
 
 typedef struct {
     const char *name;

@@ -18,7 +18,7 @@
 #include "autograd/rng.h"
 #include "autograd/util.h"
 #include "data/loader.h"
-#include "train/bench.h"
+#include "train/bench/bench.h"
 #include "train/pretrain.h"
 
 static int cmp_d(const void *a, const void *b) {

@@ -1,18 +1,8 @@
-/* main.c — build/deberta: dispatches to the subcommands declared in cli.h.
- * A subcommand whose file is not yet part of the build is linked as a weak NULL symbol and
- * reported as unavailable (exit 2) instead of failing the link. */
+/* main.c — build/deberta: dispatches to the subcommands declared in cli.h (one train/cli/cmd_*.c
+ * file per command). */
 #include <stdio.h>
 #include <string.h>
-#include "train/cli.h"
-
-#pragma weak cmd_prep
-#pragma weak cmd_pretrain
-#pragma weak cmd_eval
-#pragma weak cmd_gradcheck
-#pragma weak cmd_dump
-#pragma weak cmd_dump_encoder
-#pragma weak cmd_export
-#pragma weak cmd_bench
+#include "train/cli/cli.h"
 
 typedef struct {
     const char *name;
@@ -23,7 +13,7 @@ typedef struct {
 static void usage(const Command *cmds, int n) {
     fprintf(stderr, "usage: deberta <command> [options]   (deberta <command> --help for its options)\n\ncommands:\n");
     for (int i = 0; i < n; i++)
-        fprintf(stderr, "  %-10s %s%s\n", cmds[i].name, cmds[i].help, cmds[i].fn ? "" : "  [not built]");
+        fprintf(stderr, "  %-10s %s\n", cmds[i].name, cmds[i].help);
 }
 
 int main(int argc, char **argv) {
@@ -44,10 +34,6 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < n; i++) {
         if (strcmp(argv[1], cmds[i].name) != 0) continue;
-        if (!cmds[i].fn) {
-            fprintf(stderr, "error: command '%s' is not part of this build yet\n", argv[1]);
-            return 2;
-        }
         return cmds[i].fn(argc - 1, argv + 1);
     }
     fprintf(stderr, "error: unknown command '%s' (run 'deberta --help' for the list)\n", argv[1]);

@@ -5,7 +5,7 @@
  * threads and writes DIR/train-NNNNN.h5, DIR/val-NNNNN.h5, DIR/tokenizer.bin and DIR/tokenizer.json.
  * Same inputs and flags give byte-identical outputs, whatever the thread count.
  */
-#include "train/cli.h"
+#include "train/cli/cli.h"
 #include "data/corpus.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"

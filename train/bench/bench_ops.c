@@ -15,7 +15,7 @@
 #include "autograd/ops.h"
 #include "autograd/rng.h"
 #include "autograd/util.h"
-#include "train/bench.h"
+#include "train/bench/bench.h"
 
 static Tensor *bench_tensor(int r, int c, uint64_t stream) {
     Tensor *x = xcalloc(1, sizeof(Tensor));

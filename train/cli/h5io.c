@@ -1,5 +1,5 @@
 /* h5io.c — plain-HDF5 parity files: weights, full-model batch, dump writer.  See h5io.h. */
-#include "train/h5io.h"
+#include "train/cli/h5io.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,12 @@
+/* cli.h — the subcommands of build/deberta.  Each lives in its own train/cli/cmd_*.c file. */
+#ifndef DEBERTA_CLI_H
+#define DEBERTA_CLI_H
+int cmd_prep(int argc, char **argv);      /* text -> tokenizer + HDF5 shards         (train/cli/cmd_prep.c) */
+int cmd_pretrain(int argc, char **argv);  /* ELECTRA-style G/D pretraining           (train/cli/cmd_pretrain.c) */
+int cmd_eval(int argc, char **argv);      /* held-out metrics of a checkpoint        (train/cli/cmd_eval.c) */
+int cmd_gradcheck(int argc, char **argv); /* finite-difference checks                (train/cli/cmd_gradcheck.c) */
+int cmd_dump(int argc, char **argv);      /* every activation/gradient of one batch  (train/cli/cmd_dump.c) */
+int cmd_dump_encoder(int argc, char **argv); /* encoder parity files                (train/cli/cmd_dump_encoder.c) */
+int cmd_export(int argc, char **argv);    /* Hugging Face folder                     (train/cli/cmd_export.c) */
+int cmd_bench(int argc, char **argv);     /* timings                                 (train/cli/cmd_bench.c) */
+#endif
