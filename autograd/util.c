@@ -1,10 +1,14 @@
 /* util.c — see util.h */
 #include "autograd/util.h"
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 uint64_t g_alloc_count = 0;
 
@@ -26,6 +30,16 @@ void warn(const char *fmt, ...) {
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+}
+
+int errf(char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
 }
 
 void *xcalloc_aligned(size_t bytes) {
@@ -79,4 +93,112 @@ double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* ---- files ---- */
+
+int mkdir_p(const char *path) {
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) { errno = ENAMETOOLONG; return -1; }
+    for (char *q = buf + 1; *q; q++) {
+        if (*q != '/') continue;
+        *q = 0;
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+        *q = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+    return 0;
+}
+
+char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0, got;
+    char *b = xmalloc(cap + 1);
+    while ((got = fread(b + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) { cap *= 2; b = xrealloc(b, cap + 1); }
+    }
+    const int bad = ferror(f);
+    fclose(f);
+    if (bad) { free(b); errno = EIO; return NULL; }
+    b[n] = 0;
+    *len = n;
+    return b;
+}
+
+static int fsync_path(const char *path, int dir) {
+    int fd = open(path, O_RDONLY | (dir ? O_DIRECTORY : 0));
+    if (fd < 0) return -1;
+    int r = fsync(fd);
+    const int e = errno;
+    close(fd);
+    errno = e;
+    return r;
+}
+
+void fsync_dir_of(const char *path) {
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    const int e = errno;
+    fsync_path(dir, 1);
+    errno = e;
+}
+
+int durable_rename(const char *tmp, const char *path) {
+    if (fsync_path(tmp, 0) != 0 || rename(tmp, path) != 0) {
+        const int e = errno;
+        unlink(tmp);
+        errno = e;
+        return -1;
+    }
+    fsync_dir_of(path);
+    return 0;
+}
+
+int atomic_open(AtomicFile *a, const char *path) {
+    a->f = NULL;
+    if (snprintf(a->path, sizeof a->path, "%s", path) >= (int)sizeof a->path ||
+        snprintf(a->tmp, sizeof a->tmp, "%s.tmp", path) >= (int)sizeof a->tmp) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    a->f = fopen(a->tmp, "wb");
+    return a->f ? 0 : -1;
+}
+
+int atomic_commit(AtomicFile *a) {
+    int ok = !ferror(a->f) && fflush(a->f) == 0 && fsync(fileno(a->f)) == 0;
+    int e = ok ? 0 : (errno ? errno : EIO);
+    if (fclose(a->f) != 0 && ok) { ok = 0; e = errno; }
+    a->f = NULL;
+    if (ok && rename(a->tmp, a->path) != 0) { ok = 0; e = errno; }
+    if (!ok) {
+        unlink(a->tmp);
+        errno = e;
+        return -1;
+    }
+    fsync_dir_of(a->path);
+    return 0;
+}
+
+void atomic_abort(AtomicFile *a) {
+    if (a->f) fclose(a->f);
+    a->f = NULL;
+    unlink(a->tmp);
+}
+
+int write_file_atomic(const char *path, const void *data, size_t n) {
+    AtomicFile a;
+    if (atomic_open(&a, path) != 0) return -1;
+    if (fwrite(data, 1, n, a.f) != n) {
+        const int e = errno ? errno : EIO;
+        atomic_abort(&a);
+        errno = e;
+        return -1;
+    }
+    return atomic_commit(&a);
 }

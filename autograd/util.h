@@ -1,13 +1,20 @@
-/* util.h — error reporting, aligned allocation, timing.  Shared by every room. */
+/* util.h — the base every room may use (the bottom of the dependency order: includes nothing of
+ * the project): error reporting, the error-buffer formatter, aligned allocation, timing, and the
+ * file helpers (mkdir -p, read a whole file, durable atomic writes). */
 #ifndef DEBERTA_UTIL_H
 #define DEBERTA_UTIL_H
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Print "error: <formatted message>" on one line to stderr and exit(1). */
 void fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 /* Print "warning: ..." on one line to stderr. */
 void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The one error-buffer formatter: formats into err (when err && errlen) and returns -1, so that a
+ * function reports a failure with `return errf(err, errlen, "...", ...)`. */
+int errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* 64-byte aligned, zeroed allocation; exits with a clear message when memory runs out. */
 void *xcalloc_aligned(size_t bytes);
@@ -20,6 +27,38 @@ char *xstrdup(const char *s);
 
 /* Wall-clock seconds (monotonic). */
 double now_seconds(void);
+
+/* ---- files ----
+ * Every file the project writes is durable and atomic: written under "<path>.tmp" in the same
+ * directory, flushed, fsync'd, renamed over <path>, and the directory fsync'd (some file systems
+ * refuse fsync on a directory; that is ignored).  At every instant <path> is either the previous
+ * complete file or the new complete one.  Failures return -1 with errno set and remove the temp
+ * file. */
+
+/* mkdir -p (mode 0777, the umask applies).  0, or -1 with errno. */
+int mkdir_p(const char *path);
+/* The whole file in a malloc'd buffer with a NUL after its *len bytes; NULL with errno on failure. */
+char *read_file(const char *path, size_t *len);
+/* fsync of the directory that holds path (best effort). */
+void fsync_dir_of(const char *path);
+/* fsync(tmp), rename(tmp, path), fsync of the directory: for files written by another library
+ * (HDF5) under a temporary name.  0, or -1 with errno (tmp is then removed). */
+int durable_rename(const char *tmp, const char *path);
+
+typedef struct {
+    FILE *f;         /* write into this */
+    char tmp[4200];  /* "<path>.tmp" */
+    char path[4096];
+} AtomicFile;
+/* Opens "<path>.tmp" for writing.  0, or -1 with errno. */
+int atomic_open(AtomicFile *a, const char *path);
+/* fflush, fsync, fclose, rename over the path, fsync of the directory.  0, or -1 with errno (any
+ * earlier write error of the stream counts; the temp file is removed). */
+int atomic_commit(AtomicFile *a);
+/* Closes and removes the temp file (a write abandoned half-way). */
+void atomic_abort(AtomicFile *a);
+/* atomic_open + fwrite + atomic_commit of n bytes. */
+int write_file_atomic(const char *path, const void *data, size_t n);
 
 /* Counts of heap allocations done through the x* helpers (for the no-malloc-in-step test). */
 extern uint64_t g_alloc_count;

@@ -9,14 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* ---------------------------------------------------------------- documents */
 
 void docset_add(DocSet *ds, const char *text, size_t len) {
@@ -59,9 +51,9 @@ static int is_input_name(const char *s) { return ends_with(s, ".txt") || ends_wi
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static int walk(const char *dir, StrList *out, char *err, size_t errlen, int depth) {
-    if (depth > 64) { set_err(err, errlen, "%s: folders nested too deeply (symlink loop?)", dir); return -1; }
+    if (depth > 64) { errf(err, errlen, "%s: folders nested too deeply (symlink loop?)", dir); return -1; }
     DIR *d = opendir(dir);
-    if (!d) { set_err(err, errlen, "%s: cannot open folder (%s)", dir, strerror(errno)); return -1; }
+    if (!d) { errf(err, errlen, "%s: cannot open folder (%s)", dir, strerror(errno)); return -1; }
     struct dirent *e;
     int rc = 0;
     while (rc == 0 && (e = readdir(d)) != NULL) {
@@ -70,7 +62,7 @@ static int walk(const char *dir, StrList *out, char *err, size_t errlen, int dep
         char *p = xmalloc(n);
         snprintf(p, n, "%s/%s", dir, e->d_name);
         struct stat st;
-        if (stat(p, &st) != 0) { set_err(err, errlen, "%s: cannot stat (%s)", p, strerror(errno)); rc = -1; }
+        if (stat(p, &st) != 0) { errf(err, errlen, "%s: cannot stat (%s)", p, strerror(errno)); rc = -1; }
         else if (S_ISDIR(st.st_mode)) rc = walk(p, out, err, errlen, depth + 1);
         else if (S_ISREG(st.st_mode) && is_input_name(e->d_name)) sl_push(out, p);
         free(p);
@@ -85,7 +77,7 @@ int corpus_list_files(const char *const *paths, int n_paths, char ***files, size
     for (int i = 0; i < n_paths && rc == 0; i++) {
         struct stat st;
         if (stat(paths[i], &st) != 0) {
-            set_err(err, errlen, "input %s: cannot open (%s)", paths[i], strerror(errno));
+            errf(err, errlen, "input %s: cannot open (%s)", paths[i], strerror(errno));
             rc = -1;
         } else if (S_ISDIR(st.st_mode)) {
             char *p = xstrdup(paths[i]);
@@ -94,13 +86,13 @@ int corpus_list_files(const char *const *paths, int n_paths, char ***files, size
             rc = walk(p, &l, err, errlen, 0);
             free(p);
         } else if (!is_input_name(paths[i])) {
-            set_err(err, errlen, "input %s: unsupported file type (expected .txt or .jsonl)", paths[i]);
+            errf(err, errlen, "input %s: unsupported file type (expected .txt or .jsonl)", paths[i]);
             rc = -1;
         } else {
             sl_push(&l, paths[i]);
         }
     }
-    if (rc == 0 && l.n == 0) { set_err(err, errlen, "no .txt or .jsonl files found in the inputs"); rc = -1; }
+    if (rc == 0 && l.n == 0) { errf(err, errlen, "no .txt or .jsonl files found in the inputs"); rc = -1; }
     if (rc != 0) {
         for (size_t i = 0; i < l.n; i++) free(l.v[i]);
         free(l.v);
@@ -125,7 +117,7 @@ typedef struct {
 } JP;
 
 static int jp_fail(JP *p, const char *what) {
-    set_err(p->err, p->errlen, "invalid JSON: %s at column %zu", what, p->i + 1);
+    errf(p->err, p->errlen, "invalid JSON: %s at column %zu", what, p->i + 1);
     return -1;
 }
 static void jp_ws(JP *p) {
@@ -293,7 +285,7 @@ int json_string_field(const char *line, size_t len, const char *field, char **ou
         jp_ws(&p);
         if (match && !found) {
             if (p.i >= p.n || p.s[p.i] != '"') {
-                set_err(err, errlen, "field \"%s\" is not a string", field);
+                errf(err, errlen, "field \"%s\" is not a string", field);
                 goto fail;
             }
             if (jp_string(&p, out, out_len)) goto fail;
@@ -318,25 +310,6 @@ fail:
 
 /* ---------------------------------------------------------------- files */
 
-static char *read_all(const char *path, size_t *len, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { set_err(err, errlen, "input %s: cannot open (%s)", path, strerror(errno)); return NULL; }
-    size_t cap = 1 << 16, n = 0, got;
-    char *b = xmalloc(cap);
-    while ((got = fread(b + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) { cap *= 2; b = xrealloc(b, cap); }
-    }
-    if (ferror(f)) {
-        set_err(err, errlen, "input %s: read error (%s)", path, strerror(errno));
-        fclose(f); free(b);
-        return NULL;
-    }
-    fclose(f);
-    *len = n;
-    return b;
-}
-
 static int is_blank(const char *s, size_t n) {
     for (size_t i = 0; i < n; i++) if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r') return 0;
     return 1;
@@ -344,8 +317,8 @@ static int is_blank(const char *s, size_t n) {
 
 int corpus_read_file(const char *path, DocSet *ds, char *err, size_t errlen) {
     size_t n;
-    char *b = read_all(path, &n, err, errlen);
-    if (!b) return -1;
+    char *b = read_file(path, &n);
+    if (!b) return errf(err, errlen, "input %s: cannot open (%s)", path, strerror(errno));
     int jsonl = ends_with(path, ".jsonl");
     size_t i = 0, line_no = 0;
     size_t doc_start = 0, doc_end = 0;
@@ -363,8 +336,8 @@ int corpus_read_file(const char *path, DocSet *ds, char *err, size_t errlen) {
                 size_t tl = 0;
                 int rc = json_string_field(b + i, l, "text", &text, &tl, msg, sizeof msg);
                 if (rc != 0) {
-                    if (rc == 1) set_err(err, errlen, "input %s:%zu: no string field \"text\"", path, line_no);
-                    else set_err(err, errlen, "input %s:%zu: %s", path, line_no, msg);
+                    if (rc == 1) errf(err, errlen, "input %s:%zu: no string field \"text\"", path, line_no);
+                    else errf(err, errlen, "input %s:%zu: %s", path, line_no, msg);
                     free(b);
                     return -1;
                 }

@@ -46,14 +46,6 @@ struct Loader {
     int64_t *wperm;           /* [window] permutation inside the window */
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 void batch_alloc(Batch *b, int B, int T) {
     b->B = B; b->T = T;
     b->input_ids = xcalloc((size_t)B * T, sizeof(int32_t));
@@ -148,17 +140,17 @@ static int is_shard_name(const char *name, const char *split) {
 
 Loader *loader_open_err(const char *dir, const char *split, const LoaderConfig *cfg, char *err, size_t errlen) {
     if (strcmp(split, "train") != 0 && strcmp(split, "val") != 0) {
-        set_err(err, errlen, "loader: split must be 'train' or 'val', got '%s'", split);
+        errf(err, errlen, "loader: split must be 'train' or 'val', got '%s'", split);
         return NULL;
     }
     if (cfg->T < 3 || cfg->B < 1 || cfg->world < 1 || cfg->rank < 0 || cfg->rank >= cfg->world ||
         !(cfg->mask_prob > 0 && cfg->mask_prob < 1) || cfg->window < 1 || (unsigned)cfg->mask_mode > MASK_NONE) {
-        set_err(err, errlen, "loader: invalid config (T=%d B=%d rank=%d world=%d mask_prob=%g window=%d)", cfg->T,
+        errf(err, errlen, "loader: invalid config (T=%d B=%d rank=%d world=%d mask_prob=%g window=%d)", cfg->T,
                 cfg->B, cfg->rank, cfg->world, cfg->mask_prob, cfg->window);
         return NULL;
     }
     DIR *d = opendir(dir);
-    if (!d) { set_err(err, errlen, "shards %s: cannot open folder", dir); return NULL; }
+    if (!d) { errf(err, errlen, "shards %s: cannot open folder", dir); return NULL; }
     char **names = NULL;
     int n = 0, cap = 0;
     struct dirent *e;
@@ -172,7 +164,7 @@ Loader *loader_open_err(const char *dir, const char *split, const LoaderConfig *
     }
     closedir(d);
     if (n == 0) {
-        set_err(err, errlen, "shards %s: no %s-NNNNN.h5 files (run deberta prep)", dir, split);
+        errf(err, errlen, "shards %s: no %s-NNNNN.h5 files (run deberta prep)", dir, split);
         free(names);
         return NULL;
     }
@@ -200,7 +192,7 @@ Loader *loader_open_err(const char *dir, const char *split, const LoaderConfig *
             L->vocab_size = (int)shard_vocab_size(s);
             snprintf(L->hash, sizeof L->hash, "%s", shard_tokenizer_hash(s));
         } else if (shard_vocab_size(s) != L->vocab_size || strcmp(shard_tokenizer_hash(s), L->hash) != 0) {
-            set_err(err, errlen, "shard %s: tokenizer %s (vocab %lld) differs from %s's %s (vocab %d); mixed prep outputs?",
+            errf(err, errlen, "shard %s: tokenizer %s (vocab %lld) differs from %s's %s (vocab %d); mixed prep outputs?",
                     m->path, shard_tokenizer_hash(s), (long long)shard_vocab_size(s), L->shards[0].path, L->hash,
                     L->vocab_size);
             shard_close(s);
@@ -421,12 +413,12 @@ void loader_get_state(const Loader *L, LoaderState *s) {
 
 int loader_set_state(Loader *L, const LoaderState *s, char *err, size_t errlen) {
     if (s->version != LOADER_STATE_VERSION) {
-        set_err(err, errlen, "loader state: version %lld, expected %d", (long long)s->version, LOADER_STATE_VERSION);
+        errf(err, errlen, "loader state: version %lld, expected %d", (long long)s->version, LOADER_STATE_VERSION);
         return -1;
     }
     if (s->n_sequences != L->n_seq || s->T != L->cfg.T || s->seed != (int64_t)L->cfg.seed ||
         s->mask_mode != L->cfg.mask_mode || s->position < 0) {
-        set_err(err, errlen,
+        errf(err, errlen,
                 "loader state: saved for %lld sequences, T=%lld, seed %lld, mask %lld; this loader has %lld, T=%d, "
                 "seed %llu, mask %d (different shards or settings)",
                 (long long)s->n_sequences, (long long)s->T, (long long)s->seed, (long long)s->mask_mode,

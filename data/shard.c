@@ -1,5 +1,6 @@
 /* shard.c — HDF5 shard writer and validating reader.  See shard.h and docs/FORMATS.md. */
 #include "data/shard.h"
+#include "data/h5util.h"
 #include "data/tokenizer.h"
 #include "autograd/util.h"
 #include <errno.h>
@@ -18,24 +19,6 @@ struct Shard {
     int64_t n_tokens, n_docs, vocab_size;
     char hash[17];
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
-/* HDF5 prints its own error stack by default; we report our own one-line errors instead. */
-typedef struct { H5E_auto2_t fn; void *data; } H5Quiet;
-static H5Quiet h5_quiet(void) {
-    H5Quiet q;
-    H5Eget_auto2(H5E_DEFAULT, &q.fn, &q.data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    return q;
-}
-static void h5_loud(H5Quiet q) { H5Eset_auto2(H5E_DEFAULT, q.fn, q.data); }
 
 static uint64_t fnv1a64(const uint8_t *p, size_t n) {
     uint64_t h = 0xcbf29ce484222325ull;
@@ -89,20 +72,21 @@ static int write_dataset(hid_t file, const char *name, hid_t ftype, hid_t mtype,
 int shard_write(const char *path, const int32_t *tokens, const int64_t *doc_offsets, int64_t n_docs,
                 const ShardInfo *info, char *err, size_t errlen) {
     if (n_docs < 1 || doc_offsets[0] != 0 || doc_offsets[n_docs] < 1) {
-        set_err(err, errlen, "shard %s: refusing to write an empty shard", path);
+        errf(err, errlen, "shard %s: refusing to write an empty shard", path);
         return -1;
     }
     int64_t n_tokens = doc_offsets[n_docs];
     size_t tl = strlen(path) + 8;
     char *tmp = xmalloc(tl);
     snprintf(tmp, tl, "%s.tmp", path);
-    H5Quiet q = h5_quiet();
+    H5Quiet q;
+    h5_quiet(&q);
     int rc = -1;
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
     H5Pset_obj_track_times(fcpl, 0);
     hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
     H5Pclose(fcpl);
-    if (file < 0) { set_err(err, errlen, "shard %s: cannot create", tmp); goto out; }
+    if (file < 0) { errf(err, errlen, "shard %s: cannot create", tmp); goto out; }
     char hash[17];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)fnv1a64(info->tokenizer, info->tokenizer_len));
     int bad = 0;
@@ -128,26 +112,19 @@ int shard_write(const char *path, const int32_t *tokens, const int64_t *doc_offs
     bad |= write_dataset(file, "tokenizer", H5T_STD_U8LE, H5T_NATIVE_UINT8, info->tokenizer,
                          (hsize_t)info->tokenizer_len, 0);
     if (H5Fclose(file) < 0) bad = 1;
-    if (bad) { set_err(err, errlen, "shard %s: HDF5 write failed (disk full?)", tmp); goto out; }
-    int fd = open(tmp, O_RDONLY);
-    if (fd < 0 || fsync(fd) != 0) {
-        set_err(err, errlen, "shard %s: fsync failed (%s)", tmp, strerror(errno));
-        if (fd >= 0) close(fd);
-        goto out;
-    }
-    close(fd);
-    if (rename(tmp, path) != 0) { set_err(err, errlen, "shard %s: rename failed (%s)", path, strerror(errno)); goto out; }
+    if (bad) { errf(err, errlen, "shard %s: HDF5 write failed (disk full?)", tmp); goto out; }
+    if (durable_rename(tmp, path) != 0) { errf(err, errlen, "shard %s: fsync or rename failed (%s)", path, strerror(errno)); goto out; }
     rc = 0;
 out:
     if (rc != 0) unlink(tmp);
-    h5_loud(q);
+    h5_loud(&q);
     free(tmp);
     return rc;
 }
 
 /* ---------------------------------------------------------------- reading */
 
-#define FAIL(...) do { set_err(err, errlen, __VA_ARGS__); goto fail; } while (0)
+#define FAIL(...) do { errf(err, errlen, __VA_ARGS__); goto fail; } while (0)
 #define REDO "(re-run deberta prep)"
 
 static int read_attr_i64(hid_t f, const char *name, int64_t *v) {
@@ -198,23 +175,23 @@ static const char *dtype_name(hid_t t) {
 /* Opens a 1-D dataset and checks rank and length; returns the dataset id or -1 with a message. */
 static hid_t open_1d(hid_t f, const char *path, const char *name, int64_t want_len, char *err, size_t errlen) {
     if (H5Lexists(f, name, H5P_DEFAULT) <= 0) {
-        set_err(err, errlen, "shard %s: missing dataset '%s' " REDO, path, name);
+        errf(err, errlen, "shard %s: missing dataset '%s' " REDO, path, name);
         return -1;
     }
     hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-    if (d < 0) { set_err(err, errlen, "shard %s: cannot open dataset '%s' (file corrupt?) " REDO, path, name); return -1; }
+    if (d < 0) { errf(err, errlen, "shard %s: cannot open dataset '%s' (file corrupt?) " REDO, path, name); return -1; }
     hid_t sp = H5Dget_space(d);
     int rank = H5Sget_simple_extent_ndims(sp);
     hsize_t dims[8] = {0};
     if (rank == 1) H5Sget_simple_extent_dims(sp, dims, NULL);
     H5Sclose(sp);
     if (rank != 1) {
-        set_err(err, errlen, "shard %s: dataset '%s' has %d dimensions, expected 1 " REDO, path, name, rank);
+        errf(err, errlen, "shard %s: dataset '%s' has %d dimensions, expected 1 " REDO, path, name, rank);
         H5Dclose(d);
         return -1;
     }
     if (want_len >= 0 && (int64_t)dims[0] != want_len) {
-        set_err(err, errlen, "shard %s: dataset '%s' has %lld elements, expected %lld from the attributes " REDO,
+        errf(err, errlen, "shard %s: dataset '%s' has %lld elements, expected %lld from the attributes " REDO,
                 path, name, (long long)dims[0], (long long)want_len);
         H5Dclose(d);
         return -1;
@@ -236,9 +213,10 @@ static int read_1d(hid_t d, hid_t mtype, int64_t start, int64_t count, void *out
 
 Shard *shard_open(const char *path, int check_ids, char *err, size_t errlen) {
     FILE *probe = fopen(path, "rb");
-    if (!probe) { set_err(err, errlen, "shard %s: cannot open (%s)", path, strerror(errno)); return NULL; }
+    if (!probe) { errf(err, errlen, "shard %s: cannot open (%s)", path, strerror(errno)); return NULL; }
     fclose(probe);
-    H5Quiet q = h5_quiet();
+    H5Quiet q;
+    h5_quiet(&q);
     Shard *s = xcalloc(1, sizeof *s);
     s->path = xstrdup(path);
     s->file = s->tokens = s->offsets = -1;
@@ -340,14 +318,14 @@ Shard *shard_open(const char *path, int check_ids, char *err, size_t errlen) {
         }
         free(tbuf); tbuf = NULL;
     }
-    h5_loud(q);
+    h5_loud(&q);
     return s;
 fail:
     free(obuf);
     free(tbuf);
     if (tokd >= 0) H5Dclose(tokd);
     shard_close(s);
-    h5_loud(q);
+    h5_loud(&q);
     return NULL;
 }
 
@@ -368,21 +346,22 @@ const char *shard_tokenizer_hash(const Shard *s) { return s->hash; }
 
 int shard_read_tokens(Shard *s, int64_t start, int64_t count, int32_t *out, char *err, size_t errlen) {
     if (start < 0 || count < 0 || start + count > s->n_tokens) {
-        set_err(err, errlen, "shard %s: token range [%lld, %lld) outside [0, %lld)", s->path, (long long)start,
+        errf(err, errlen, "shard %s: token range [%lld, %lld) outside [0, %lld)", s->path, (long long)start,
                 (long long)(start + count), (long long)s->n_tokens);
         return -1;
     }
-    H5Quiet q = h5_quiet();
+    H5Quiet q;
+    h5_quiet(&q);
     int rc = read_1d(s->tokens, H5T_NATIVE_INT32, start, count, out);
-    h5_loud(q);
+    h5_loud(&q);
     if (rc != 0) {
-        set_err(err, errlen, "shard %s: cannot read tokens [%lld, %lld) (truncated or corrupt file) " REDO, s->path,
+        errf(err, errlen, "shard %s: cannot read tokens [%lld, %lld) (truncated or corrupt file) " REDO, s->path,
                 (long long)start, (long long)(start + count));
         return -1;
     }
     for (int64_t i = 0; i < count; i++) {
         if (out[i] < 0 || out[i] >= s->vocab_size) {
-            set_err(err, errlen, "shard %s: token %lld has id %d, outside the vocabulary [0, %lld) " REDO, s->path,
+            errf(err, errlen, "shard %s: token %lld has id %d, outside the vocabulary [0, %lld) " REDO, s->path,
                     (long long)(start + i), out[i], (long long)s->vocab_size);
             return -1;
         }
@@ -392,21 +371,23 @@ int shard_read_tokens(Shard *s, int64_t start, int64_t count, int32_t *out, char
 
 int shard_read_offsets(Shard *s, int64_t start, int64_t count, int64_t *out, char *err, size_t errlen) {
     if (start < 0 || count < 0 || start + count > s->n_docs + 1) {
-        set_err(err, errlen, "shard %s: offset range outside the file", s->path);
+        errf(err, errlen, "shard %s: offset range outside the file", s->path);
         return -1;
     }
-    H5Quiet q = h5_quiet();
+    H5Quiet q;
+    h5_quiet(&q);
     int rc = read_1d(s->offsets, H5T_NATIVE_INT64, start, count, out);
-    h5_loud(q);
+    h5_loud(&q);
     if (rc != 0) {
-        set_err(err, errlen, "shard %s: cannot read doc_offsets (truncated or corrupt file) " REDO, s->path);
+        errf(err, errlen, "shard %s: cannot read doc_offsets (truncated or corrupt file) " REDO, s->path);
         return -1;
     }
     return 0;
 }
 
 uint8_t *shard_read_tokenizer(Shard *s, size_t *len, char *err, size_t errlen) {
-    H5Quiet q = h5_quiet();
+    H5Quiet q;
+    h5_quiet(&q);
     uint8_t *buf = NULL;
     hid_t d = open_1d(s->file, s->path, "tokenizer", -1, err, errlen);
     if (d >= 0) {
@@ -416,13 +397,13 @@ uint8_t *shard_read_tokenizer(Shard *s, size_t *len, char *err, size_t errlen) {
         H5Sclose(sp);
         buf = xmalloc(n ? n : 1);
         if (n && read_1d(d, H5T_NATIVE_UINT8, 0, (int64_t)n, buf) != 0) {
-            set_err(err, errlen, "shard %s: cannot read dataset 'tokenizer' (truncated or corrupt file) " REDO, s->path);
+            errf(err, errlen, "shard %s: cannot read dataset 'tokenizer' (truncated or corrupt file) " REDO, s->path);
             free(buf);
             buf = NULL;
         }
         *len = n;
         H5Dclose(d);
     }
-    h5_loud(q);
+    h5_loud(&q);
     return buf;
 }

@@ -33,14 +33,6 @@ struct Tokenizer {
     uint64_t hash;
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static uint64_t fnv1a64(const uint8_t *p, size_t n) {
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 0x100000001b3ull; }
@@ -166,22 +158,22 @@ static uint8_t *serialize(int n_chars, const uint8_t *char_utf8, const uint8_t *
 Tokenizer *tokenizer_from_bytes(const uint8_t *buf, size_t len, const char *what, char *err, size_t errlen) {
     if (!what) what = "tokenizer";
     if (len < 8 + 20 + 8 || memcmp(buf, TOK_MAGIC, 8) != 0) {
-        set_err(err, errlen, "%s: not a deberta.c tokenizer file (bad magic or too short)", what);
+        errf(err, errlen, "%s: not a deberta.c tokenizer file (bad magic or too short)", what);
         return NULL;
     }
     uint32_t version = get_u32(buf + 8), vocab = get_u32(buf + 12), nspec = get_u32(buf + 16);
     uint32_t nch = get_u32(buf + 20), nm = get_u32(buf + 24);
     if (version != TOK_VERSION) {
-        set_err(err, errlen, "%s: tokenizer format version %u, expected %u", what, version, TOK_VERSION);
+        errf(err, errlen, "%s: tokenizer format version %u, expected %u", what, version, TOK_VERSION);
         return NULL;
     }
     if (get_u64(buf + len - 8) != fnv1a64(buf, len - 8)) {
-        set_err(err, errlen, "%s: checksum mismatch (file truncated or corrupt)", what);
+        errf(err, errlen, "%s: checksum mismatch (file truncated or corrupt)", what);
         return NULL;
     }
     if (nspec != TOK_N_SPECIAL || nch > (1u << 22) || nm > (1u << 26) ||
         (uint64_t)vocab != (uint64_t)TOK_FIRST_CHAR + nch + nm) {
-        set_err(err, errlen, "%s: inconsistent header (vocab %u, %u specials, %u chars, %u merges)", what,
+        errf(err, errlen, "%s: inconsistent header (vocab %u, %u specials, %u chars, %u merges)", what,
                 vocab, nspec, nch, nm);
         return NULL;
     }
@@ -199,11 +191,11 @@ Tokenizer *tokenizer_from_bytes(const uint8_t *buf, size_t len, const char *what
         if (p >= end) goto truncated;
         int L = *p++;
         if (L < 1 || L > 4 || p + L > end || utf8_valid_len(p, (size_t)L) != L || is_marker_char(p, L)) {
-            set_err(err, errlen, "%s: character token %u is not one valid UTF-8 character", what, i);
+            errf(err, errlen, "%s: character token %u is not one valid UTF-8 character", what, i);
             goto fail;
         }
         int64_t *slot = u64map_slot(&tk->char_ids, pack_char(p, L), -1);
-        if (*slot >= 0) { set_err(err, errlen, "%s: character token %u is a duplicate", what, i); goto fail; }
+        if (*slot >= 0) { errf(err, errlen, "%s: character token %u is a duplicate", what, i); goto fail; }
         *slot = TOK_FIRST_CHAR + (int64_t)i;
         memcpy(tk->char_utf8 + 4 * i, p, (size_t)L);
         tk->char_len[i] = (uint8_t)L;
@@ -214,12 +206,12 @@ Tokenizer *tokenizer_from_bytes(const uint8_t *buf, size_t len, const char *what
     for (uint32_t r = 0; r < nm; r++, p += 8) {
         uint32_t l = get_u32(p), rr = get_u32(p + 4), limit = TOK_FIRST_CHAR + nch + r;
         if (l < TOK_FIRST_CHAR || rr < TOK_FIRST_CHAR || l >= limit || rr >= limit) {
-            set_err(err, errlen, "%s: merge %u refers to token ids (%u, %u) outside [%d, %u)", what, r, l, rr,
+            errf(err, errlen, "%s: merge %u refers to token ids (%u, %u) outside [%d, %u)", what, r, l, rr,
                     TOK_FIRST_CHAR, limit);
             goto fail;
         }
         int64_t *slot = u64map_slot(&tk->merge_rank, ((uint64_t)l << 32) | rr, -1);
-        if (*slot >= 0) { set_err(err, errlen, "%s: merge %u duplicates merge %lld", what, r, (long long)*slot); goto fail; }
+        if (*slot >= 0) { errf(err, errlen, "%s: merge %u duplicates merge %lld", what, r, (long long)*slot); goto fail; }
         *slot = r;
         tk->merge_l[r] = (int32_t)l; tk->merge_r[r] = (int32_t)rr;
     }
@@ -238,7 +230,7 @@ Tokenizer *tokenizer_from_bytes(const uint8_t *buf, size_t len, const char *what
         total += l;
         if (total > ((size_t)1 << 30)) { /* only a crafted merge chain gets here */
             free(plen);
-            set_err(err, errlen, "%s: token pieces exceed 1 GiB in total (merge chain too deep)", what);
+            errf(err, errlen, "%s: token pieces exceed 1 GiB in total (merge chain too deep)", what);
             goto fail;
         }
     }
@@ -262,7 +254,7 @@ Tokenizer *tokenizer_from_bytes(const uint8_t *buf, size_t len, const char *what
     tk->hash = fnv1a64(buf, len);
     return tk;
 truncated:
-    set_err(err, errlen, "%s: truncated (sections shorter than the header says)", what);
+    errf(err, errlen, "%s: truncated (sections shorter than the header says)", what);
 fail:
     tokenizer_free(tk);
     return NULL;
@@ -278,17 +270,9 @@ void tokenizer_free(Tokenizer *tk) {
 }
 
 Tokenizer *tokenizer_load(const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { set_err(err, errlen, "tokenizer %s: cannot open (%s)", path, strerror(errno)); return NULL; }
-    size_t cap = 1 << 16, len = 0, got;
-    uint8_t *buf = xmalloc(cap);
-    while ((got = fread(buf + len, 1, cap - len, f)) > 0) {
-        len += got;
-        if (len == cap) { cap *= 2; buf = xrealloc(buf, cap); }
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) { free(buf); set_err(err, errlen, "tokenizer %s: read error", path); return NULL; }
+    size_t len;
+    uint8_t *buf = (uint8_t *)read_file(path, &len);
+    if (!buf) { errf(err, errlen, "tokenizer %s: cannot open (%s)", path, strerror(errno)); return NULL; }
     char what[1100];
     snprintf(what, sizeof what, "tokenizer %s", path);
     Tokenizer *tk = tokenizer_from_bytes(buf, len, what, err, errlen);
@@ -296,28 +280,9 @@ Tokenizer *tokenizer_load(const char *path, char *err, size_t errlen) {
     return tk;
 }
 
-/* Writes bytes to path via a temporary name and a rename. */
-static int write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen) {
-    size_t n = strlen(path) + 16;
-    char *tmp = xmalloc(n);
-    snprintf(tmp, n, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) { set_err(err, errlen, "%s: cannot create (%s)", tmp, strerror(errno)); free(tmp); return -1; }
-    int ok = fwrite(data, 1, len, f) == len;
-    ok &= fflush(f) == 0;
-    ok &= fsync(fileno(f)) == 0;
-    ok &= fclose(f) == 0;
-    if (!ok || rename(tmp, path) != 0) {
-        set_err(err, errlen, "%s: write failed (%s)", path, strerror(errno));
-        unlink(tmp); free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
-}
-
 int tokenizer_save(const Tokenizer *tk, const char *path, char *err, size_t errlen) {
-    return write_file_atomic(path, tk->blob, tk->blob_len, err, errlen);
+    if (write_file_atomic(path, tk->blob, tk->blob_len) != 0) return errf(err, errlen, "%s: write failed (%s)", path, strerror(errno));
+    return 0;
 }
 
 const uint8_t *tokenizer_bytes(const Tokenizer *tk, size_t *len) { *len = tk->blob_len; return tk->blob; }
@@ -661,7 +626,7 @@ static void progress(const TokTrainConfig *cfg, const char *stage, double f) {
 Tokenizer *tokenizer_train(const char *const *docs, const size_t *lens, size_t n_docs,
                            const TokTrainConfig *cfg, char *err, size_t errlen) {
     if (cfg->vocab_size < TOK_FIRST_CHAR + 1 || cfg->vocab_size > (1 << 24)) {
-        set_err(err, errlen, "vocab size %d out of range [%d, %d]", cfg->vocab_size, TOK_FIRST_CHAR + 1, 1 << 24);
+        errf(err, errlen, "vocab size %d out of range [%d, %d]", cfg->vocab_size, TOK_FIRST_CHAR + 1, 1 << 24);
         return NULL;
     }
     /* 1. unique words with counts (per-thread maps, then summed) */
@@ -879,11 +844,9 @@ static void json_str(FILE *f, const char *s) {
 }
 
 int tokenizer_write_hf_json(const Tokenizer *tk, const char *path, char *err, size_t errlen) {
-    size_t n = strlen(path) + 16;
-    char *tmp = xmalloc(n);
-    snprintf(tmp, n, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) { set_err(err, errlen, "%s: cannot create (%s)", tmp, strerror(errno)); free(tmp); return -1; }
+    AtomicFile af;
+    if (atomic_open(&af, path) != 0) return errf(err, errlen, "%s.tmp: cannot create (%s)", path, strerror(errno));
+    FILE *f = af.f;
     /* The pre-tokenizer regex reproduces tok_split_words on text whose spaces are already U+2581. */
     const char *regex =
         "\xE2\x96\x81?[A-Za-z\\x{80}-\\x{2580}\\x{2582}-\\x{10FFFF}]+"
@@ -925,13 +888,6 @@ int tokenizer_write_hf_json(const Tokenizer *tk, const char *path, char *err, si
         fputc('"', f);
     }
     fputs("\n    ]\n  }\n}\n", f);
-    int ok = fflush(f) == 0;
-    ok &= fclose(f) == 0;
-    if (!ok || rename(tmp, path) != 0) {
-        set_err(err, errlen, "%s: write failed (%s)", path, strerror(errno));
-        unlink(tmp); free(tmp);
-        return -1;
-    }
-    free(tmp);
+    if (atomic_commit(&af) != 0) return errf(err, errlen, "%s: write failed (%s)", path, strerror(errno));
     return 0;
 }

@@ -1,5 +1,6 @@
 /* config.c — see config.h.  One table of keys drives parsing, flags and the writer. */
 #include "model/config.h"
+#include "autograd/util.h"
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -47,16 +48,6 @@ static const Key KEYS[] = {
 };
 #undef F
 #define N_KEYS ((int)(sizeof(KEYS) / sizeof(KEYS[0])))
-
-static int errf(char *err, size_t len, const char *fmt, ...) {
-    if (err && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 void config_defaults(ModelConfig *c) {
     memset(c, 0, sizeof *c);
@@ -410,12 +401,10 @@ void config_write(const ModelConfig *c, FILE *f) {
 }
 
 int config_save(const ModelConfig *c, const char *path, char *err, size_t errlen) {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) return errf(err, errlen, "config %s: path too long", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return errf(err, errlen, "config %s: cannot write (%s)", tmp, strerror(errno));
-    fprintf(f, "# deberta.c model config (resolved)\n");
-    config_write(c, f);
-    if (fclose(f) || rename(tmp, path)) return errf(err, errlen, "config %s: write failed (%s)", path, strerror(errno));
+    AtomicFile af;
+    if (atomic_open(&af, path) != 0) return errf(err, errlen, "config %s.tmp: cannot write (%s)", path, strerror(errno));
+    fprintf(af.f, "# deberta.c model config (resolved)\n");
+    config_write(c, af.f);
+    if (atomic_commit(&af) != 0) return errf(err, errlen, "config %s: write failed (%s)", path, strerror(errno));
     return 0;
 }

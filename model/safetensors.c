@@ -61,16 +61,15 @@ int safetensors_write(const char *path, const StEntry *entries, int n, char *err
     buf_put(&h, "}");
     while (h.len % 8) buf_put(&h, " ");
 
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+    AtomicFile af;
+    if (atomic_open(&af, path) != 0) {
+        snprintf(err, errlen, "cannot create %s.tmp: %s", path, strerror(errno));
         free(h.s);
         return -1;
     }
     unsigned char len8[8];
     put_u64_le(len8, h.len);
+    FILE *f = af.f;
     int ok = fwrite(len8, 1, 8, f) == 8 && fwrite(h.s, 1, h.len, f) == h.len;
     float chunk[1024];
     for (int i = 0; ok && i < n; i++) {
@@ -81,12 +80,10 @@ int safetensors_write(const char *path, const StEntry *entries, int n, char *err
             ok = fwrite(chunk, 4, (size_t)k, f) == (size_t)k; /* x86-64 is little-endian */
         }
     }
-    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    ok = (fclose(f) == 0) && ok;
     free(h.s);
-    if (!ok || rename(tmp, path) != 0) {
+    if (!ok) atomic_abort(&af);
+    if (!ok || atomic_commit(&af) != 0) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        unlink(tmp);
         return -1;
     }
     return 0;

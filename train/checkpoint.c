@@ -2,7 +2,7 @@
 #include "train/checkpoint.h"
 #include "autograd/util.h"
 #include "model/config.h"
-#include "train/h5util.h"
+#include "data/h5util.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -55,21 +55,6 @@ static herr_t write_str_dataset(hid_t loc, const char *name, const char *val) {
     herr_t r = write_array(loc, name, t, t, 0, NULL, val);
     H5Tclose(t);
     return r;
-}
-
-static int fsync_path(const char *path, int dir) {
-    int fd = open(path, O_RDONLY | (dir ? O_DIRECTORY : 0));
-    if (fd < 0) return -1;
-    int r = fsync(fd);
-    close(fd);
-    return r;
-}
-
-static void dir_of(const char *path, char *out, size_t len) {
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(out, len, ".");
-    else if (slash == path) snprintf(out, len, "/");
-    else snprintf(out, len, "%.*s", (int)(slash - path), path);
 }
 
 /* ---- write ---- */
@@ -140,9 +125,8 @@ int checkpoint_write(const char *path, const ParamSet *ps, const CheckpointState
     H5Ctx c;
     h5ctx_begin(&c, "checkpoint", path, err, errlen);
     if (!ps->finalized) return h5ctx_end(&c, h5ctx_fail(&c, "the parameter set is not finalized"));
-    char tmp[4096], dir[4096];
+    char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) return h5ctx_end(&c, h5ctx_fail(&c, "path too long"));
-    dir_of(path, dir, sizeof dir);
     /* Create the temp file ourselves first: gives a clear errno message (no directory, read-only...). */
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) return h5ctx_end(&c, h5ctx_fail(&c, "cannot create %s: %s", tmp, strerror(errno)));
@@ -158,13 +142,11 @@ int checkpoint_write(const char *path, const ParamSet *ps, const CheckpointState
     int rc = write_file(&c, f, ps, st);
     if (!rc && H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) rc = h5ctx_fail(&c, "cannot flush %s (disk full?)", tmp);
     if (H5Fclose(f) < 0 && !rc) rc = h5ctx_fail(&c, "cannot close %s (disk full?)", tmp);
-    if (!rc && fsync_path(tmp, 0) < 0) rc = h5ctx_fail(&c, "cannot fsync %s: %s", tmp, strerror(errno));
-    if (!rc && rename(tmp, path) < 0) rc = h5ctx_fail(&c, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
     if (rc) {
         unlink(tmp);
         return h5ctx_end(&c, rc);
     }
-    fsync_path(dir, 1); /* make the rename durable; some file systems refuse fsync on a directory */
+    if (durable_rename(tmp, path) < 0) return h5ctx_end(&c, h5ctx_fail(&c, "cannot fsync or rename %s to %s: %s", tmp, path, strerror(errno)));
     return h5ctx_end(&c, 0);
 }
 
@@ -176,7 +158,7 @@ int checkpoint_save(const char *rundir, const ParamSet *ps, const CheckpointStat
     snprintf(num, sizeof num, "%s/checkpoint-%07lld.h5", rundir, (long long)st->step);
     unlink(num);
     if (link(path, num) == 0) {
-        fsync_path(rundir, 1);
+        fsync_dir_of(num);
         return 0;
     }
     /* file systems without hard links: a second (atomic) write */

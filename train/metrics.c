@@ -9,17 +9,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int err_set(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int err_set(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* ---------------- metrics.jsonl ---------------- */
 
 /* The "step" of one line (*found = 0 when it has none). */
@@ -32,14 +21,13 @@ static long line_step(const char *line, int *found) {
 /* Keeps complete lines with step ≤ keep_upto; rewrites the file atomically. */
 static int truncate_after(const char *path, long keep_upto, char *err, size_t errlen) {
     FILE *in = fopen(path, "r");
-    if (!in) return errno == ENOENT ? 0 : err_set(err, errlen, "metrics log %s: cannot read: %s", path, strerror(errno));
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *out = fopen(tmp, "w");
-    if (!out) {
+    if (!in) return errno == ENOENT ? 0 : errf(err, errlen, "metrics log %s: cannot read: %s", path, strerror(errno));
+    AtomicFile af;
+    if (atomic_open(&af, path) != 0) {
         fclose(in);
-        return err_set(err, errlen, "metrics log %s: cannot create %s: %s", path, tmp, strerror(errno));
+        return errf(err, errlen, "metrics log %s: cannot create %s.tmp: %s", path, path, strerror(errno));
     }
+    FILE *out = af.f;
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -52,16 +40,7 @@ static int truncate_after(const char *path, long keep_upto, char *err, size_t er
     }
     free(line);
     fclose(in);
-    if (fflush(out) != 0 || fsync(fileno(out)) != 0) {
-        fclose(out);
-        unlink(tmp);
-        return err_set(err, errlen, "metrics log %s: cannot write %s: %s", path, tmp, strerror(errno));
-    }
-    fclose(out);
-    if (rename(tmp, path) != 0) {
-        unlink(tmp);
-        return err_set(err, errlen, "metrics log %s: cannot replace it: %s", path, strerror(errno));
-    }
+    if (atomic_commit(&af) != 0) return errf(err, errlen, "metrics log %s: cannot replace it: %s", path, strerror(errno));
     return 0;
 }
 
@@ -70,7 +49,7 @@ int metrics_open(MetricsLog *m, const char *rundir, long resume_step, char *err,
     snprintf(m->path, sizeof m->path, "%s/metrics.jsonl", rundir);
     if (resume_step >= 0 && truncate_after(m->path, resume_step, err, errlen) < 0) return -1;
     m->f = fopen(m->path, resume_step >= 0 ? "a" : "w");
-    if (!m->f) return err_set(err, errlen, "metrics log %s: cannot open: %s", m->path, strerror(errno));
+    if (!m->f) return errf(err, errlen, "metrics log %s: cannot open: %s", m->path, strerror(errno));
     return 0;
 }
 
@@ -147,10 +126,10 @@ const char *mrec_text(MetricsRecord *r) {
 }
 
 int metrics_write(MetricsLog *m, MetricsRecord *r, char *err, size_t errlen) {
-    if (r->overflow) return err_set(err, errlen, "metrics log %s: a record is longer than %zu bytes", m->path, sizeof r->buf);
+    if (r->overflow) return errf(err, errlen, "metrics log %s: a record is longer than %zu bytes", m->path, sizeof r->buf);
     const char *t = mrec_text(r);
     if (!m->f || fprintf(m->f, "%s\n", t) < 0 || fflush(m->f) != 0)
-        return err_set(err, errlen, "metrics log %s: cannot write: %s", m->path, strerror(errno));
+        return errf(err, errlen, "metrics log %s: cannot write: %s", m->path, strerror(errno));
     return 0;
 }
 
@@ -248,17 +227,9 @@ void progress_done(Progress *p) {
 /* ---------------- run directory ---------------- */
 
 int run_mkdir(const char *rundir, char *err, size_t errlen) {
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", rundir) >= (int)sizeof buf) return err_set(err, errlen, "run directory %s: path too long", rundir);
-    for (char *q = buf + 1; *q; q++) {
-        if (*q != '/') continue;
-        *q = 0;
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return err_set(err, errlen, "cannot create directory %s: %s", buf, strerror(errno));
-        *q = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST) return err_set(err, errlen, "cannot create directory %s: %s", buf, strerror(errno));
+    if (mkdir_p(rundir) != 0) return errf(err, errlen, "cannot create directory %s: %s", rundir, strerror(errno));
     struct stat sb;
-    if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode)) return err_set(err, errlen, "run directory %s exists and is not a directory", rundir);
+    if (stat(rundir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return errf(err, errlen, "run directory %s exists and is not a directory", rundir);
     return 0;
 }
 
@@ -268,26 +239,16 @@ int run_check_fresh(const char *rundir, char *err, size_t errlen) {
         char p[4200];
         snprintf(p, sizeof p, "%s/%s", rundir, files[i]);
         if (access(p, F_OK) == 0)
-            return err_set(err, errlen, "run directory %s already holds a run (%s); continue it with --resume %s or choose another --out",
+            return errf(err, errlen, "run directory %s already holds a run (%s); continue it with --resume %s or choose another --out",
                            rundir, files[i], rundir);
     }
     return 0;
 }
 
 int run_write_text(const char *rundir, const char *name, const char *text, char *err, size_t errlen) {
-    char path[4200], tmp[4300];
+    char path[4096];
     snprintf(path, sizeof path, "%s/%s", rundir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return err_set(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
-    const size_t n = strlen(text);
-    int ok = fwrite(text, 1, n, f) == n && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    ok &= fclose(f) == 0;
-    if (!ok || rename(tmp, path) != 0) {
-        const int e = errno;
-        unlink(tmp);
-        return err_set(err, errlen, "cannot write %s: %s", path, strerror(e));
-    }
+    if (write_file_atomic(path, text, strlen(text)) != 0) return errf(err, errlen, "cannot write %s: %s", path, strerror(errno));
     return 0;
 }
 
@@ -341,5 +302,5 @@ int run_append_cmdline(const char *rundir, int argc, char **argv, char *err, siz
     int ok = f && fprintf(f, "%s\n", line) >= 0;
     if (f) ok &= fclose(f) == 0;
     free(line);
-    return ok ? 0 : err_set(err, errlen, "cannot write %s: %s", path, strerror(errno));
+    return ok ? 0 : errf(err, errlen, "cannot write %s: %s", path, strerror(errno));
 }

@@ -90,10 +90,11 @@ static int write_weights(const char *path, const ParamSet *ps, const ModelConfig
            attr_d(f, "attention_probs_dropout_prob", c->attention_probs_dropout_prob) |
            attr_s(f, "producer", "deberta dump-encoder --init");
     if (H5Fclose(f) < 0) bad = 1;
-    if (bad || rename(tmp, path)) {
+    if (bad) {
         remove(tmp);
         return -1;
     }
+    if (durable_rename(tmp, path) != 0) return -1;
     return 0;
 }
 

@@ -38,19 +38,6 @@ static void usage(FILE *f) {
             "  --help           this text\n");
 }
 
-static int mkdir_p(const char *path) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(buf, 0777) && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, 0777) && errno != EEXIST) return -1;
-    return 0;
-}
-
 /* Shortest decimal that round-trips, always with a '.' or exponent (a JSON float, not an int). */
 static void json_double(FILE *f, double v) {
     char buf[64];
@@ -64,13 +51,12 @@ static void json_double(FILE *f, double v) {
 
 /* config.json of spec §7.2 for one of the pair (n_layers: its depth). */
 static int write_config_json(const char *path, const ModelConfig *c, int n_layers, const char *arch, char *err, size_t errlen) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "export: cannot create %.900s (%s)", tmp, strerror(errno));
+    AtomicFile af;
+    if (atomic_open(&af, path) != 0) {
+        snprintf(err, errlen, "export: cannot create %.900s.tmp (%s)", path, strerror(errno));
         return -1;
     }
+    FILE *f = af.f;
     fprintf(f, "{\n  \"model_type\": \"deberta-v2\",\n  \"architectures\": [\"%s\"],\n", arch);
     fprintf(f, "  \"vocab_size\": %d,\n  \"hidden_size\": %d,\n  \"num_hidden_layers\": %d,\n", c->vocab_size, c->hidden_size, n_layers);
     fprintf(f, "  \"num_attention_heads\": %d,\n  \"intermediate_size\": %d,\n", c->num_attention_heads, c->intermediate_size);
@@ -93,7 +79,7 @@ static int write_config_json(const char *path, const ModelConfig *c, int n_layer
     fprintf(f, "],\n  \"position_biased_input\": false,\n  \"pad_token_id\": %d,\n", c->pad_id);
     fprintf(f, "  \"pooler_hidden_size\": %d,\n  \"pooler_dropout\": 0,\n  \"pooler_hidden_act\": \"gelu\",\n  \"legacy\": true\n}\n",
             c->hidden_size);
-    if (fclose(f) || rename(tmp, path)) {
+    if (atomic_commit(&af) != 0) {
         snprintf(err, errlen, "export: cannot write %.900s (%s)", path, strerror(errno));
         return -1;
     }

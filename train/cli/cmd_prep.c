@@ -75,21 +75,6 @@ static void progress_line(const char *stage, double frac, void *ctx) {
     fflush(stderr);
 }
 
-static int mkdir_p(const char *dir) {
-    char *p = xstrdup(dir);
-    for (char *q = p + 1; *q; q++) {
-        if (*q != '/') continue;
-        *q = 0;
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) { free(p); return -1; }
-        *q = '/';
-    }
-    int rc = (mkdir(p, 0777) != 0 && errno != EEXIST) ? -1 : 0;
-    free(p);
-    struct stat st;
-    if (rc == 0 && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))) rc = -1;
-    return rc;
-}
-
 typedef struct { uint64_t key; size_t idx; } SplitKey;
 static int cmp_split(const void *a, const void *b) {
     const SplitKey *x = a, *y = b;
@@ -248,7 +233,8 @@ int cmd_prep(int argc, char **argv) {
     free(is_val);
 
     /* 3. tokenizer */
-    if (mkdir_p(out) != 0) fatal("output %s: cannot create folder (%s)", out, strerror(errno));
+    struct stat out_st;
+    if (mkdir_p(out) != 0 || stat(out, &out_st) != 0 || !S_ISDIR(out_st.st_mode)) fatal("output %s: cannot create folder (%s)", out, strerror(errno));
     Tokenizer *tk;
     double t_tok = now_seconds();
     if (tok_path) {

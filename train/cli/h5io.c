@@ -5,9 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 #include "autograd/util.h"
-#include "train/h5util.h"
+#include "data/h5util.h"
 
-/* Errors are one line "<what> <path>: <message>" (train/h5util.h): what is "weights", "batch" or "output". */
+/* Errors are one line "<what> <path>: <message>" (data/h5util.h): what is "weights", "batch" or "output". */
 
 static hid_t open_file(H5Ctx *c) {
     if (access(c->path, R_OK) != 0) {
@@ -347,7 +347,7 @@ void h5w_attr_int(H5Writer *w, const char *name, long long value) { write_attr(w
 int h5w_close(H5Writer *w, char *err, size_t errlen) {
     if (w->f >= 0 && H5Fclose((hid_t)w->f) < 0) wfail(w, "closing the file failed (disk full?)");
     w->f = -1;
-    if (!w->err[0] && rename(w->tmp, w->path) != 0) wfail(w, "cannot rename %s to %s", w->tmp, w->path);
+    if (!w->err[0] && durable_rename(w->tmp, w->path) != 0) wfail(w, "cannot fsync or rename %s to %s", w->tmp, w->path);
     if (w->err[0]) {
         unlink(w->tmp);
         snprintf(err, errlen, "%s", w->err);

@@ -1,5 +1,5 @@
 /* h5util.c — see h5util.h. */
-#include "train/h5util.h"
+#include "data/h5util.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

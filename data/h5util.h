@@ -1,4 +1,4 @@
-/* h5util.h — small HDF5 helpers shared by train/checkpoint.c and train/cli/h5io.c: one-line errors
+/* h5util.h — small HDF5 helpers shared by data/shard.c, train/checkpoint.c and train/cli/h5io.c: one-line errors
  * with HDF5's own error stack silenced, dtype text, scalar attributes, strings, and the validating
  * read of one tensor in the build's real type. */
 #ifndef DEBERTA_H5UTIL_H
