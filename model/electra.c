@@ -55,7 +55,7 @@ void electra_free(Electra *m) {
     memset(m, 0, sizeof *m);
 }
 
-static void check_batch(const Electra *m, const Batch *b) {
+static void check_batch(const Electra *m, const ElectraInput *b) {
     const int V = m->cfg.vocab_size;
     for (long i = 0; i < (long)b->B * b->T; i++) {
         if (b->input_ids[i] < 0 || b->input_ids[i] >= V)
@@ -65,7 +65,7 @@ static void check_batch(const Electra *m, const Batch *b) {
     }
 }
 
-Tensor *generator_forward(Tape *t, const Electra *m, const Batch *b, GenOut *out) {
+Tensor *generator_forward(Tape *t, const Electra *m, const ElectraInput *b, GenOut *out) {
     const ModelConfig *c = &m->cfg;
     const int B = b->B, T = b->T, H = c->hidden_size;
     check_batch(m, b);
@@ -106,7 +106,7 @@ Tensor *generator_forward(Tape *t, const Electra *m, const Batch *b, GenOut *out
     return out->loss;
 }
 
-void electra_sample(const GenOut *g, const Batch *b, uint64_t seed, uint64_t step, int32_t *replaced) {
+void electra_sample(const GenOut *g, const ElectraInput *b, uint64_t seed, uint64_t step, int32_t *replaced) {
     const int V = (int)g->logits->shape[1];
     memcpy(replaced, b->input_ids, (size_t)b->B * b->T * sizeof(int32_t));
 #pragma omp parallel for schedule(static)
@@ -129,7 +129,7 @@ void electra_sample(const GenOut *g, const Batch *b, uint64_t seed, uint64_t ste
     }
 }
 
-Tensor *discriminator_forward(Tape *t, const Electra *m, const Batch *b, const int32_t *replaced, DiscOut *out) {
+Tensor *discriminator_forward(Tape *t, const Electra *m, const ElectraInput *b, const int32_t *replaced, DiscOut *out) {
     const ModelConfig *c = &m->cfg;
     const int B = b->B, T = b->T, H = c->hidden_size;
     memset(out, 0, sizeof *out);

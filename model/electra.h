@@ -22,8 +22,16 @@
 #ifndef DEBERTA_MODEL_ELECTRA_H
 #define DEBERTA_MODEL_ELECTRA_H
 #include <stdint.h>
-#include "data/batch.h"
 #include "model/encoder.h"
+
+/* What the pair reads of one batch of masked sequences: plain row-major arrays of B·T ids (the
+ * model knows no loader; train/ fills this from the loader's batches). */
+typedef struct ElectraInput {
+    int B, T;                       /* batch size, sequence length */
+    const int32_t *input_ids;       /* [B·T] after masking ([MASK] or replacement at masked positions), 0-padded */
+    const int32_t *attention_mask;  /* [B·T] 1 = real token, 0 = padding */
+    const int32_t *labels;          /* [B·T] original id at masked positions, 0 elsewhere (labels > 0 <=> masked) */
+} ElectraInput;
 
 typedef struct LMHead {   /* generator.lm_predictions.lm_head.* */
     Tensor *dense_w, *dense_b, *ln_g, *ln_b, *bias;
@@ -68,16 +76,16 @@ typedef struct DiscOut {
 
 /* Generator forward on a masked batch (b->input_ids holds [MASK] at masked positions).
  * Fails clearly if the batch has no masked token. Returns out->loss. */
-Tensor *generator_forward(Tape *t, const Electra *m, const Batch *b, GenOut *out);
+Tensor *generator_forward(Tape *t, const Electra *m, const ElectraInput *b, GenOut *out);
 
 /* Draws one replacement per masked position from softmax(logits) (temperature 1, nothing
  * excluded), with rng_uniform(seed, rng_stream(RNG_SAMPLE, step, 0), masked index) and an inverse
  * CDF in double.  replaced [B·T] = input ids with the draws at masked positions and the original
  * (label) ids elsewhere left as in b->input_ids. */
-void electra_sample(const GenOut *g, const Batch *b, uint64_t seed, uint64_t step, int32_t *replaced);
+void electra_sample(const GenOut *g, const ElectraInput *b, uint64_t seed, uint64_t step, int32_t *replaced);
 
 /* Discriminator forward on replaced ids [B·T]. Returns out->loss (λ-scaled). */
-Tensor *discriminator_forward(Tape *t, const Electra *m, const Batch *b, const int32_t *replaced, DiscOut *out);
+Tensor *discriminator_forward(Tape *t, const Electra *m, const ElectraInput *b, const int32_t *replaced, DiscOut *out);
 
 /* The generator's parameters are ps.params[0..n_gen_params); every name starts with "generator.". */
 static inline int electra_is_generator_param(const Electra *m, int i) { return i < m->n_gen_params; }

@@ -15,8 +15,8 @@ static int32_t labels[B * T] = {0, 0, 6, 0, 8, 0, 0, 10, 0, 0, 0, 0};
 /* the discriminator input: position 2 replaced by a different token, 4 sampled == original, 7 replaced */
 static int32_t replaced[B * T] = {1, 5, 11, 7, 8, 2, 1, 3, 9, 2, 0, 0};
 
-static Batch make_batch(void) {
-    Batch b = {B, T, ids, mask, labels, 3, 10};
+static ElectraInput make_batch(void) {
+    ElectraInput b = {B, T, ids, mask, labels};
     return b;
 }
 
@@ -44,7 +44,7 @@ static void small_config(ModelConfig *c, int sharing, int emd) {
 
 typedef struct {
     Electra *m;
-    Batch b;
+    ElectraInput b;
     int which; /* 0: MLM loss, 1: λ·RTD loss, 2: their sum */
 } Ctx;
 
@@ -132,7 +132,7 @@ static void pair_close(Pair *p) {
 
 /* backward of one loss only: which = 0 MLM, 1 RTD */
 static void backward_one(Pair *p, int which) {
-    Batch b = make_batch();
+    ElectraInput b = make_batch();
     GenOut g;
     DiscOut d;
     tape_reset(&p->t);
@@ -184,7 +184,7 @@ static void nes_tables_never_meet(void **state) {
 static void rtd_labels_follow_the_spec(void **state) {
     Pair p;
     pair_open(&p, SHARE_GDES, 1, 0);
-    Batch b = make_batch();
+    ElectraInput b = make_batch();
     DiscOut d;
     discriminator_forward(&p.t, &p.m, &b, replaced, &d);
     /* replaced and different -> 1; sampled == original -> 0; unmasked -> 0 */
@@ -197,7 +197,7 @@ static void rtd_labels_follow_the_spec(void **state) {
 static void sampling_is_deterministic_and_only_at_masked_positions(void **state) {
     Pair p;
     pair_open(&p, SHARE_GDES, 1, 0);
-    Batch b = make_batch();
+    ElectraInput b = make_batch();
     GenOut g;
     generator_forward(&p.t, &p.m, &b, &g);
     int32_t r1[B * T], r2[B * T], r3[B * T];

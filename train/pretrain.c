@@ -184,12 +184,13 @@ EvalResult evaluate(Electra *m, Loader *val, Tape *t, int B, int T, long max_bat
     for (long k = 0; k < max_batches && loader_next(val, &b); k++) {
         GenOut g;
         DiscOut d;
+        const ElectraInput in = electra_input(&b);
         tape_reset(t);
         tape_nograd_begin(t);
-        generator_forward(t, m, &b, &g);
+        generator_forward(t, m, &in, &g);
         /* a fixed sampling stream per eval batch: every evaluation sees the same draws for the same model */
-        electra_sample(&g, &b, seed, ((uint64_t)1 << 35) + (uint64_t)k, replaced);
-        discriminator_forward(t, m, &b, replaced, &d);
+        electra_sample(&g, &in, seed, ((uint64_t)1 << 35) + (uint64_t)k, replaced);
+        discriminator_forward(t, m, &in, replaced, &d);
         tape_nograd_end(t);
         mlm_sum += g.loss->data[0] * g.n_masked;
         mlm_ok += mlm_correct(&g);
@@ -276,11 +277,12 @@ StepStats pretrain_step(const StepCtx *c, long step, int update) {
         phase_mark(&ph[PHASE_G_OPT], &t0);
         for (int i = 0; i < A; i++) {
             GenOut g;
+            const ElectraInput in = electra_input(&c->micro[i]);
             tape_reset(t);
             t->step = base + 2 * i;
-            Tensor *lg = generator_forward(t, m, &c->micro[i], &g);
+            Tensor *lg = generator_forward(t, m, &in, &g);
             phase_mark(&ph[PHASE_G_FWD], &t0);
-            electra_sample(&g, &c->micro[i], c->seed, base + i, c->replaced[i]);
+            electra_sample(&g, &in, c->seed, base + i, c->replaced[i]);
             s.g_loss += lg->data[0] / A;
             s.mlm_ok += mlm_correct(&g);
             s.n_masked += g.n_masked;
@@ -295,9 +297,10 @@ StepStats pretrain_step(const StepCtx *c, long step, int update) {
         phase_mark(&ph[PHASE_G_OPT], &t0);
         for (int i = 0; i < A; i++) {
             DiscOut d;
+            const ElectraInput in = electra_input(&c->micro[i]);
             tape_reset(t);
             t->step = base + 2 * i + 1;
-            Tensor *ld = discriminator_forward(t, m, &c->micro[i], c->replaced[i], &d);
+            Tensor *ld = discriminator_forward(t, m, &in, c->replaced[i], &d);
             s.d_loss += d.bce->data[0] / A;
             s.rtd_ok += rtd_correct(&d, &c->micro[i]);
             s.n_tokens += c->micro[i].n_tokens;
@@ -316,13 +319,14 @@ StepStats pretrain_step(const StepCtx *c, long step, int update) {
         for (int i = 0; i < A; i++) {
             GenOut g;
             DiscOut d;
+            const ElectraInput in = electra_input(&c->micro[i]);
             tape_reset(t);
             t->step = base + 2 * i;
-            Tensor *lg = generator_forward(t, m, &c->micro[i], &g);
+            Tensor *lg = generator_forward(t, m, &in, &g);
             phase_mark(&ph[PHASE_G_FWD], &t0);
-            electra_sample(&g, &c->micro[i], c->seed, base + i, c->replaced[i]);
+            electra_sample(&g, &in, c->seed, base + i, c->replaced[i]);
             phase_mark(&ph[PHASE_SAMPLE], &t0);
-            Tensor *ld = discriminator_forward(t, m, &c->micro[i], c->replaced[i], &d);
+            Tensor *ld = discriminator_forward(t, m, &in, c->replaced[i], &d);
             Tensor *l = op_add(t, lg, ld);
             s.g_loss += lg->data[0] / A;
             s.d_loss += d.bce->data[0] / A;

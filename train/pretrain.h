@@ -43,6 +43,11 @@ typedef struct TrainOptions {
 
 void train_options_default(TrainOptions *o);
 
+/* The model's view of a loader batch (the model takes plain arrays, not data/ types). */
+static inline ElectraInput electra_input(const Batch *b) {
+    return (ElectraInput){b->B, b->T, b->input_ids, b->attention_mask, b->labels};
+}
+
 /* Held-out metrics of the pair on up to max_batches batches of `val` (rewound first). */
 typedef struct EvalResult {
     double mlm_loss, mlm_acc;       /* mean over masked tokens */

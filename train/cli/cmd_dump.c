@@ -17,6 +17,7 @@
 #include "autograd/util.h"
 #include "model/electra.h"
 #include "train/checkpoint.h"
+#include "train/pretrain.h"
 #include "train/cli/cli.h"
 #include "train/cli/h5io.h"
 
@@ -163,7 +164,8 @@ int cmd_dump(int argc, char **argv) {
 
     GenOut g;
     DiscOut d;
-    Tensor *lg = generator_forward(&tg, &m, &b, &g);
+    const ElectraInput in = electra_input(&b);
+    Tensor *lg = generator_forward(&tg, &m, &in, &g);
     tape_backward(&tg, lg, 1);
     /* decoupled: keep the generator's MLM gradients, whatever the discriminator's backward adds */
     const int ng = m.n_gen_params;
@@ -175,7 +177,7 @@ int cmd_dump(int argc, char **argv) {
         for (int i = 0, k = 0; i < ng; k += (int)m.ps.params[i]->n, i++)
             memcpy(gsave + k, m.ps.grad + m.ps.offset[i], (size_t)m.ps.params[i]->n * sizeof(real));
     }
-    Tensor *ld = discriminator_forward(&td, &m, &b, replaced, &d);
+    Tensor *ld = discriminator_forward(&td, &m, &in, replaced, &d);
     tape_backward(&td, ld, 1);
     if (decoupled)
         for (long i = 0, k = 0; i < ng; k += m.ps.params[i]->n, i++)
