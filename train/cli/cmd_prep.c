@@ -1,31 +1,21 @@
-/* cmd_prep.c — `deberta prep`: text files -> tokenizer + HDF5 token shards.
- *
- * Reads .txt/.jsonl inputs (data/corpus.h), splits documents into train/val deterministically from
- * --seed, trains the tokenizer on the train documents (or loads --tokenizer), encodes with all
- * threads and writes DIR/train-NNNNN.h5, DIR/val-NNNNN.h5, DIR/tokenizer.bin and DIR/tokenizer.json.
- * Same inputs and flags give byte-identical outputs, whatever the thread count.
+/* cmd_prep.c — `deberta prep`: text files -> tokenizer + HDF5 token shards.  Flags, progress line
+ * and summary; the pipeline itself is data/prep.c (prep_run).
  */
 #include "train/cli/cli.h"
-#include "data/corpus.h"
-#include "data/shard.h"
+#include "data/prep.h"
 #include "data/tokenizer.h"
-#include "autograd/rng.h"
 #include "autograd/util.h"
 #include <errno.h>
-#include <dirent.h>
-#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define DEFAULT_VOCAB 8192
 #define DEFAULT_VAL_FRACTION 0.01
 #define DEFAULT_SHARD_TOKENS 16777216LL
 #define DEFAULT_SEED 1234
-#define ENCODE_BLOCK 4096 /* documents encoded per parallel block */
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -73,79 +63,6 @@ static void progress_line(const char *stage, double frac, void *ctx) {
     fprintf(stderr, "\rprep: %-24s %5.1f%%", stage, 100.0 * frac);
     if (frac >= 1.0) fputc('\n', stderr);
     fflush(stderr);
-}
-
-typedef struct { uint64_t key; size_t idx; } SplitKey;
-static int cmp_split(const void *a, const void *b) {
-    const SplitKey *x = a, *y = b;
-    if (x->key != y->key) return x->key < y->key ? -1 : 1;
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
-/* Encodes the documents idx[0..n) and writes them as shards "<split>-NNNNN.h5". Returns #shards. */
-static int write_split(const char *out, const char *split, const Tokenizer *tk, const DocSet *ds, const size_t *idx,
-                       size_t n, long long shard_tokens, long long *tokens_out) {
-    size_t tlen;
-    const uint8_t *tbytes = tokenizer_bytes(tk, &tlen);
-    ShardInfo info = {tokenizer_vocab_size(tk), tbytes, tlen, split, 0};
-    size_t cap_tok = 1 << 20, cap_doc = 1024;
-    int32_t *toks = xmalloc(cap_tok * sizeof(int32_t));
-    int64_t *offs = xmalloc((cap_doc + 1) * sizeof(int64_t));
-    int64_t nt = 0, nd = 0;
-    offs[0] = 0;
-    int n_shards = 0;
-    long long total = 0;
-    const char **texts = xmalloc(ENCODE_BLOCK * sizeof(char *));
-    size_t *lens = xmalloc(ENCODE_BLOCK * sizeof(size_t)), *nids = xmalloc(ENCODE_BLOCK * sizeof(size_t));
-    int32_t **ids = xmalloc(ENCODE_BLOCK * sizeof(int32_t *));
-    char path[4096], err[1024], stage[64];
-    snprintf(stage, sizeof stage, "encoding %s", split);
-    int nthreads = omp_get_max_threads();
-    TokEncoder **enc = xmalloc((size_t)nthreads * sizeof(TokEncoder *));
-    for (int t = 0; t < nthreads; t++) enc[t] = tok_encoder_new(tk);
-    for (size_t b0 = 0; b0 < n; b0 += ENCODE_BLOCK) {
-        size_t nb = MIN((size_t)ENCODE_BLOCK, n - b0);
-        for (size_t i = 0; i < nb; i++) { texts[i] = ds->buf + ds->off[idx[b0 + i]]; lens[i] = ds->len[idx[b0 + i]]; }
-#pragma omp parallel for schedule(dynamic, 16)
-        for (size_t i = 0; i < nb; i++) { /* per-thread encoders keep their word caches across blocks */
-            size_t k;
-            const int32_t *r = tok_encode(enc[omp_get_thread_num()], texts[i], lens[i], &k);
-            ids[i] = xmalloc((k ? k : 1) * sizeof(int32_t));
-            if (k) memcpy(ids[i], r, k * sizeof(int32_t));
-            nids[i] = k;
-        }
-        for (size_t i = 0; i < nb; i++) {
-            if ((size_t)nt + nids[i] > cap_tok) {
-                while ((size_t)nt + nids[i] > cap_tok) cap_tok *= 2;
-                toks = xrealloc(toks, cap_tok * sizeof(int32_t));
-            }
-            if ((size_t)nd + 1 > cap_doc) { cap_doc *= 2; offs = xrealloc(offs, (cap_doc + 1) * sizeof(int64_t)); }
-            memcpy(toks + nt, ids[i], nids[i] * sizeof(int32_t));
-            nt += (int64_t)nids[i];
-            offs[++nd] = nt;
-            free(ids[i]);
-            int last = b0 + i + 1 == n;
-            if (nt >= shard_tokens || (last && nd > 0)) {
-                snprintf(path, sizeof path, "%s/%s-%05d.h5", out, split, n_shards);
-                info.index = n_shards;
-                if (shard_write(path, toks, offs, nd, &info, err, sizeof err) != 0) fatal("%s", err);
-                total += nt;
-                n_shards++;
-                nt = nd = 0;
-            }
-        }
-        progress_line(stage, (double)(b0 + nb) / (double)n, NULL);
-    }
-    for (int t = 0; t < nthreads; t++) tok_encoder_free(enc[t]);
-    free(enc);
-    free(texts); free(lens); free(nids); free(ids); free(toks); free(offs);
-    /* remove shards of an earlier run that this run did not overwrite */
-    for (int k = n_shards;; k++) {
-        snprintf(path, sizeof path, "%s/%s-%05d.h5", out, split, k);
-        if (unlink(path) != 0) break;
-    }
-    *tokens_out = total;
-    return n_shards;
 }
 
 int cmd_prep(int argc, char **argv) {
@@ -201,85 +118,19 @@ int cmd_prep(int argc, char **argv) {
     g_tty = isatty(2);
     double t_start = now_seconds();
     char err[2048];
-
-    /* 1. inputs */
-    char **files;
-    size_t n_files;
-    if (corpus_list_files(inputs, n_inputs, &files, &n_files, err, sizeof err) != 0) fatal("%s", err);
+    PrepConfig pc = {inputs, n_inputs, out, tok_path, vocab, val_fraction, shard_tokens, (uint64_t)seed, progress_line, NULL};
+    PrepResult r;
+    const int rc = prep_run(&pc, &r, err, sizeof err);
     free(inputs);
-    DocSet ds = {0};
-    for (size_t i = 0; i < n_files; i++) {
-        if (corpus_read_file(files[i], &ds, err, sizeof err) != 0) fatal("%s", err);
-        progress_line("reading", (double)(i + 1) / (double)n_files, NULL);
-    }
-    if (ds.n == 0) fatal("inputs: no documents found in %zu file(s) (all empty or blank)", n_files);
-
-    /* 2. deterministic split by document */
-    size_t n_val = (size_t)llround(val_fraction * (double)ds.n);
-    if (val_fraction > 0 && n_val == 0 && ds.n >= 2) n_val = 1;
-    if (n_val >= ds.n) n_val = ds.n - 1;
-    SplitKey *keys = xmalloc(ds.n * sizeof(SplitKey));
-    for (size_t i = 0; i < ds.n; i++)
-        keys[i] = (SplitKey){rng_u64((uint64_t)seed, rng_stream(RNG_SHUFFLE, 0, 7), i), i};
-    qsort(keys, ds.n, sizeof(SplitKey), cmp_split);
-    char *is_val = xcalloc(ds.n, 1);
-    for (size_t i = 0; i < n_val; i++) is_val[keys[i].idx] = 1;
-    free(keys);
-    size_t *train_idx = xmalloc(ds.n * sizeof(size_t)), *val_idx = xmalloc((n_val ? n_val : 1) * sizeof(size_t));
-    size_t n_train = 0, nv = 0;
-    for (size_t i = 0; i < ds.n; i++) {
-        if (is_val[i]) val_idx[nv++] = i; else train_idx[n_train++] = i;
-    }
-    free(is_val);
-
-    /* 3. tokenizer */
-    struct stat out_st;
-    if (mkdir_p(out) != 0 || stat(out, &out_st) != 0 || !S_ISDIR(out_st.st_mode)) fatal("output %s: cannot create folder (%s)", out, strerror(errno));
-    Tokenizer *tk;
-    double t_tok = now_seconds();
-    if (tok_path) {
-        tk = tokenizer_load(tok_path, err, sizeof err);
-        if (!tk) fatal("%s", err);
-        if (vocab_given && vocab != tokenizer_vocab_size(tk))
-            warn("prep: --vocab-size %lld ignored; %s has %d tokens", vocab, tok_path, tokenizer_vocab_size(tk));
-    } else {
-        TokTrainConfig tc;
-        tok_train_config_default(&tc);
-        tc.vocab_size = (int)vocab;
-        tc.progress = progress_line;
-        const char **texts = xmalloc(n_train * sizeof(char *));
-        size_t *lens = xmalloc(n_train * sizeof(size_t));
-        for (size_t i = 0; i < n_train; i++) { texts[i] = ds.buf + ds.off[train_idx[i]]; lens[i] = ds.len[train_idx[i]]; }
-        tk = tokenizer_train(texts, lens, n_train, &tc, err, sizeof err);
-        free(texts); free(lens);
-        if (!tk) fatal("prep: tokenizer training: %s", err);
-        if (tokenizer_vocab_size(tk) < vocab)
-            warn("prep: the corpus supports only %d tokens (asked %lld): no pair occurs twice more", tokenizer_vocab_size(tk), vocab);
-    }
-    t_tok = now_seconds() - t_tok;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tokenizer.bin", out);
-    if (tokenizer_save(tk, path, err, sizeof err) != 0) fatal("%s", err);
-    snprintf(path, sizeof path, "%s/tokenizer.json", out);
-    if (tokenizer_write_hf_json(tk, path, err, sizeof err) != 0) fatal("%s", err);
-
-    /* 4. encode and write shards */
-    double t_enc = now_seconds();
-    long long tok_train = 0, tok_val = 0;
-    int sh_train = write_split(out, "train", tk, &ds, train_idx, n_train, shard_tokens, &tok_train);
-    int sh_val = write_split(out, "val", tk, &ds, val_idx, nv, shard_tokens, &tok_val);
-    t_enc = now_seconds() - t_enc;
-    char hash[17];
-    tokenizer_hash_hex(tk, hash);
+    if (rc != 0) fatal("%s", err);
+    if (tok_path && vocab_given && vocab != r.vocab_size)
+        warn("prep: --vocab-size %lld ignored; %s has %d tokens", vocab, tok_path, r.vocab_size);
+    if (!tok_path && r.vocab_size < vocab)
+        warn("prep: the corpus supports only %d tokens (asked %lld): no pair occurs twice more", r.vocab_size, vocab);
     printf("prep: %zu files, %zu docs (%zu train, %zu val), %.1f MB text -> %lld tokens (%lld train in %d shards, "
            "%lld val in %d shards), vocab %d, tokenizer %s (%s %.2f s), encode+write %.2f s, total %.2f s -> %s\n",
-           n_files, ds.n, n_train, nv, (double)ds.buf_len / 1e6, tok_train + tok_val, tok_train, sh_train, tok_val,
-           sh_val, tokenizer_vocab_size(tk), hash, tok_path ? "loaded" : "trained", t_tok, t_enc,
-           now_seconds() - t_start, out);
-    for (size_t i = 0; i < n_files; i++) free(files[i]);
-    free(files);
-    free(train_idx); free(val_idx);
-    tokenizer_free(tk);
-    docset_free(&ds);
+           r.n_files, r.n_docs, r.n_train, r.n_val, (double)r.text_bytes / 1e6, r.tokens_train + r.tokens_val, r.tokens_train,
+           r.shards_train, r.tokens_val, r.shards_val, r.vocab_size, r.tokenizer_hash, tok_path ? "loaded" : "trained",
+           r.seconds_tokenizer, r.seconds_encode, now_seconds() - t_start, out);
     return 0;
 }
