@@ -2,6 +2,7 @@
 # End-to-end pretraining on a tiny model and a small generated corpus:
 #   exact resume (N steps, stop, --resume, N more == 2N uninterrupted: metrics and weights bit-identical),
 #   determinism (same seed + threads -> identical metrics.jsonl),
+#   numbered checkpoints (--keep-every) and resume's check of RUNDIR/config.txt against the checkpoint,
 #   SIGKILL while a checkpoint is written -> resume from the previous good one, same result,
 #   guard rails (non-finite steps stop the run, the last good checkpoint is intact),
 #   bad flags / missing data / corrupt checkpoint -> one error line, non-zero exit, nothing overwritten.
@@ -46,6 +47,15 @@ h5diff -q "$W/A/checkpoint.h5" "$W/B/checkpoint.h5" /params /params || fail "res
 h5diff -q "$W/A/checkpoint.h5" "$W/B/checkpoint.h5" /optim /optim || fail "resumed run's optimizer moments differ"
 ok "exact resume: 4 steps + --resume 4 steps == 8 uninterrupted steps (metrics.jsonl identical, /params and /optim bit-identical)"
 
+# numbered checkpoints: --keep-every 3 keeps checkpoint-0000003.h5 and -0000006.h5 beside the latest, also across a resume
+$D pretrain $COMMON --out "$W/E" --keep-every 3 --stop-after 4 > "$W/E1.log" 2>&1 || { cat "$W/E1.log"; fail "run E part 1"; }
+$D pretrain --resume "$W/E" --data "$W/shards" > "$W/E2.log" 2>&1 || { cat "$W/E2.log"; fail "run E resume"; }
+[ "$(ls "$W/E" | grep -c '^checkpoint-.*\.h5$')" = 2 ] || { ls "$W/E"; fail "--keep-every 3 over 8 steps: expected 2 numbered checkpoints"; }
+for s in 0000003 0000006; do [ -f "$W/E/checkpoint-$s.h5" ] || fail "--keep-every 3: checkpoint-$s.h5 missing"; done
+cmp -s "$W/A/metrics.jsonl" "$W/E/metrics.jsonl" || fail "--keep-every changed the run"
+h5diff -q "$W/A/checkpoint.h5" "$W/E/checkpoint.h5" /params /params || fail "--keep-every changed the weights"
+ok "--keep-every 3: checkpoint-0000003.h5 and checkpoint-0000006.h5 kept (across a resume), the run unchanged"
+
 # SIGKILL while the step-8 checkpoint is being written: the step-4 checkpoint survives and resuming reproduces A
 $D pretrain $COMMON --out "$W/K" --stop-after 4 > "$W/K1.log" 2>&1 || fail "run K part 1"
 cp "$W/K/checkpoint.h5" "$W/K4.h5"
@@ -87,8 +97,11 @@ cp -r "$W/A" "$W/T"; head -c 20000 "$W/A/checkpoint.h5" > "$W/T/checkpoint.h5"; 
 expect_err 1 "checkpoint" $D pretrain --resume "$W/T" --data "$W/shards"
 cmp -s "$W/T/checkpoint.h5" "$W/T.h5" || fail "a refused resume changed the corrupt checkpoint"
 expect_err 2 "only --data" $D pretrain --resume "$W/A" --data "$W/shards" --lr 1
+cp -r "$W/B" "$W/M"; sed -i 's/^hidden_size = .*/hidden_size = 8/' "$W/M/config.txt"; cp "$W/M/checkpoint.h5" "$W/M.h5"
+expect_err 1 "'hidden_size' is .* in the checkpoint but 8 now" $D pretrain --resume "$W/M" --data "$W/shards"
+cmp -s "$W/M/checkpoint.h5" "$W/M.h5" || fail "a resume refused for its config changed the checkpoint"
 expect_err 1 "" $D eval "$W/T/checkpoint.h5" --data "$W/shards"
-ok "bad flags, missing data, existing run, missing/truncated checkpoint: one error line, non-zero exit, nothing overwritten"
+ok "bad flags, missing data, existing run, missing/truncated checkpoint, config.txt that disagrees with the checkpoint: one error line, non-zero exit, nothing overwritten"
 
 # eval reproduces the run's final evaluation
 $D eval "$W/A/checkpoint.h5" --data "$W/shards" --batches 2 --batch 4 > "$W/eval.txt" 2>&1 || fail "eval"

@@ -11,7 +11,7 @@
 #include "autograd/rng.h"
 #include "autograd/util.h"
 #include "data/loader.h"
-#include "train/pretrain.h"
+#include "train/step.h"
 
 enum { B = 3, T = 24, NB = 2 };
 

@@ -19,7 +19,7 @@
 #include "autograd/util.h"
 #include "data/loader.h"
 #include "train/bench/bench.h"
-#include "train/pretrain.h"
+#include "train/step.h"
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

@@ -17,7 +17,7 @@
 #include "autograd/util.h"
 #include "model/electra.h"
 #include "train/checkpoint.h"
-#include "train/pretrain.h"
+#include "train/step.h"
 #include "train/cli/cli.h"
 #include "train/cli/h5io.h"
 

@@ -6,7 +6,7 @@
 #include "autograd/util.h"
 #include "train/checkpoint.h"
 #include "train/cli/cli.h"
-#include "train/pretrain.h"
+#include "train/evaluate.h"
 
 int cmd_eval(int argc, char **argv) {
     const char *ckpt = NULL, *data = NULL;

@@ -1,9 +1,9 @@
-/* cmd_pretrain.c — `deberta pretrain`: flags -> ModelConfig + TrainOptions -> pretrain_run(). */
+/* cmd_pretrain.c — `deberta pretrain`: flags -> ModelConfig (model/config.c's key table) +
+ * TrainOptions (train/options.c's key table) -> pretrain_run(). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <errno.h>
-#include <math.h>
+#include <stdarg.h>
 #include "autograd/util.h"
 #include "train/cli/cli.h"
 #include "train/pretrain.h"
@@ -35,6 +35,7 @@ static void usage(FILE *f) {
             "  --save-every N         checkpoint every N steps (and at the end)            [%ld]\n"
             "  --log-every N          metrics.jsonl line every N steps                     [%ld]\n"
             "  --max-bad-steps K      stop after K consecutive non-finite steps            [%d]\n"
+            "  --keep-every N         also keep RUNDIR/checkpoint-STEP.h5 every N steps (0 = only the latest) [0]\n"
             "  --stop-after N         stop (with a checkpoint) after N steps of this invocation\n"
             "optimizer:\n"
             "  --optimizer adamw|xadam   torch AdamW (linear warm-up/decay) or the official XAdam [adamw]\n"
@@ -55,29 +56,15 @@ static void usage(FILE *f) {
             o.log_every, o.max_bad_steps, o.opt.lr, o.opt.beta1, o.opt.beta2, o.opt.eps, o.opt.weight_decay, o.opt.max_grad_norm);
 }
 
-static int bad(const char *fmt, const char *a, const char *b) {
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "error: pretrain: ");
-    fprintf(stderr, fmt, a, b);
+    vfprintf(stderr, fmt, ap);
     fprintf(stderr, " (see deberta pretrain --help)\n");
+    va_end(ap);
     return 2;
-}
-
-static int parse_long(const char *s, long lo, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || end == s || v < lo) return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_double(const char *s, double lo, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || *end || end == s || !isfinite(v) || v < lo) return -1;
-    *out = v;
-    return 0;
 }
 
 int cmd_pretrain(int argc, char **argv) {
@@ -96,7 +83,7 @@ int cmd_pretrain(int argc, char **argv) {
             return 0;
         }
         if (!strcmp(a, "--config")) {
-            if (i + 1 >= argc) return bad("%s needs a value%s", a, "");
+            if (i + 1 >= argc) return bad("%s needs a value", a);
             if (config_load(&cfg, argv[++i], err, sizeof err)) {
                 fprintf(stderr, "error: %s\n", err);
                 return 2;
@@ -114,88 +101,39 @@ int cmd_pretrain(int argc, char **argv) {
             continue;
         }
         if (strncmp(a, "--", 2) || i + 1 >= argc) {
-            if (!strncmp(a, "--", 2)) return bad("%s needs a value%s", a, "");
-            return bad("unexpected argument '%s'%s", a, "");
+            if (!strncmp(a, "--", 2)) return bad("%s needs a value", a);
+            return bad("unexpected argument '%s'", a);
         }
         const char *v = argv[++i];
-        long l;
         const char *k = a + 2;
-        int is_resume_ok = !strcmp(k, "data") || !strcmp(k, "threads") || !strcmp(k, "stop-after") || !strcmp(k, "resume");
-        if (!is_resume_ok) resume_extra = 1;
+        int resume_ok = 0;
         if (!strcmp(k, "data")) {
             snprintf(o.data, sizeof o.data, "%s", v);
             have_data = 1;
-        } else if (!strcmp(k, "out")) {
-            snprintf(o.out, sizeof o.out, "%s", v);
-            have_out = 1;
-        } else if (!strcmp(k, "resume")) {
+            continue;
+        }
+        if (!strcmp(k, "resume")) {
             snprintf(o.out, sizeof o.out, "%s", v);
             o.resume = 1;
-        } else if (!strcmp(k, "steps")) {
-            if (parse_long(v, 1, &o.steps)) return bad("--steps wants a positive integer, got '%s'%s", v, "");
-        } else if (!strcmp(k, "minutes")) {
-            if (parse_double(v, 1e-3, &o.minutes)) return bad("--minutes wants a positive number, got '%s'%s", v, "");
-        } else if (!strcmp(k, "batch")) {
-            if (parse_long(v, 1, &l)) return bad("--batch wants a positive integer, got '%s'%s", v, "");
-            o.batch = (int)l;
-        } else if (!strcmp(k, "accum")) {
-            if (parse_long(v, 1, &l) || l > 31) return bad("--accum wants an integer in 1..31, got '%s'%s", v, "");
-            o.accum = (int)l;
-        } else if (!strcmp(k, "seed")) {
-            if (parse_long(v, 0, &l)) return bad("--seed wants a non-negative integer, got '%s'%s", v, "");
-            o.seed = (uint64_t)l;
-        } else if (!strcmp(k, "threads")) {
-            if (parse_long(v, 1, &l)) return bad("--threads wants a positive integer, got '%s'%s", v, "");
-            o.threads = (int)l;
-        } else if (!strcmp(k, "mask-mode") || !strcmp(k, "mask_mode")) {
-            if (mask_mode_parse(v, &o.mask_mode)) return bad("--mask-mode wants official, random or bert, got '%s'%s", v, "");
-        } else if (!strcmp(k, "mask-prob") || !strcmp(k, "mask_prob")) {
-            if (parse_double(v, 1e-6, &o.mask_prob) || o.mask_prob >= 1) return bad("--mask-prob wants a number in (0, 1), got '%s'%s", v, "");
-        } else if (!strcmp(k, "eval-every")) {
-            if (parse_long(v, 0, &o.eval_every)) return bad("--eval-every wants an integer >= 0, got '%s'%s", v, "");
-        } else if (!strcmp(k, "eval-batches")) {
-            if (parse_long(v, 1, &o.eval_batches)) return bad("--eval-batches wants a positive integer, got '%s'%s", v, "");
-        } else if (!strcmp(k, "save-every")) {
-            if (parse_long(v, 0, &o.save_every)) return bad("--save-every wants an integer >= 0, got '%s'%s", v, "");
-        } else if (!strcmp(k, "log-every")) {
-            if (parse_long(v, 1, &o.log_every)) return bad("--log-every wants a positive integer, got '%s'%s", v, "");
-        } else if (!strcmp(k, "max-bad-steps")) {
-            if (parse_long(v, 1, &l)) return bad("--max-bad-steps wants a positive integer, got '%s'%s", v, "");
-            o.max_bad_steps = (int)l;
-        } else if (!strcmp(k, "stop-after")) {
-            if (parse_long(v, 1, &o.stop_after)) return bad("--stop-after wants a positive integer, got '%s'%s", v, "");
-        } else if (!strcmp(k, "optimizer")) {
-            double lr = o.opt.lr;
-            if (!strcmp(v, "adamw")) optim_config_default(&o.opt, OPTIM_ADAMW);
-            else if (!strcmp(v, "xadam")) optim_config_default(&o.opt, OPTIM_XADAM);
-            else return bad("--optimizer wants adamw or xadam, got '%s'%s", v, "");
-            o.opt.lr = lr;
-        } else if (!strcmp(k, "lr")) {
-            if (parse_double(v, 0, &o.opt.lr)) return bad("--lr wants a number >= 0, got '%s'%s", v, "");
-        } else if (!strcmp(k, "d-lr")) {
-            if (parse_double(v, 0, &o.d_lr)) return bad("--d-lr wants a number >= 0, got '%s'%s", v, "");
-        } else if (!strcmp(k, "warmup")) {
-            if (parse_long(v, 0, &o.warmup)) return bad("--warmup wants an integer >= 0, got '%s'%s", v, "");
-        } else if (!strcmp(k, "beta1")) {
-            if (parse_double(v, 0, &o.opt.beta1) || o.opt.beta1 >= 1) return bad("--beta1 wants a number in [0, 1), got '%s'%s", v, "");
-        } else if (!strcmp(k, "beta2")) {
-            if (parse_double(v, 0, &o.opt.beta2) || o.opt.beta2 >= 1) return bad("--beta2 wants a number in [0, 1), got '%s'%s", v, "");
-        } else if (!strcmp(k, "eps")) {
-            if (parse_double(v, 0, &o.opt.eps)) return bad("--eps wants a number >= 0, got '%s'%s", v, "");
-        } else if (!strcmp(k, "weight-decay")) {
-            if (parse_double(v, 0, &o.opt.weight_decay)) return bad("--weight-decay wants a number >= 0, got '%s'%s", v, "");
-        } else if (!strcmp(k, "max-grad-norm")) {
-            if (parse_double(v, 0, &o.opt.max_grad_norm)) return bad("--max-grad-norm wants a number >= 0, got '%s'%s", v, "");
-        } else {
-            return bad("unknown option '%s'%s", a, "");
+            continue;
         }
+        if (!strcmp(k, "out")) {
+            snprintf(o.out, sizeof o.out, "%s", v);
+            have_out = 1;
+            resume_extra = 1;
+            continue;
+        }
+        c = train_options_set_flag(&o, k, v, &resume_ok, err, sizeof err);
+        if (c < 0) return bad("%s", err);
+        if (c == 0) return bad("unknown option '%s'", a);
+        if (!resume_ok) resume_extra = 1;
     }
-    if (!have_data) return bad("--data DIR is required%s%s", "", "");
+    if (!have_data) return bad("--data DIR is required");
     if (o.resume) {
         if (have_out || model_flags || resume_extra)
-            return bad("--resume continues a run with its saved settings; only --data, --threads and --stop-after may be given%s%s", "", "");
+            return bad("--resume continues a run with its saved settings; only --data, --threads and --stop-after may be given");
     } else {
-        if (!have_out) return bad("--out RUNDIR is required (or --resume RUNDIR)%s%s", "", "");
+        if (!have_out) return bad("--out RUNDIR is required (or --resume RUNDIR)");
         if (config_validate(&cfg, err, sizeof err)) {
             fprintf(stderr, "error: %s\n", err);
             return 2;

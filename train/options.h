@@ -1,0 +1,46 @@
+/* options.h — the training options of a run (TrainOptions) and their one key table: the
+ * `deberta pretrain` flags, their checks and messages, and the `train_*` lines of RUNDIR/config.txt
+ * and of the checkpoint's config text (written by train_options_to_text, read back on --resume by
+ * train_options_from_text) all come from the same rows, as model/config.c does for ModelConfig.
+ */
+#ifndef DEBERTA_TRAIN_OPTIONS_H
+#define DEBERTA_TRAIN_OPTIONS_H
+#include <stddef.h>
+#include <stdint.h>
+#include "data/loader.h"
+#include "train/optim.h"
+
+typedef struct TrainOptions {
+    char data[4096];
+    char out[4096];
+    int resume;
+    long steps;             /* total training steps (schedule length) */
+    double minutes;         /* > 0: choose `steps` to fit this many minutes (measured before training) */
+    int batch;              /* sequences per micro-batch */
+    int accum;              /* micro-batches per step */
+    uint64_t seed;
+    int threads;
+    MaskMode mask_mode;
+    double mask_prob;
+    OptimConfig opt;        /* generator (and joint) optimizer */
+    double d_lr;            /* discriminator peak lr; <= 0: same as opt.lr */
+    long warmup;            /* < 0: 10% of steps, at most 10000 */
+    long eval_every, eval_batches, save_every, log_every;
+    long keep_every;        /* > 0: also keep RUNDIR/checkpoint-<step>.h5 every this many steps */
+    int max_bad_steps;      /* stop after this many consecutive skipped steps */
+    long stop_after;        /* > 0: stop (with a checkpoint) after this many steps of this invocation (tests) */
+} TrainOptions;
+
+void train_options_default(TrainOptions *o);
+
+/* Applies one `--flag value` of the table (flag without the leading "--").  Returns 1 if it was one
+ * (*resume_ok: whether --resume accepts it), 0 if the table has no such flag, -1 with a message
+ * ("--steps wants a positive integer, got 'x'") on a bad value. */
+int train_options_set_flag(TrainOptions *o, const char *flag, const char *value, int *resume_ok, char *err, size_t errlen);
+
+/* The persisted options as `train_<key> = value` lines (heap string). */
+char *train_options_to_text(const TrainOptions *o);
+/* Reads the train_* lines of a config text back (other keys are skipped, as are train_* lines
+ * without a value).  Returns 0, or -1 with a message naming an unknown train_* key. */
+int train_options_from_text(TrainOptions *o, const char *text, char *err, size_t errlen);
+#endif

@@ -1,0 +1,65 @@
+/* step.h — one ELECTRA-style pretraining step (spec §4.6): the loop (train/pretrain.c) and
+ * `deberta bench` call the same function.
+ *
+ * One step, decoupled mode (default):
+ *   1. G: zero G grads; for each micro-batch: generator forward on the masked batch, backward of
+ *      the MLM loss / accum, draw replacements from the (pre-update) generator's softmax;
+ *      clip + update G (skipped if the gradient norm is not finite).
+ *   2. D: zero D grads; for each micro-batch: discriminator forward on the replaced ids — under GDES
+ *      its table is stopgrad(E_G) + E_Δ with the already-updated E_G —, backward of λ·RTD / accum;
+ *      clip + update D.
+ * Joint mode: one group; loss = MLM + λ·RTD per micro-batch; one update.
+ *
+ * Randomness is addressed by (seed, step): dropout streams by step·64 + 2·micro + phase, sampling
+ * streams by step·64 + micro, masking by the loader's own (seed, epoch, sequence).  With the loader
+ * position, the optimizer counters and the parameters/moments in the checkpoint, a resumed run
+ * computes exactly what an uninterrupted one would.
+ */
+#ifndef DEBERTA_TRAIN_STEP_H
+#define DEBERTA_TRAIN_STEP_H
+#include <stdint.h>
+#include "data/batch.h"
+#include "model/electra.h"
+#include "train/optim.h"
+
+#define STREAMS_PER_STEP 64 /* dropout/sampling sub-streams of one step: 2 per micro-batch */
+
+/* The model's view of a loader batch (the model takes plain arrays, not data/ types). */
+static inline ElectraInput electra_input(const Batch *b) {
+    return (ElectraInput){b->B, b->T, b->input_ids, b->attention_mask, b->labels};
+}
+
+/* Wall-clock phases of a step (seconds), for the benchmark.  Joint mode books the discriminator
+ * forward (and the summed loss) under D_FWD, the one backward under D_BWD, the update under D_OPT. */
+enum { PHASE_G_FWD, PHASE_SAMPLE, PHASE_G_BWD, PHASE_G_OPT, PHASE_D_FWD, PHASE_D_BWD, PHASE_D_OPT, PHASE_COUNT };
+
+typedef struct StepStats {
+    double g_loss, d_loss;      /* means over micro-batches (d_loss before λ) */
+    long mlm_ok, n_masked, rtd_ok, n_tokens;
+    OptimStepResult g, d;
+    int skipped;
+    const char *why;
+    double phase[PHASE_COUNT];  /* seconds spent in each phase of this step */
+} StepStats;
+
+/* Everything one step touches.  groups: {generator, discriminator} (decoupled) or {all} (joint),
+ * by m->cfg.training_mode; micro[accum] already filled (masked batches); replaced[accum] [B·T]
+ * scratch for the sampled ids. */
+typedef struct StepCtx {
+    Electra *m;
+    Tape *t;
+    OptimGroup *groups;
+    Batch *micro;
+    int32_t **replaced;
+    int accum;
+    uint64_t seed;              /* run seed: sampling streams */
+} StepCtx;
+
+/* One step (spec §4.6, see the top of this file); update = 0 runs forward/backward only. */
+StepStats pretrain_step(const StepCtx *c, long step, int update);
+
+/* Masked positions whose argmax logit is the original token. */
+long mlm_correct(const GenOut *g);
+/* Real tokens whose RTD decision (logit > 0 = replaced) matches the label. */
+long rtd_correct(const DiscOut *d, const Batch *b);
+#endif
