@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-Tensor *gc_leaf(int ndim, const int *shape, int requires_grad, const char *name) {
+Tensor *gradcheck_leaf(int ndim, const int *shape, int requires_grad, const char *name) {
     Tensor *x = xcalloc(1, sizeof(Tensor));
     x->ndim = ndim;
     for (int i = 0; i < ndim; i++) x->shape[i] = shape[i];
@@ -19,14 +19,14 @@ Tensor *gc_leaf(int ndim, const int *shape, int requires_grad, const char *name)
     return x;
 }
 
-void gc_leaf_free(Tensor *x) {
+void gradcheck_leaf_free(Tensor *x) {
     if (!x) return;
     free(x->data);
     free(x->grad);
     free(x);
 }
 
-void gc_fill_uniform(Tensor *x, uint64_t stream, double lo, double hi) {
+void gradcheck_fill_uniform(Tensor *x, uint64_t stream, double lo, double hi) {
     for (long i = 0; i < x->n; i++) x->data[i] = (real)(lo + (hi - lo) * rng_uniform(42, rng_stream(RNG_TEST, stream, 0), i));
 }
 

@@ -31,10 +31,10 @@ typedef struct GCResult {
 } GCResult;
 
 /* Leaves for checks: heap tensors (data and grad) that survive tape resets. */
-Tensor *gc_leaf(int ndim, const int *shape, int requires_grad, const char *name);
-void gc_leaf_free(Tensor *x);
+Tensor *gradcheck_leaf(int ndim, const int *shape, int requires_grad, const char *name);
+void gradcheck_leaf_free(Tensor *x);
 /* Fill with uniform values in [lo, hi) from the test RNG stream `stream`. */
-void gc_fill_uniform(Tensor *x, uint64_t stream, double lo, double hi);
+void gradcheck_fill_uniform(Tensor *x, uint64_t stream, double lo, double hi);
 
 double gradcheck_step(void);       /* h: 1e-4 (double) or 1e-2 (float) */
 double gradcheck_tolerance(void);  /* 1e-7 (double) or 5e-2 (float) */

@@ -28,35 +28,35 @@ static GCResult run_case(Tape *t, int terms, int Tq, int Tk, const int32_t *qmas
     const int sq[4] = {B, A, Tq, D}, sk[4] = {B, A, Tk, D};
     const int st3[3] = {A, R, D}, st4[4] = {1, A, R, D};
     Tensor *x[4];
-    x[0] = gc_leaf(4, sq, 1, "q");
-    x[1] = gc_leaf(4, sk, 1, "k");
-    x[2] = table4 ? gc_leaf(4, st4, 1, "qr") : gc_leaf(3, st3, 1, "qr");
-    x[3] = table4 ? gc_leaf(4, st4, 1, "kr") : gc_leaf(3, st3, 1, "kr");
-    for (int i = 0; i < 4; i++) gc_fill_uniform(x[i], 200 + i, -1.0, 1.0);
+    x[0] = gradcheck_leaf(4, sq, 1, "q");
+    x[1] = gradcheck_leaf(4, sk, 1, "k");
+    x[2] = table4 ? gradcheck_leaf(4, st4, 1, "qr") : gradcheck_leaf(3, st3, 1, "qr");
+    x[3] = table4 ? gradcheck_leaf(4, st4, 1, "kr") : gradcheck_leaf(3, st3, 1, "kr");
+    for (int i = 0; i < 4; i++) gradcheck_fill_uniform(x[i], 200 + i, -1.0, 1.0);
     /* the op ignores the table of a term that is off: not checked */
     if (!(terms & ATT_P2C)) x[2]->requires_grad = 0;
     if (!(terms & ATT_C2P)) x[3]->requires_grad = 0;
     int nterms = !!(terms & ATT_C2C) + !!(terms & ATT_C2P) + !!(terms & ATT_P2C);
     DACtx ctx = {terms, c, qmask, kmask, (real)(1.0 / sqrt(3.0 * nterms))};
     GCResult r = gradcheck_elements(t, g_attention, x, 4, &ctx, 0);
-    for (int i = 0; i < 4; i++) gc_leaf_free(x[i]);
+    for (int i = 0; i < 4; i++) gradcheck_leaf_free(x[i]);
     return r;
 }
 
 /* g_attention reads x[2]/x[3] only when the term is on (the op ignores qr/kr otherwise). */
-GCResult gc_attention_c2c(Tape *t) { return run_case(t, ATT_C2C, 4, 4, NULL, NULL, 0); }
-GCResult gc_attention_c2p(Tape *t) { return run_case(t, ATT_C2P, 4, 4, NULL, NULL, 0); }
-GCResult gc_attention_p2c(Tape *t) { return run_case(t, ATT_P2C, 4, 4, NULL, NULL, 0); }
-GCResult gc_attention_c2c_c2p(Tape *t) { return run_case(t, ATT_C2C | ATT_C2P, 4, 4, NULL, NULL, 0); }
-GCResult gc_attention_c2c_p2c(Tape *t) { return run_case(t, ATT_C2C | ATT_P2C, 4, 4, NULL, NULL, 0); }
-GCResult gc_attention_c2p_p2c(Tape *t) { return run_case(t, ATT_C2P | ATT_P2C, 4, 4, NULL, NULL, 0); }
-GCResult gc_attention_all(Tape *t) { return run_case(t, ATT_ALL, 4, 4, NULL, NULL, 0); }
-GCResult gc_attention_all_padded(Tape *t) {
+GCResult gradcheck_attention_c2c(Tape *t) { return run_case(t, ATT_C2C, 4, 4, NULL, NULL, 0); }
+GCResult gradcheck_attention_c2p(Tape *t) { return run_case(t, ATT_C2P, 4, 4, NULL, NULL, 0); }
+GCResult gradcheck_attention_p2c(Tape *t) { return run_case(t, ATT_P2C, 4, 4, NULL, NULL, 0); }
+GCResult gradcheck_attention_c2c_c2p(Tape *t) { return run_case(t, ATT_C2C | ATT_C2P, 4, 4, NULL, NULL, 0); }
+GCResult gradcheck_attention_c2c_p2c(Tape *t) { return run_case(t, ATT_C2C | ATT_P2C, 4, 4, NULL, NULL, 0); }
+GCResult gradcheck_attention_c2p_p2c(Tape *t) { return run_case(t, ATT_C2P | ATT_P2C, 4, 4, NULL, NULL, 0); }
+GCResult gradcheck_attention_all(Tape *t) { return run_case(t, ATT_ALL, 4, 4, NULL, NULL, 0); }
+GCResult gradcheck_attention_all_padded(Tape *t) {
     /* batch 0: last query row and last key padded; batch 1: fully padded (every row all zeros) */
     static const int32_t m[8] = {1, 1, 1, 0, 0, 0, 0, 0};
     return run_case(t, ATT_ALL, 4, 4, m, m, 0);
 }
-GCResult gc_attention_rect(Tape *t) {
+GCResult gradcheck_attention_rect(Tape *t) {
     static const int32_t qm[6] = {1, 1, 0, 1, 1, 1}, km[10] = {1, 1, 1, 1, 0, 1, 0, 1, 1, 1};
     return run_case(t, ATT_ALL, 3, 5, qm, km, 1);
 }

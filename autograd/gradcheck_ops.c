@@ -10,11 +10,11 @@
 static GCResult run_leaves(Tape *t, GraphFn f, void *ctx, int n, const int ndims[], const int shapes[][4]) {
     Tensor *leaves[TAPE_MAX_INPUTS];
     for (int i = 0; i < n; i++) {
-        leaves[i] = gc_leaf(ndims[i], shapes[i], 1, "leaf");
-        gc_fill_uniform(leaves[i], 100 + i, -1.0, 1.0);
+        leaves[i] = gradcheck_leaf(ndims[i], shapes[i], 1, "leaf");
+        gradcheck_fill_uniform(leaves[i], 100 + i, -1.0, 1.0);
     }
     GCResult r = gradcheck_elements(t, f, leaves, n, ctx, 0);
-    for (int i = 0; i < n; i++) gc_leaf_free(leaves[i]);
+    for (int i = 0; i < n; i++) gradcheck_leaf_free(leaves[i]);
     return r;
 }
 
@@ -32,22 +32,22 @@ static Tensor *g_matmul(Tape *t, Tensor **x, int n, void *ctx) {
         return run_leaves(t, g_matmul, &c, 2, nd, sh);                              \
     }
 #define S(...) {__VA_ARGS__}
-MM_CASE(gc_mm_nn, 0, 0, 3, S(2, 3, 4), 3, S(2, 4, 5))
-MM_CASE(gc_mm_tn, 1, 0, 3, S(2, 4, 3), 3, S(2, 4, 5))
-MM_CASE(gc_mm_nt, 0, 1, 3, S(2, 3, 4), 3, S(2, 5, 4))
-MM_CASE(gc_mm_tt, 1, 1, 4, S(2, 2, 4, 3), 4, S(2, 2, 5, 4))
-MM_CASE(gc_mm_shared, 0, 1, 3, S(3, 2, 4), 2, S(5, 4))
-MM_CASE(gc_mm_shared_t, 1, 0, 3, S(3, 4, 2), 2, S(4, 5))
-MM_CASE(gc_mm_ones, 0, 0, 2, S(1, 1), 2, S(1, 1))
+MM_CASE(gradcheck_mm_nn, 0, 0, 3, S(2, 3, 4), 3, S(2, 4, 5))
+MM_CASE(gradcheck_mm_tn, 1, 0, 3, S(2, 4, 3), 3, S(2, 4, 5))
+MM_CASE(gradcheck_mm_nt, 0, 1, 3, S(2, 3, 4), 3, S(2, 5, 4))
+MM_CASE(gradcheck_mm_tt, 1, 1, 4, S(2, 2, 4, 3), 4, S(2, 2, 5, 4))
+MM_CASE(gradcheck_mm_shared, 0, 1, 3, S(3, 2, 4), 2, S(5, 4))
+MM_CASE(gradcheck_mm_shared_t, 1, 0, 3, S(3, 4, 2), 2, S(4, 5))
+MM_CASE(gradcheck_mm_ones, 0, 0, 2, S(1, 1), 2, S(1, 1))
 
 /* ---- linear ---- */
 static Tensor *g_linear(Tape *t, Tensor **x, int n, void *ctx) { return op_linear(t, x[0], x[1], n > 2 ? x[2] : NULL); }
-static GCResult gc_linear(Tape *t) {
+static GCResult gradcheck_linear(Tape *t) {
     const int nd[3] = {3, 2, 1};
     const int sh[3][4] = {{2, 3, 4}, {5, 4}, {5}};
     return run_leaves(t, g_linear, NULL, 3, nd, sh);
 }
-static GCResult gc_linear_nobias(Tape *t) {
+static GCResult gradcheck_linear_nobias(Tape *t) {
     const int nd[2] = {2, 2};
     const int sh[2][4] = {{1, 4}, {1, 4}};
     return run_leaves(t, g_linear, NULL, 2, nd, sh);
@@ -59,11 +59,11 @@ static GCResult run_case(Tape *t, GraphFn f, void *ctx, int n, const int ndims[]
                          double lo, double hi) {
     Tensor *leaves[TAPE_MAX_INPUTS];
     for (int i = 0; i < n; i++) {
-        leaves[i] = gc_leaf(ndims[i], shapes[i], rg ? rg[i] : 1, "leaf");
-        gc_fill_uniform(leaves[i], 200 + i, lo, hi);
+        leaves[i] = gradcheck_leaf(ndims[i], shapes[i], rg ? rg[i] : 1, "leaf");
+        gradcheck_fill_uniform(leaves[i], 200 + i, lo, hi);
     }
     GCResult r = gradcheck_elements(t, f, leaves, n, ctx, 0);
-    for (int i = 0; i < n; i++) gc_leaf_free(leaves[i]);
+    for (int i = 0; i < n; i++) gradcheck_leaf_free(leaves[i]);
     return r;
 }
 #define ONE(ND, SH) (const int[]){ND}, (const int[][4]){SH}
@@ -79,28 +79,28 @@ static Tensor *g_mul_self(Tape *t, Tensor **x, int n, void *c) { return op_mul(t
 static Tensor *g_gelu(Tape *t, Tensor **x, int n, void *c) { return op_gelu(t, x[0]); }
 static Tensor *g_bias_gelu(Tape *t, Tensor **x, int n, void *c) { return op_bias_gelu(t, x[0], x[1]); }
 
-static GCResult gc_add(Tape *t) { return run_case(t, g_add, NULL, 2, TWO(3, S(2, 3, 4), 3, S(2, 3, 4)), NULL, -1, 1); }
-static GCResult gc_add_self(Tape *t) { return run_case(t, g_add_self, NULL, 1, ONE(2, S(1, 1)), NULL, -1, 1); }
-static GCResult gc_bias_add(Tape *t) { return run_case(t, g_bias_add, NULL, 2, TWO(3, S(2, 3, 4), 1, S(4)), NULL, -1, 1); }
-static GCResult gc_bias_add_1(Tape *t) { return run_case(t, g_bias_add, NULL, 2, TWO(2, S(1, 1), 1, S(1)), NULL, -1, 1); }
-static GCResult gc_scale(Tape *t) { return run_case(t, g_scale, NULL, 1, ONE(2, S(3, 4)), NULL, -1, 1); }
-static GCResult gc_mul(Tape *t) { return run_case(t, g_mul, NULL, 2, TWO(2, S(3, 5), 2, S(3, 5)), NULL, -2, 2); }
-static GCResult gc_mul_self(Tape *t) { return run_case(t, g_mul_self, NULL, 1, ONE(1, S(7)), NULL, -2, 2); }
-static GCResult gc_gelu(Tape *t) { return run_case(t, g_gelu, NULL, 1, ONE(2, S(4, 6)), NULL, -4, 4); }
-static GCResult gc_gelu_1(Tape *t) { return run_case(t, g_gelu, NULL, 1, ONE(1, S(1)), NULL, -1, 1); }
-static GCResult gc_bias_gelu(Tape *t) { return run_case(t, g_bias_gelu, NULL, 2, TWO(3, S(2, 5, 20), 1, S(20)), NULL, -3, 3); }
-static GCResult gc_bias_gelu_1(Tape *t) { return run_case(t, g_bias_gelu, NULL, 2, TWO(2, S(1, 1), 1, S(1)), NULL, -3, 3); }
+static GCResult gradcheck_add(Tape *t) { return run_case(t, g_add, NULL, 2, TWO(3, S(2, 3, 4), 3, S(2, 3, 4)), NULL, -1, 1); }
+static GCResult gradcheck_add_self(Tape *t) { return run_case(t, g_add_self, NULL, 1, ONE(2, S(1, 1)), NULL, -1, 1); }
+static GCResult gradcheck_bias_add(Tape *t) { return run_case(t, g_bias_add, NULL, 2, TWO(3, S(2, 3, 4), 1, S(4)), NULL, -1, 1); }
+static GCResult gradcheck_bias_add_1(Tape *t) { return run_case(t, g_bias_add, NULL, 2, TWO(2, S(1, 1), 1, S(1)), NULL, -1, 1); }
+static GCResult gradcheck_scale(Tape *t) { return run_case(t, g_scale, NULL, 1, ONE(2, S(3, 4)), NULL, -1, 1); }
+static GCResult gradcheck_mul(Tape *t) { return run_case(t, g_mul, NULL, 2, TWO(2, S(3, 5), 2, S(3, 5)), NULL, -2, 2); }
+static GCResult gradcheck_mul_self(Tape *t) { return run_case(t, g_mul_self, NULL, 1, ONE(1, S(7)), NULL, -2, 2); }
+static GCResult gradcheck_gelu(Tape *t) { return run_case(t, g_gelu, NULL, 1, ONE(2, S(4, 6)), NULL, -4, 4); }
+static GCResult gradcheck_gelu_1(Tape *t) { return run_case(t, g_gelu, NULL, 1, ONE(1, S(1)), NULL, -1, 1); }
+static GCResult gradcheck_bias_gelu(Tape *t) { return run_case(t, g_bias_gelu, NULL, 2, TWO(3, S(2, 5, 20), 1, S(20)), NULL, -3, 3); }
+static GCResult gradcheck_bias_gelu_1(Tape *t) { return run_case(t, g_bias_gelu, NULL, 2, TWO(2, S(1, 1), 1, S(1)), NULL, -3, 3); }
 
 /* ---- layernorm ---- */
 static Tensor *g_layernorm(Tape *t, Tensor **x, int n, void *c) { return op_layernorm(t, x[0], x[1], x[2], (real)1e-5); }
 static Tensor *g_layernorm_plain(Tape *t, Tensor **x, int n, void *c) { return op_layernorm(t, x[0], NULL, NULL, (real)1e-3); }
-static GCResult gc_layernorm(Tape *t) {
+static GCResult gradcheck_layernorm(Tape *t) {
     return run_case(t, g_layernorm, NULL, 3, (const int[]){3, 1, 1}, (const int[][4]){{2, 3, 6}, {6}, {6}}, NULL, -2, 2);
 }
-static GCResult gc_layernorm_c1(Tape *t) {
+static GCResult gradcheck_layernorm_c1(Tape *t) {
     return run_case(t, g_layernorm, NULL, 3, (const int[]){2, 1, 1}, (const int[][4]){{3, 1}, {1}, {1}}, NULL, -2, 2);
 }
-static GCResult gc_layernorm_plain(Tape *t) { return run_case(t, g_layernorm_plain, NULL, 1, ONE(2, S(4, 5)), NULL, -2, 2); }
+static GCResult gradcheck_layernorm_plain(Tape *t) { return run_case(t, g_layernorm_plain, NULL, 1, ONE(2, S(4, 5)), NULL, -2, 2); }
 
 /* ---- softmax ---- */
 typedef struct { const int32_t *q, *k; } SMCtx;
@@ -108,23 +108,23 @@ static Tensor *g_softmax(Tape *t, Tensor **x, int n, void *ctx) {
     SMCtx *c = ctx;
     return op_softmax_masked(t, x[0], c->q, c->k);
 }
-static GCResult gc_softmax_partial(Tape *t) {
+static GCResult gradcheck_softmax_partial(Tape *t) {
     /* B=2, H=2, Tq=3, Tk=4: a masked query row, masked keys, rows with a single kept key */
     static const int32_t q[6] = {1, 1, 0, 1, 1, 1}, k[8] = {1, 0, 1, 1, 0, 1, 0, 0};
     SMCtx c = {q, k};
     return run_case(t, g_softmax, &c, 1, ONE(4, S(2, 2, 3, 4)), NULL, -3, 3);
 }
-static GCResult gc_softmax_full(Tape *t) {
+static GCResult gradcheck_softmax_full(Tape *t) {
     /* B=2, Tq=2, Tk=3 (3-D): batch 1 has every key masked -> all-zero rows */
     static const int32_t k[6] = {1, 1, 1, 0, 0, 0};
     SMCtx c = {NULL, k};
     return run_case(t, g_softmax, &c, 1, ONE(3, S(2, 2, 3)), NULL, -3, 3);
 }
-static GCResult gc_softmax_nomask(Tape *t) {
+static GCResult gradcheck_softmax_nomask(Tape *t) {
     SMCtx c = {NULL, NULL};
     return run_case(t, g_softmax, &c, 1, ONE(2, S(3, 5)), NULL, -3, 3);
 }
-static GCResult gc_softmax_1(Tape *t) {
+static GCResult gradcheck_softmax_1(Tape *t) {
     SMCtx c = {NULL, NULL};
     return run_case(t, g_softmax, &c, 1, ONE(4, S(1, 1, 1, 1)), NULL, -3, 3);
 }
@@ -143,42 +143,42 @@ static Tensor *g_embedding_pad(Tape *t, Tensor **x, int n, void *ctx) {
     IdxCtx *c = ctx;
     return op_mul(t, op_embedding(t, x[0], c->ids, c->n, c->pad), x[1]);
 }
-static GCResult gc_embedding(Tape *t) {
+static GCResult gradcheck_embedding(Tape *t) {
     static const int32_t ids[6] = {1, 3, 1, 0, 3, 1}; /* repeated ids; rows 2 and 4 unused */
     IdxCtx c = {ids, 6, -1, 0, 0};
     return run_case(t, g_embedding, &c, 1, ONE(2, S(5, 3)), NULL, -1, 1);
 }
-static GCResult gc_embedding_pad(Tape *t) {
+static GCResult gradcheck_embedding_pad(Tape *t) {
     static const int32_t ids[5] = {2, 0, 2, 1, 0}; /* padding id 0, twice */
     IdxCtx c = {ids, 5, 0, 0, 0};
     Tensor *leaves[2];
-    leaves[0] = gc_leaf(2, (const int[]){3, 4}, 1, "table");
-    gc_fill_uniform(leaves[0], 300, -1, 1);
-    leaves[1] = gc_leaf(2, (const int[]){5, 4}, 0, "keep");
+    leaves[0] = gradcheck_leaf(2, (const int[]){3, 4}, 1, "table");
+    gradcheck_fill_uniform(leaves[0], 300, -1, 1);
+    leaves[1] = gradcheck_leaf(2, (const int[]){5, 4}, 0, "keep");
     for (int k = 0; k < 5; k++)
         for (int j = 0; j < 4; j++) leaves[1]->data[k * 4 + j] = ids[k] == 0 ? 0 : 1;
     GCResult r = gradcheck_elements(t, g_embedding_pad, leaves, 2, &c, 0);
-    gc_leaf_free(leaves[0]);
-    gc_leaf_free(leaves[1]);
+    gradcheck_leaf_free(leaves[0]);
+    gradcheck_leaf_free(leaves[1]);
     return r;
 }
 static Tensor *g_gather(Tape *t, Tensor **x, int n, void *ctx) {
     IdxCtx *c = ctx;
     return op_gather_last(t, x[0], c->ids, c->rows, c->last);
 }
-static GCResult gc_gather_cyclic(Tape *t) {
+static GCResult gradcheck_gather_cyclic(Tape *t) {
     /* x [2, 3, 5] = 6 rows of W=5, idx [3, 4] reused cyclically, with repeated indices */
     static const int32_t idx[12] = {0, 4, 4, 2, 1, 1, 1, 1, 3, 0, 2, 3};
     IdxCtx c = {idx, 0, 0, 3, 4};
     return run_case(t, g_gather, &c, 1, ONE(3, S(2, 3, 5)), NULL, -1, 1);
 }
-static GCResult gc_gather_full(Tape *t) {
+static GCResult gradcheck_gather_full(Tape *t) {
     /* x [2, 3] with one index row per row (idx_rows = R), J > W */
     static const int32_t idx[8] = {2, 0, 0, 1, 1, 1, 2, 2};
     IdxCtx c = {idx, 0, 0, 2, 4};
     return run_case(t, g_gather, &c, 1, ONE(2, S(2, 3)), NULL, -1, 1);
 }
-static GCResult gc_gather_1(Tape *t) {
+static GCResult gradcheck_gather_1(Tape *t) {
     static const int32_t idx[3] = {0, 0, 0};
     IdxCtx c = {idx, 0, 0, 1, 3};
     return run_case(t, g_gather, &c, 1, ONE(2, S(1, 1)), NULL, -1, 1);
@@ -187,12 +187,12 @@ static Tensor *g_index_select(Tape *t, Tensor **x, int n, void *ctx) {
     IdxCtx *c = ctx;
     return op_index_select(t, x[0], c->ids, c->n);
 }
-static GCResult gc_index_select(Tape *t) {
+static GCResult gradcheck_index_select(Tape *t) {
     static const int32_t rows[5] = {2, 0, 2, 3, 2};
     IdxCtx c = {rows, 5, 0, 0, 0};
     return run_case(t, g_index_select, &c, 1, ONE(2, S(4, 3)), NULL, -1, 1);
 }
-static GCResult gc_index_select_3d(Tape *t) {
+static GCResult gradcheck_index_select_3d(Tape *t) {
     static const int32_t rows[1] = {3};
     IdxCtx c = {rows, 1, 0, 0, 0};
     return run_case(t, g_index_select, &c, 1, ONE(3, S(2, 2, 1)), NULL, -1, 1);
@@ -208,11 +208,11 @@ static Tensor *g_dropout(Tape *t, Tensor **x, int n, void *ctx) {
     t->training = was;
     return y;
 }
-static GCResult gc_dropout(Tape *t) {
+static GCResult gradcheck_dropout(Tape *t) {
     double p = 0.4;
     return run_case(t, g_dropout, &p, 1, ONE(2, S(6, 7)), NULL, -1, 1);
 }
-static GCResult gc_dropout_p0(Tape *t) {
+static GCResult gradcheck_dropout_p0(Tape *t) {
     double p = 0;
     return run_case(t, g_dropout, &p, 1, ONE(1, S(1)), NULL, -1, 1);
 }
@@ -224,32 +224,32 @@ static Tensor *g_bce(Tape *t, Tensor **x, int n, void *ctx) {
     LossCtx *c = ctx;
     return op_bce_logits(t, x[0], c->tg, c->valid);
 }
-static GCResult gc_ce(Tape *t) {
+static GCResult gradcheck_ce(Tape *t) {
     static const int32_t tg[4] = {0, 4, 2, 2};
     LossCtx c = {tg, NULL};
     return run_case(t, g_ce, &c, 1, ONE(2, S(4, 5)), NULL, -3, 3);
 }
-static GCResult gc_ce_small(Tape *t) {
+static GCResult gradcheck_ce_small(Tape *t) {
     static const int32_t tg[1] = {1};
     LossCtx c = {tg, NULL};
     return run_case(t, g_ce, &c, 1, ONE(2, S(1, 2)), NULL, -3, 3);
 }
-static GCResult gc_bce(Tape *t) {
+static GCResult gradcheck_bce(Tape *t) {
     /* invalid entries may hold any target (here −100) */
     static const int32_t tg[10] = {1, 0, 0, 1, 1, 0, -100, 1, 0, 1}, valid[10] = {1, 1, 0, 1, 1, 1, 0, 1, 0, 1};
     LossCtx c = {tg, valid};
     return run_case(t, g_bce, &c, 1, ONE(2, S(2, 5)), NULL, -4, 4);
 }
-static GCResult gc_bce_none_valid(Tape *t) {
+static GCResult gradcheck_bce_none_valid(Tape *t) {
     static const int32_t tg[3] = {1, 0, 1}, valid[3] = {0, 0, 0};
     LossCtx c = {tg, valid};
     return run_case(t, g_bce, &c, 1, ONE(1, S(3)), NULL, -4, 4);
 }
 static Tensor *g_sum(Tape *t, Tensor **x, int n, void *c) { return op_sum(t, x[0]); }
 static Tensor *g_mean(Tape *t, Tensor **x, int n, void *c) { return op_mean(t, x[0]); }
-static GCResult gc_sum(Tape *t) { return run_case(t, g_sum, NULL, 1, ONE(3, S(2, 3, 4)), NULL, -1, 1); }
-static GCResult gc_mean(Tape *t) { return run_case(t, g_mean, NULL, 1, ONE(3, S(2, 3, 2)), NULL, -1, 1); }
-static GCResult gc_mean_1(Tape *t) { return run_case(t, g_mean, NULL, 1, ONE(1, S(1)), NULL, -1, 1); }
+static GCResult gradcheck_sum(Tape *t) { return run_case(t, g_sum, NULL, 1, ONE(3, S(2, 3, 4)), NULL, -1, 1); }
+static GCResult gradcheck_mean(Tape *t) { return run_case(t, g_mean, NULL, 1, ONE(3, S(2, 3, 2)), NULL, -1, 1); }
+static GCResult gradcheck_mean_1(Tape *t) { return run_case(t, g_mean, NULL, 1, ONE(1, S(1)), NULL, -1, 1); }
 
 /* ---- shapes (followed by a mul with a second leaf so that the layout of the result matters) ---- */
 static Tensor *g_reshape(Tape *t, Tensor **x, int n, void *c) {
@@ -259,77 +259,77 @@ static Tensor *g_reshape(Tape *t, Tensor **x, int n, void *c) {
 static Tensor *g_transpose(Tape *t, Tensor **x, int n, void *c) { return op_mul(t, op_transpose(t, x[0]), x[1]); }
 static Tensor *g_split(Tape *t, Tensor **x, int n, void *ctx) { return op_mul(t, op_split_heads(t, x[0], *(int *)ctx), x[1]); }
 static Tensor *g_merge(Tape *t, Tensor **x, int n, void *c) { return op_mul(t, op_merge_heads(t, x[0]), x[1]); }
-static GCResult gc_reshape(Tape *t) { return run_case(t, g_reshape, NULL, 2, TWO(3, S(2, 3, 2), 2, S(3, 4)), NULL, -1, 1); }
-static GCResult gc_transpose(Tape *t) { return run_case(t, g_transpose, NULL, 2, TWO(3, S(2, 3, 4), 3, S(2, 4, 3)), NULL, -1, 1); }
-static GCResult gc_transpose_1(Tape *t) {
+static GCResult gradcheck_reshape(Tape *t) { return run_case(t, g_reshape, NULL, 2, TWO(3, S(2, 3, 2), 2, S(3, 4)), NULL, -1, 1); }
+static GCResult gradcheck_transpose(Tape *t) { return run_case(t, g_transpose, NULL, 2, TWO(3, S(2, 3, 4), 3, S(2, 4, 3)), NULL, -1, 1); }
+static GCResult gradcheck_transpose_1(Tape *t) {
     return run_case(t, g_transpose, NULL, 2, TWO(4, S(2, 1, 3, 1), 4, S(2, 1, 1, 3)), NULL, -1, 1);
 }
-static GCResult gc_transpose_big(Tape *t) { /* more than one 32x32 tile each way */
+static GCResult gradcheck_transpose_big(Tape *t) { /* more than one 32x32 tile each way */
     return run_case(t, g_transpose, NULL, 2, TWO(2, S(33, 35), 2, S(35, 33)), NULL, -1, 1);
 }
-static GCResult gc_split_heads(Tape *t) {
+static GCResult gradcheck_split_heads(Tape *t) {
     int h = 2;
     return run_case(t, g_split, &h, 2, TWO(3, S(2, 3, 6), 4, S(2, 2, 3, 3)), NULL, -1, 1);
 }
-static GCResult gc_split_heads_1(Tape *t) {
+static GCResult gradcheck_split_heads_1(Tape *t) {
     int h = 1;
     return run_case(t, g_split, &h, 2, TWO(3, S(1, 2, 1), 4, S(1, 1, 2, 1)), NULL, -1, 1);
 }
-static GCResult gc_merge_heads(Tape *t) {
+static GCResult gradcheck_merge_heads(Tape *t) {
     return run_case(t, g_merge, NULL, 2, TWO(4, S(2, 3, 2, 2), 3, S(2, 2, 6)), NULL, -1, 1);
 }
 
-const GCCase gc_op_cases[] = {
-    {"matmul", "[2,3,4]x[2,4,5]", gc_mm_nn},
-    {"matmul", "[2,4,3]^T x[2,4,5]", gc_mm_tn},
-    {"matmul", "[2,3,4]x[2,5,4]^T", gc_mm_nt},
-    {"matmul", "[2,2,4,3]^T x[2,2,5,4]^T", gc_mm_tt},
-    {"matmul", "[3,2,4]x[5,4]^T shared B", gc_mm_shared},
-    {"matmul", "[3,4,2]^T x[4,5] shared B", gc_mm_shared_t},
-    {"matmul", "[1,1]x[1,1]", gc_mm_ones},
-    {"linear", "[2,3,4]x[5,4]^T+[5]", gc_linear},
-    {"linear", "[1,4]x[1,4]^T no bias", gc_linear_nobias},
-    {"add", "[2,3,4]+[2,3,4]", gc_add},
-    {"add", "x+x [1,1] (same tensor)", gc_add_self},
-    {"bias_add", "[2,3,4]+[4]", gc_bias_add},
-    {"bias_add", "[1,1]+[1]", gc_bias_add_1},
-    {"scale", "-1.75*[3,4]", gc_scale},
-    {"mul", "[3,5]*[3,5]", gc_mul},
-    {"mul", "x*x [7] (same tensor)", gc_mul_self},
-    {"gelu", "[4,6] in [-4,4]", gc_gelu},
-    {"gelu", "[1]", gc_gelu_1},
-    {"bias_gelu", "gelu([2,5,20]+[20])", gc_bias_gelu},
-    {"bias_gelu", "gelu([1,1]+[1])", gc_bias_gelu_1},
-    {"layernorm", "[2,3,6] g[6] b[6] eps 1e-5", gc_layernorm},
-    {"layernorm", "[3,1] C=1", gc_layernorm_c1},
-    {"layernorm", "[4,5] no g/b eps 1e-3", gc_layernorm_plain},
-    {"softmax_masked", "[2,2,3,4] q+k masks, 1-key rows", gc_softmax_partial},
-    {"softmax_masked", "[2,2,3] batch 1 fully masked", gc_softmax_full},
-    {"softmax_masked", "[3,5] no mask", gc_softmax_nomask},
-    {"softmax_masked", "[1,1,1,1]", gc_softmax_1},
-    {"embedding", "[5,3] 6 ids, repeated", gc_embedding},
-    {"embedding", "[3,4] 5 ids, padding 0 twice", gc_embedding_pad},
-    {"gather_last", "[2,3,5] idx[3,4] cyclic, repeated", gc_gather_cyclic},
-    {"gather_last", "[2,3] idx[2,4] J>W", gc_gather_full},
-    {"gather_last", "[1,1] idx[1,3] all 0", gc_gather_1},
-    {"index_select", "[4,3] 5 rows, repeated", gc_index_select},
-    {"index_select", "[2,2,1] rows {3}", gc_index_select_3d},
-    {"dropout", "[6,7] p=0.4 training", gc_dropout},
-    {"dropout", "[1] p=0 (identity)", gc_dropout_p0},
-    {"cross_entropy", "[4,5]", gc_ce},
-    {"cross_entropy", "[1,2]", gc_ce_small},
-    {"bce_logits", "[2,5] 3 invalid", gc_bce},
-    {"bce_logits", "[3] none valid", gc_bce_none_valid},
-    {"sum", "[2,3,4]", gc_sum},
-    {"mean", "[2,3,2]", gc_mean},
-    {"mean", "[1]", gc_mean_1},
-    {"reshape", "[2,3,2]->[3,-1]", gc_reshape},
-    {"transpose", "[2,3,4]", gc_transpose},
-    {"transpose", "[2,1,3,1]", gc_transpose_1},
-    {"transpose", "[33,35] (tiles)", gc_transpose_big},
-    {"split_heads", "[2,3,6] H=2", gc_split_heads},
-    {"split_heads", "[1,2,1] H=1", gc_split_heads_1},
-    {"merge_heads", "[2,3,2,2]", gc_merge_heads},
+const GCCase gradcheck_op_cases[] = {
+    {"matmul", "[2,3,4]x[2,4,5]", gradcheck_mm_nn},
+    {"matmul", "[2,4,3]^T x[2,4,5]", gradcheck_mm_tn},
+    {"matmul", "[2,3,4]x[2,5,4]^T", gradcheck_mm_nt},
+    {"matmul", "[2,2,4,3]^T x[2,2,5,4]^T", gradcheck_mm_tt},
+    {"matmul", "[3,2,4]x[5,4]^T shared B", gradcheck_mm_shared},
+    {"matmul", "[3,4,2]^T x[4,5] shared B", gradcheck_mm_shared_t},
+    {"matmul", "[1,1]x[1,1]", gradcheck_mm_ones},
+    {"linear", "[2,3,4]x[5,4]^T+[5]", gradcheck_linear},
+    {"linear", "[1,4]x[1,4]^T no bias", gradcheck_linear_nobias},
+    {"add", "[2,3,4]+[2,3,4]", gradcheck_add},
+    {"add", "x+x [1,1] (same tensor)", gradcheck_add_self},
+    {"bias_add", "[2,3,4]+[4]", gradcheck_bias_add},
+    {"bias_add", "[1,1]+[1]", gradcheck_bias_add_1},
+    {"scale", "-1.75*[3,4]", gradcheck_scale},
+    {"mul", "[3,5]*[3,5]", gradcheck_mul},
+    {"mul", "x*x [7] (same tensor)", gradcheck_mul_self},
+    {"gelu", "[4,6] in [-4,4]", gradcheck_gelu},
+    {"gelu", "[1]", gradcheck_gelu_1},
+    {"bias_gelu", "gelu([2,5,20]+[20])", gradcheck_bias_gelu},
+    {"bias_gelu", "gelu([1,1]+[1])", gradcheck_bias_gelu_1},
+    {"layernorm", "[2,3,6] g[6] b[6] eps 1e-5", gradcheck_layernorm},
+    {"layernorm", "[3,1] C=1", gradcheck_layernorm_c1},
+    {"layernorm", "[4,5] no g/b eps 1e-3", gradcheck_layernorm_plain},
+    {"softmax_masked", "[2,2,3,4] q+k masks, 1-key rows", gradcheck_softmax_partial},
+    {"softmax_masked", "[2,2,3] batch 1 fully masked", gradcheck_softmax_full},
+    {"softmax_masked", "[3,5] no mask", gradcheck_softmax_nomask},
+    {"softmax_masked", "[1,1,1,1]", gradcheck_softmax_1},
+    {"embedding", "[5,3] 6 ids, repeated", gradcheck_embedding},
+    {"embedding", "[3,4] 5 ids, padding 0 twice", gradcheck_embedding_pad},
+    {"gather_last", "[2,3,5] idx[3,4] cyclic, repeated", gradcheck_gather_cyclic},
+    {"gather_last", "[2,3] idx[2,4] J>W", gradcheck_gather_full},
+    {"gather_last", "[1,1] idx[1,3] all 0", gradcheck_gather_1},
+    {"index_select", "[4,3] 5 rows, repeated", gradcheck_index_select},
+    {"index_select", "[2,2,1] rows {3}", gradcheck_index_select_3d},
+    {"dropout", "[6,7] p=0.4 training", gradcheck_dropout},
+    {"dropout", "[1] p=0 (identity)", gradcheck_dropout_p0},
+    {"cross_entropy", "[4,5]", gradcheck_ce},
+    {"cross_entropy", "[1,2]", gradcheck_ce_small},
+    {"bce_logits", "[2,5] 3 invalid", gradcheck_bce},
+    {"bce_logits", "[3] none valid", gradcheck_bce_none_valid},
+    {"sum", "[2,3,4]", gradcheck_sum},
+    {"mean", "[2,3,2]", gradcheck_mean},
+    {"mean", "[1]", gradcheck_mean_1},
+    {"reshape", "[2,3,2]->[3,-1]", gradcheck_reshape},
+    {"transpose", "[2,3,4]", gradcheck_transpose},
+    {"transpose", "[2,1,3,1]", gradcheck_transpose_1},
+    {"transpose", "[33,35] (tiles)", gradcheck_transpose_big},
+    {"split_heads", "[2,3,6] H=2", gradcheck_split_heads},
+    {"split_heads", "[1,2,1] H=1", gradcheck_split_heads_1},
+    {"merge_heads", "[2,3,2,2]", gradcheck_merge_heads},
     GC_ATTENTION_CASES /* autograd/gradcheck_attention.c */
 };
-const int gc_n_op_cases = (int)ARRAY_LEN(gc_op_cases);
+const int gradcheck_n_op_cases = (int)ARRAY_LEN(gradcheck_op_cases);

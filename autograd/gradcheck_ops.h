@@ -10,6 +10,6 @@ typedef struct GCCase {
     GCResult (*run)(Tape *t);
 } GCCase;
 
-extern const GCCase gc_op_cases[];
-extern const int gc_n_op_cases;
+extern const GCCase gradcheck_op_cases[];
+extern const int gradcheck_n_op_cases;
 #endif

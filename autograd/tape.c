@@ -67,12 +67,6 @@ Tensor *tape_tensor(Tape *t, int ndim, const int *shape, const char *name) {
     return x;
 }
 
-Tensor *tape_zeros(Tape *t, int ndim, const int *shape, const char *name) {
-    Tensor *x = new_header(t, ndim, shape, name);
-    x->data = arena_calloc(&t->arena, (size_t)x->n * sizeof(real));
-    return x;
-}
-
 Tensor *tape_view(Tape *t, const Tensor *src, int ndim, const int *shape) {
     Tensor *x = new_header(t, ndim, shape, src->name);
     if (x->n != src->n) fatal("view of '%s': %ld elements cannot be viewed as %ld", src->name ? src->name : "?", src->n, x->n);
@@ -202,12 +196,3 @@ Tensor *op_detach(Tape *t, Tensor *x) {
     return y;
 }
 
-void tape_print(const Tape *t, FILE *f) {
-    for (int i = 0; i < t->n_nodes; i++) {
-        const TapeNode *nd = &t->nodes[i];
-        char buf[64];
-        fprintf(f, "%4d %-20s %-20s <-", i, op_table[nd->op].name, shape_str(nd->out, buf, sizeof buf));
-        for (int j = 0; j < nd->nin; j++) fprintf(f, " %s", nd->in[j] ? (nd->in[j]->name ? nd->in[j]->name : "_") : "NULL");
-        fputc('\n', f);
-    }
-}

@@ -61,9 +61,8 @@ void tape_free(Tape *t);
 /* Forget all records and activations (end of a step).  Parameter grads are untouched. */
 void tape_reset(Tape *t);
 
-/* A fresh activation tensor in the arena: data uninitialised (or zeroed), grad NULL. */
+/* A fresh activation tensor in the arena: data uninitialised, grad NULL. */
 Tensor *tape_tensor(Tape *t, int ndim, const int *shape, const char *name);
-Tensor *tape_zeros(Tape *t, int ndim, const int *shape, const char *name);
 /* A tensor header that shares `data` (a view), e.g. for reshape/detach. */
 Tensor *tape_view(Tape *t, const Tensor *src, int ndim, const int *shape);
 
@@ -102,9 +101,6 @@ static inline void tape_nograd_end(Tape *t) { t->nograd--; }
 
 /* Stop-gradient: a view of x whose gradient is dropped (GDES needs exactly this). */
 Tensor *op_detach(Tape *t, Tensor *x);
-
-/* One line per record: index, op name, output shape, input names. */
-void tape_print(const Tape *t, FILE *f);
 
 /* Misuse of an op: one clear line naming the op and what is wrong, then exit(1). */
 #define OP_CHECK(cond, opname, ...)                                   \

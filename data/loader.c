@@ -23,7 +23,7 @@ struct Loader {
     char split[16];
     ShardMeta *shards;
     int n_shards;
-    int64_t n_seq, n_tok;
+    int64_t n_seq;
     int vocab_size;
     char hash[17];
     int64_t position;
@@ -187,7 +187,6 @@ Loader *loader_open_err(const char *dir, const char *split, const LoaderConfig *
         m->n_seq = (m->n_tokens + m->n_docs + Lc - 1) / Lc;
         m->base = L->n_seq;
         L->n_seq += m->n_seq;
-        L->n_tok += m->n_tokens;
         if (i == 0) {
             L->vocab_size = (int)shard_vocab_size(s);
             snprintf(L->hash, sizeof L->hash, "%s", shard_tokenizer_hash(s));
@@ -430,11 +429,8 @@ int loader_set_state(Loader *L, const LoaderState *s, char *err, size_t errlen) 
 }
 
 int64_t loader_n_sequences(const Loader *L) { return L->n_seq; }
-int64_t loader_n_tokens(const Loader *L) { return L->n_tok; }
-int loader_n_shards(const Loader *L) { return L->n_shards; }
 double loader_epoch(const Loader *L) { return (double)L->position / (double)L->n_seq; }
 int loader_vocab_size(const Loader *L) { return L->vocab_size; }
-const char *loader_tokenizer_hash(const Loader *L) { return L->hash; }
 
 uint8_t *loader_tokenizer_bytes(const Loader *L, size_t *len) {
     char err[1024];

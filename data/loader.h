@@ -79,11 +79,8 @@ void loader_get_state(const Loader *L, LoaderState *s);
 int loader_set_state(Loader *L, const LoaderState *s, char *err, size_t errlen); /* 0 = ok */
 
 int64_t loader_n_sequences(const Loader *L);          /* of the split (all ranks) */
-int64_t loader_n_tokens(const Loader *L);             /* document tokens of the split */
-int loader_n_shards(const Loader *L);
 double loader_epoch(const Loader *L);                 /* position / n_sequences */
 int loader_vocab_size(const Loader *L);
-const char *loader_tokenizer_hash(const Loader *L);
 /* The tokenizer file bytes stored in the first shard (malloc'd). */
 uint8_t *loader_tokenizer_bytes(const Loader *L, size_t *len);
 

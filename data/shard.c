@@ -338,7 +338,6 @@ void shard_close(Shard *s) {
     free(s);
 }
 
-const char *shard_path(const Shard *s) { return s->path; }
 int64_t shard_n_tokens(const Shard *s) { return s->n_tokens; }
 int64_t shard_n_docs(const Shard *s) { return s->n_docs; }
 int64_t shard_vocab_size(const Shard *s) { return s->vocab_size; }

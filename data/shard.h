@@ -36,7 +36,6 @@ typedef struct Shard Shard;
  * check_ids, every token id < vocab_size (streamed chunk by chunk).  NULL + message on failure. */
 Shard *shard_open(const char *path, int check_ids, char *err, size_t errlen);
 void shard_close(Shard *s);
-const char *shard_path(const Shard *s);
 int64_t shard_n_tokens(const Shard *s);
 int64_t shard_n_docs(const Shard *s);
 int64_t shard_vocab_size(const Shard *s);

@@ -72,14 +72,14 @@ static GCResult run_layer(Tape *t, int terms, const int32_t *mask) {
     model_perturb_params(&ps, 12);
     const int s3[3] = {GB, GT, c.cfg.hidden_size};
     Tensor **leaves = xcalloc(ps.n + 2, sizeof(Tensor *));
-    leaves[0] = gc_leaf(3, s3, 1, "qin");
-    leaves[1] = gc_leaf(3, s3, 1, "kv");
-    gc_fill_uniform(leaves[0], 301, -1, 1);
-    gc_fill_uniform(leaves[1], 302, -1, 1);
+    leaves[0] = gradcheck_leaf(3, s3, 1, "qin");
+    leaves[1] = gradcheck_leaf(3, s3, 1, "kv");
+    gradcheck_fill_uniform(leaves[0], 301, -1, 1);
+    gradcheck_fill_uniform(leaves[1], 302, -1, 1);
     for (int i = 0; i < ps.n; i++) leaves[2 + i] = ps.params[i];
     GCResult r = check(t, g_layer, leaves, ps.n + 2, &c);
-    gc_leaf_free(leaves[0]);
-    gc_leaf_free(leaves[1]);
+    gradcheck_leaf_free(leaves[0]);
+    gradcheck_leaf_free(leaves[1]);
     free(leaves);
     encoder_free(&c.enc);
     params_free(&ps);
@@ -115,8 +115,8 @@ static GCResult run_encoder(Tape *t, int terms) {
 static const int32_t MASK_FULLPAD[GB * GT] = {1, 1, 1, 0, 1, 0, 0, 0, 0, 0};
 
 #define SUBSET_CASES(NAME, TERMS)                                                 \
-    static GCResult gc_layer_##NAME(Tape *t) { return run_layer(t, TERMS, MASK); } \
-    static GCResult gc_encoder_##NAME(Tape *t) { return run_encoder(t, TERMS); }
+    static GCResult gradcheck_layer_##NAME(Tape *t) { return run_layer(t, TERMS, MASK); } \
+    static GCResult gradcheck_encoder_##NAME(Tape *t) { return run_encoder(t, TERMS); }
 SUBSET_CASES(c2c, ATT_C2C)
 SUBSET_CASES(c2p, ATT_C2P)
 SUBSET_CASES(p2c, ATT_P2C)
@@ -124,23 +124,23 @@ SUBSET_CASES(c2c_c2p, ATT_C2C | ATT_C2P)
 SUBSET_CASES(c2c_p2c, ATT_C2C | ATT_P2C)
 SUBSET_CASES(c2p_p2c, ATT_C2P | ATT_P2C)
 SUBSET_CASES(all, ATT_ALL)
-static GCResult gc_layer_fullpad(Tape *t) { return run_layer(t, ATT_ALL, MASK_FULLPAD); }
+static GCResult gradcheck_layer_fullpad(Tape *t) { return run_layer(t, ATT_ALL, MASK_FULLPAD); }
 
-const GCCase gc_model_cases[] = {
-    {"layer", "c2c, q != kv, padded", gc_layer_c2c},
-    {"layer", "c2p, q != kv, padded", gc_layer_c2p},
-    {"layer", "p2c, q != kv, padded", gc_layer_p2c},
-    {"layer", "c2c|c2p, q != kv, padded", gc_layer_c2c_c2p},
-    {"layer", "c2c|p2c, q != kv, padded", gc_layer_c2c_p2c},
-    {"layer", "c2p|p2c, q != kv, padded", gc_layer_c2p_p2c},
-    {"layer", "c2c|c2p|p2c, q != kv, padded", gc_layer_all},
-    {"layer", "all, one fully padded sequence", gc_layer_fullpad},
-    {"encoder2", "c2c, padded", gc_encoder_c2c},
-    {"encoder2", "c2p, padded", gc_encoder_c2p},
-    {"encoder2", "p2c, padded", gc_encoder_p2c},
-    {"encoder2", "c2c|c2p, padded", gc_encoder_c2c_c2p},
-    {"encoder2", "c2c|p2c, padded", gc_encoder_c2c_p2c},
-    {"encoder2", "c2p|p2c, padded", gc_encoder_c2p_p2c},
-    {"encoder2", "c2c|c2p|p2c, padded", gc_encoder_all},
+const GCCase gradcheck_model_cases[] = {
+    {"layer", "c2c, q != kv, padded", gradcheck_layer_c2c},
+    {"layer", "c2p, q != kv, padded", gradcheck_layer_c2p},
+    {"layer", "p2c, q != kv, padded", gradcheck_layer_p2c},
+    {"layer", "c2c|c2p, q != kv, padded", gradcheck_layer_c2c_c2p},
+    {"layer", "c2c|p2c, q != kv, padded", gradcheck_layer_c2c_p2c},
+    {"layer", "c2p|p2c, q != kv, padded", gradcheck_layer_c2p_p2c},
+    {"layer", "c2c|c2p|p2c, q != kv, padded", gradcheck_layer_all},
+    {"layer", "all, one fully padded sequence", gradcheck_layer_fullpad},
+    {"encoder2", "c2c, padded", gradcheck_encoder_c2c},
+    {"encoder2", "c2p, padded", gradcheck_encoder_c2p},
+    {"encoder2", "p2c, padded", gradcheck_encoder_p2c},
+    {"encoder2", "c2c|c2p, padded", gradcheck_encoder_c2c_c2p},
+    {"encoder2", "c2c|p2c, padded", gradcheck_encoder_c2c_p2c},
+    {"encoder2", "c2p|p2c, padded", gradcheck_encoder_c2p_p2c},
+    {"encoder2", "c2c|c2p|p2c, padded", gradcheck_encoder_all},
 };
-const int gc_n_model_cases = (int)ARRAY_LEN(gc_model_cases);
+const int gradcheck_n_model_cases = (int)ARRAY_LEN(gradcheck_model_cases);

@@ -13,6 +13,6 @@
 #define GC_MODEL_ELEMS 12
 #define GC_MODEL_FLOAT_TOL 0.25  /* float build: smoke test only */
 
-extern const GCCase gc_model_cases[];
-extern const int gc_n_model_cases;
+extern const GCCase gradcheck_model_cases[];
+extern const int gradcheck_n_model_cases;
 #endif

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Encoder parity against the independent PyTorch reference (issue 3): same weights (written by
+# Encoder parity against the independent PyTorch reference: same weights (written by
 # `deberta dump-encoder --init`, perturbed so biases and LayerNorm affine carry signal), same padded
 # inputs (written by the reference), dropout 0 -> embedding output and every layer's hidden states
 # within 1e-5 max abs, loss within 1e-5 and every parameter gradient of sum(last_hidden * loss_weight)

@@ -33,14 +33,14 @@ typedef struct {
 
 static void make_inputs(Inputs *in, int seed) {
     const int sq[4] = {B, A, TQ, D}, sk[4] = {B, A, TK, D}, st[3] = {A, R, D};
-    in->q = gc_leaf(4, sq, 1, "q");
-    in->k = gc_leaf(4, sk, 1, "k");
-    in->qr = gc_leaf(3, st, 1, "qr");
-    in->kr = gc_leaf(3, st, 1, "kr");
-    gc_fill_uniform(in->q, seed + 1, -2, 2);
-    gc_fill_uniform(in->k, seed + 2, -2, 2);
-    gc_fill_uniform(in->qr, seed + 3, -2, 2);
-    gc_fill_uniform(in->kr, seed + 4, -2, 2);
+    in->q = gradcheck_leaf(4, sq, 1, "q");
+    in->k = gradcheck_leaf(4, sk, 1, "k");
+    in->qr = gradcheck_leaf(3, st, 1, "qr");
+    in->kr = gradcheck_leaf(3, st, 1, "kr");
+    gradcheck_fill_uniform(in->q, seed + 1, -2, 2);
+    gradcheck_fill_uniform(in->k, seed + 2, -2, 2);
+    gradcheck_fill_uniform(in->qr, seed + 3, -2, 2);
+    gradcheck_fill_uniform(in->kr, seed + 4, -2, 2);
     for (int i = 0; i < TQ; i++)
         for (int j = 0; j < TK; j++) {
             int v = i - j + 4; /* relative-style with clamping at both ends */
@@ -52,10 +52,10 @@ static void make_inputs(Inputs *in, int seed) {
 }
 
 static void free_inputs(Inputs *in) {
-    gc_leaf_free(in->q);
-    gc_leaf_free(in->k);
-    gc_leaf_free(in->qr);
-    gc_leaf_free(in->kr);
+    gradcheck_leaf_free(in->q);
+    gradcheck_leaf_free(in->k);
+    gradcheck_leaf_free(in->qr);
+    gradcheck_leaf_free(in->kr);
 }
 
 /* Direct formula (spec §1.6–§1.7), in double. */
@@ -223,8 +223,8 @@ static void attention_memory_bound(void **state) {
     model_init_params(&ps, 0.02, 1);
     enum { BB = 2, TT = 128 };
     const int C = cfg.hidden_size, s3[3] = {BB, TT, C};
-    Tensor *x = gc_leaf(3, s3, 1, "x");
-    gc_fill_uniform(x, 9, -1, 1);
+    Tensor *x = gradcheck_leaf(3, s3, 1, "x");
+    gradcheck_fill_uniform(x, 9, -1, 1);
     int32_t mask[BB * TT];
     for (int i = 0; i < BB * TT; i++) mask[i] = i % TT < 100 || i < TT;
     Tape t;
@@ -242,7 +242,7 @@ static void attention_memory_bound(void **state) {
     assert_true(peak <= bound);
     assert_true(peak < ttc / 2); /* no T×T×C tensor can exist */
     tape_free(&t);
-    gc_leaf_free(x);
+    gradcheck_leaf_free(x);
     encoder_free(&e);
     params_free(&ps);
 }

@@ -143,11 +143,11 @@ static void forward_properties(void **state) {
 static void model_gradchecks(void **state) {
     Tape t;
     tape_init(&t, 1 << 20);
-    for (int i = 0; i < gc_n_model_cases; i++) {
-        GCResult r = gc_model_cases[i].run(&t);
-        print_message("%-9s %-32s max_rel_err %.3e (%ld checked)\n", gc_model_cases[i].op, gc_model_cases[i].shapes, r.max_err, r.n_checked);
+    for (int i = 0; i < gradcheck_n_model_cases; i++) {
+        GCResult r = gradcheck_model_cases[i].run(&t);
+        print_message("%-9s %-32s max_rel_err %.3e (%ld checked)\n", gradcheck_model_cases[i].op, gradcheck_model_cases[i].shapes, r.max_err, r.n_checked);
         if (!r.ok || r.n_checked == 0)
-            fail_msg("%s %s: max_rel_err %.3e (%s build)", gc_model_cases[i].op, gc_model_cases[i].shapes, r.max_err, REAL_NAME);
+            fail_msg("%s %s: max_rel_err %.3e (%s build)", gradcheck_model_cases[i].op, gradcheck_model_cases[i].shapes, r.max_err, REAL_NAME);
     }
     tape_free(&t);
 }

@@ -12,28 +12,28 @@ static int teardown(void **s) { tape_free(&T); return 0; }
 static void every_op_has_a_gradcheck_case(void **state) {
     for (int op = 1; op < OP_COUNT; op++) {
         int found = 0;
-        for (int i = 0; i < gc_n_op_cases; i++)
-            if (!strcmp(gc_op_cases[i].op, op_table[op].name)) found = 1;
+        for (int i = 0; i < gradcheck_n_op_cases; i++)
+            if (!strcmp(gradcheck_op_cases[i].op, op_table[op].name)) found = 1;
         if (!found) fail_msg("op '%s' is in the op table but has no gradient-check case in autograd/gradcheck_ops.c", op_table[op].name);
     }
-    for (int i = 0; i < gc_n_op_cases; i++) {
+    for (int i = 0; i < gradcheck_n_op_cases; i++) {
         int found = 0;
-        for (int op = 1; op < OP_COUNT; op++) found |= !strcmp(gc_op_cases[i].op, op_table[op].name);
-        if (!found) fail_msg("gradcheck case names unknown op '%s'", gc_op_cases[i].op);
+        for (int op = 1; op < OP_COUNT; op++) found |= !strcmp(gradcheck_op_cases[i].op, op_table[op].name);
+        if (!found) fail_msg("gradcheck case names unknown op '%s'", gradcheck_op_cases[i].op);
     }
 }
 
 static void every_gradcheck_case_passes(void **state) {
-    for (int i = 0; i < gc_n_op_cases; i++) {
-        GCResult r = gc_op_cases[i].run(&T);
+    for (int i = 0; i < gradcheck_n_op_cases; i++) {
+        GCResult r = gradcheck_op_cases[i].run(&T);
         if (!r.ok || r.n_checked == 0)
-            fail_msg("%s %s: max_rel_err %.3e (tolerance %.1e, %ld checked)", gc_op_cases[i].op, gc_op_cases[i].shapes, r.max_err,
+            fail_msg("%s %s: max_rel_err %.3e (tolerance %.1e, %ld checked)", gradcheck_op_cases[i].op, gradcheck_op_cases[i].shapes, r.max_err,
                      gradcheck_tolerance(), r.n_checked);
     }
 }
 
 __attribute__((noinline)) static Tensor *leaf_from(int ndim, const int *shape, const double *v) {
-    Tensor *x = gc_leaf(ndim, shape, 1, "x");
+    Tensor *x = gradcheck_leaf(ndim, shape, 1, "x");
     for (long i = 0; i < x->n; i++) x->data[i] = (real)v[i];
     return x;
 }
@@ -53,8 +53,8 @@ static void matmul_forward_values(void **state) {
     Tensor *tt = op_matmul(&T, a, a, 1, 0); /* A^T·A: [0][0] = 1+16 = 17, [1][2] = 2*3+5*6 = 36 */
     assert_float_equal(tt->data[0], 17, 1e-4);
     assert_float_equal(tt->data[5], 36, 1e-4);
-    gc_leaf_free(a);
-    gc_leaf_free(b);
+    gradcheck_leaf_free(a);
+    gradcheck_leaf_free(b);
 }
 
 static void linear_forward_values_and_backward(void **state) {
@@ -72,9 +72,9 @@ static void linear_forward_values_and_backward(void **state) {
     assert_float_equal(x->grad[1], 10, 1e-6);
     assert_float_equal(w->grad[3], -2, 1e-6);
     assert_float_equal(b->grad[1], 2, 1e-6);
-    gc_leaf_free(x);
-    gc_leaf_free(w);
-    gc_leaf_free(b);
+    gradcheck_leaf_free(x);
+    gradcheck_leaf_free(w);
+    gradcheck_leaf_free(b);
 }
 
 static void backward_accumulates_for_reused_tensor(void **state) {
@@ -86,7 +86,7 @@ static void backward_accumulates_for_reused_tensor(void **state) {
     const real g[1] = {1};
     tape_backward_from(&T, c, g);
     assert_float_equal(a->grad[0], 6, 1e-6);
-    gc_leaf_free(a);
+    gradcheck_leaf_free(a);
 }
 
 static void nograd_and_detach_record_nothing(void **state) {
@@ -104,7 +104,7 @@ static void nograd_and_detach_record_nothing(void **state) {
     assert_int_equal(T.n_nodes, 0);
     assert_false(e->requires_grad);
     assert_ptr_equal(d->data, a->data);
-    gc_leaf_free(a);
+    gradcheck_leaf_free(a);
 }
 
 int main(void) {

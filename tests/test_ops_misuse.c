@@ -12,7 +12,7 @@
 #include "autograd/ops.h"
 
 static Tape T; /* the child's: globals stay reachable at exit (no leak reports under ASan) */
-static Tensor *mk(int ndim, const int *shape) { return gc_leaf(ndim, shape, 1, "x"); }
+static Tensor *mk(int ndim, const int *shape) { return gradcheck_leaf(ndim, shape, 1, "x"); }
 #define SH(...) (const int[]){__VA_ARGS__}
 
 typedef struct {

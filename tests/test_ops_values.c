@@ -1,4 +1,4 @@
-/* test_ops_values.c — forward values (hand-computed or analytic) of every op of issue 2 beyond
+/* test_ops_values.c — forward values (hand-computed or analytic) of every op beyond
  * matmul/linear, the special backward rules (padding row, masked softmax rows, repeated indices),
  * dropout statistics and reproducibility, fused == unfused, bitwise repeatability across thread
  * counts, and no allocation in a step after the warm-up step. */
@@ -19,7 +19,7 @@ static int teardown(void **s) { tape_free(&T); return 0; }
 #define TOL (REAL_IS_DOUBLE ? 1e-12 : 2e-6)
 
 __attribute__((noinline)) static Tensor *leaf(int ndim, const int *shape, const double *v) {
-    Tensor *x = gc_leaf(ndim, shape, 1, "x");
+    Tensor *x = gradcheck_leaf(ndim, shape, 1, "x");
     if (v)
         for (long i = 0; i < x->n; i++) x->data[i] = (real)v[i];
     return x;
@@ -70,7 +70,7 @@ static void elementwise_values(void **state) {
     assert_float_equal(g->grad[0], 0.5, TOL);
     assert_float_equal(g->grad[1], 0.841344746068543 + 0.241970724519143, 10 * TOL);
     Tensor *all[] = {a, b, x, bias, p, q, g, gx, gb};
-    for (unsigned i = 0; i < ARRAY_LEN(all); i++) gc_leaf_free(all[i]);
+    for (unsigned i = 0; i < ARRAY_LEN(all); i++) gradcheck_leaf_free(all[i]);
 }
 
 static void layernorm_values(void **state) {
@@ -91,9 +91,9 @@ static void layernorm_values(void **state) {
     ones_backward(y);
     expect_grad(b, (double[]){2, 2, 2, 2}, TOL);
     expect_grad(g, (double[]){-1.5 * r2, -0.5 * r2, 0.5 * r2, 1.5 * r2}, 10 * TOL);
-    gc_leaf_free(x);
-    gc_leaf_free(g);
-    gc_leaf_free(b);
+    gradcheck_leaf_free(x);
+    gradcheck_leaf_free(g);
+    gradcheck_leaf_free(b);
 }
 
 static void softmax_values_and_masks(void **state) {
@@ -123,7 +123,7 @@ static void softmax_values_and_masks(void **state) {
     for (int i = 0; i < 12; i++) assert_false(isnan(x->grad[i]));
     /* Σ_j dx = 0 on a kept row */
     assert_float_equal(x->grad[3] + x->grad[5], 0, 1e-5);
-    gc_leaf_free(x);
+    gradcheck_leaf_free(x);
 }
 
 static void indexing_values(void **state) {
@@ -152,8 +152,8 @@ static void indexing_values(void **state) {
     expect(sel, (double[]){30, 31, 30, 31, 10, 11}, 6, 0);
     ones_backward(sel);
     expect_grad(x, (double[]){1, 1, 0, 0, 2, 2}, 0);
-    gc_leaf_free(table);
-    gc_leaf_free(x);
+    gradcheck_leaf_free(table);
+    gradcheck_leaf_free(x);
 }
 
 static void loss_values(void **state) {
@@ -201,10 +201,10 @@ static void loss_values(void **state) {
     memset(lg->grad, 0, 6 * sizeof(real));
     tape_backward(&T, op_mean(&T, lg), 1);
     expect_grad(lg, (double[]){1.0 / 6, 1.0 / 6, 1.0 / 6, 1.0 / 6, 1.0 / 6, 1.0 / 6}, TOL);
-    gc_leaf_free(lg);
-    gc_leaf_free(big);
-    gc_leaf_free(bl);
-    gc_leaf_free(huge);
+    gradcheck_leaf_free(lg);
+    gradcheck_leaf_free(big);
+    gradcheck_leaf_free(bl);
+    gradcheck_leaf_free(huge);
 }
 
 static void shape_values(void **state) {
@@ -234,8 +234,8 @@ static void shape_values(void **state) {
     Tensor *mg = op_merge_heads(&T, sp);
     assert_int_equal(mg->shape[2], 4);
     expect(mg, (double[]){0, 1, 2, 3, 4, 5, 6, 7}, 8, 0);
-    gc_leaf_free(x);
-    gc_leaf_free(h);
+    gradcheck_leaf_free(x);
+    gradcheck_leaf_free(h);
 }
 
 static void dropout_rate_reproducibility_and_identity(void **state) {
@@ -292,15 +292,15 @@ static void dropout_rate_reproducibility_and_identity(void **state) {
     T.training = 0;
     T.step = 0;
     free(first);
-    gc_leaf_free(x);
+    gradcheck_leaf_free(x);
 }
 
 /* Fused ops equal their unfused compositions (values and gradients). */
 static void fused_equals_unfused(void **state) {
     const int sx[2] = {37, 50}, sb[1] = {50};
-    Tensor *x = gc_leaf(2, sx, 1, "x"), *b = gc_leaf(1, sb, 1, "b");
-    gc_fill_uniform(x, 1, -3, 3);
-    gc_fill_uniform(b, 2, -1, 1);
+    Tensor *x = gradcheck_leaf(2, sx, 1, "x"), *b = gradcheck_leaf(1, sb, 1, "b");
+    gradcheck_fill_uniform(x, 1, -3, 3);
+    gradcheck_fill_uniform(b, 2, -1, 1);
     real *gx = xmalloc(x->n * sizeof(real)), *gb = xmalloc(b->n * sizeof(real)), *y1 = xmalloc(x->n * sizeof(real));
     tape_reset(&T);
     Tensor *y = op_bias_gelu(&T, x, b);
@@ -320,8 +320,8 @@ static void fused_equals_unfused(void **state) {
     free(gx);
     free(gb);
     free(y1);
-    gc_leaf_free(x);
-    gc_leaf_free(b);
+    gradcheck_leaf_free(x);
+    gradcheck_leaf_free(b);
 }
 
 /* A graph of every non-BLAS op, big enough for the kernels to run multi-threaded. */
@@ -331,14 +331,14 @@ static int32_t G_ids[GR], G_tg[GR], G_idx[8 * GC], G_valid[GR], G_bt[GR * GC];
 
 static void graph_leaves(void) {
     const int sx[2] = {GR, GC}, st[2] = {GV, GC}, sc[1] = {GC};
-    LX = gc_leaf(2, sx, 1, "x");
-    LT = gc_leaf(2, st, 1, "table");
-    LG = gc_leaf(1, sc, 1, "g");
-    LB = gc_leaf(1, sc, 1, "b");
-    gc_fill_uniform(LX, 11, -1, 1);
-    gc_fill_uniform(LT, 12, -1, 1);
-    gc_fill_uniform(LG, 13, 0.5, 1.5);
-    gc_fill_uniform(LB, 14, -0.5, 0.5);
+    LX = gradcheck_leaf(2, sx, 1, "x");
+    LT = gradcheck_leaf(2, st, 1, "table");
+    LG = gradcheck_leaf(1, sc, 1, "g");
+    LB = gradcheck_leaf(1, sc, 1, "b");
+    gradcheck_fill_uniform(LX, 11, -1, 1);
+    gradcheck_fill_uniform(LT, 12, -1, 1);
+    gradcheck_fill_uniform(LG, 13, 0.5, 1.5);
+    gradcheck_fill_uniform(LB, 14, -0.5, 0.5);
     for (int i = 0; i < GR; i++) {
         G_ids[i] = (i * 7) % GV;
         G_tg[i] = (i * 5) % GC;
@@ -348,10 +348,10 @@ static void graph_leaves(void) {
     for (int i = 0; i < GR * GC; i++) G_bt[i] = (i * 31) % 7 < 3;
 }
 static void graph_free(void) {
-    gc_leaf_free(LX);
-    gc_leaf_free(LT);
-    gc_leaf_free(LG);
-    gc_leaf_free(LB);
+    gradcheck_leaf_free(LX);
+    gradcheck_leaf_free(LT);
+    gradcheck_leaf_free(LG);
+    gradcheck_leaf_free(LB);
 }
 
 /* One training step of the graph on tape t: forward, backward, leaves' grads zeroed first.

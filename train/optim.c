@@ -123,17 +123,6 @@ double optim_grad_norm(OptimGroup *g) {
     return sqrt(s);
 }
 
-void optim_scale_grads(OptimGroup *g, double s) {
-    const real rs = (real)s;
-    const int nc = g->n_chunks;
-#pragma omp parallel for schedule(static)
-    for (int c = 0; c < nc; c++) {
-        const OptimChunk *ch = &g->chunks[c];
-        real *gr = g->p[ch->p].t->grad;
-        for (long i = ch->begin; i < ch->end; i++) gr[i] *= rs;
-    }
-}
-
 void optim_zero_grad(OptimGroup *g) {
     for (int k = 0; k < g->n; k++) memset(g->p[k].t->grad, 0, (size_t)g->p[k].t->n * sizeof(real));
 }

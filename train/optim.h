@@ -102,8 +102,6 @@ void optim_group_free(OptimGroup *g);
 double optim_lr_at(const OptimConfig *c, long s);
 /* Global L2 norm of the group's gradient (double accumulation, fixed order). */
 double optim_grad_norm(OptimGroup *g);
-/* Multiply every gradient of the group by s (gradient accumulation: s = 1/k after k micro-batches). */
-void optim_scale_grads(OptimGroup *g, double s);
 /* Zero the group's gradients only (the other group's stay). */
 void optim_zero_grad(OptimGroup *g);
 /* Norm, non-finite check, clipping, update, step++.  A non-finite norm skips everything (parameters,

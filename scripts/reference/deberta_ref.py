@@ -585,7 +585,7 @@ def main(argv=None):
     p = sub.add_parser("init", help="random weights (spec 4.8) into an HDF5 weights file")
     p.add_argument("--preset", choices=rm.PRESETS, default="test")
     add_shape_flags(p)
-    p.add_argument("--encoder-only", action="store_true", help="deberta.* encoder file (issue 3)")
+    p.add_argument("--encoder-only", action="store_true", help="deberta.* encoder file")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--perturb", action="store_true", help="random biases, LN affine and GDES deltas too")
     p.add_argument("--store-dtype", choices=DTYPES, default="float32")

@@ -31,7 +31,7 @@ ENCODER_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "atte
 FULL_KEYS = ("gen_num_hidden_layers", "embedding_sharing", "rtd_lambda", "use_emd", "training_mode")
 
 PRESETS = {
-    # spec / issue 3: hidden 256, 4 layers, 4 heads of 64, FFN 1024, buckets 64, max_rel 128, vocab 8192
+    # spec: hidden 256, 4 layers, 4 heads of 64, FFN 1024, buckets 64, max_rel 128, vocab 8192
     "tiny": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, attention_head_size=64,
                  intermediate_size=1024, vocab_size=8192, max_position_embeddings=512,
                  position_buckets=64, max_relative_positions=128, gen_num_hidden_layers=2),

@@ -36,9 +36,9 @@ static double run_part(const ModelConfig *cfg, int part, int B, int T, int steps
     params_finalize(&ps);
     model_init_params(&ps, cfg->initializer_range, 1);
     const int s3[3] = {B, T, cfg->hidden_size};
-    Tensor *x = gc_leaf(3, s3, 1, "x"), *w = gc_leaf(3, s3, 0, "w");
-    gc_fill_uniform(x, 1, -1, 1);
-    gc_fill_uniform(w, 2, -1, 1);
+    Tensor *x = gradcheck_leaf(3, s3, 1, "x"), *w = gradcheck_leaf(3, s3, 0, "w");
+    gradcheck_fill_uniform(x, 1, -1, 1);
+    gradcheck_fill_uniform(w, 2, -1, 1);
     Tape t;
     tape_init(&t, 1 << 20);
     t.training = 1;
@@ -61,8 +61,8 @@ static double run_part(const ModelConfig *cfg, int part, int B, int T, int steps
     const double med = steps % 2 ? ms[steps / 2] : 0.5 * (ms[steps / 2 - 1] + ms[steps / 2]);
     free(ms);
     tape_free(&t);
-    gc_leaf_free(x);
-    gc_leaf_free(w);
+    gradcheck_leaf_free(x);
+    gradcheck_leaf_free(w);
     encoder_free(&e);
     params_free(&ps);
     return med;

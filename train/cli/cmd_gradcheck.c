@@ -40,9 +40,9 @@ int cmd_gradcheck(int argc, char **argv) {
     int fails = 0, ran = 0;
     printf("gradcheck (%s build, step %.0e, tolerance %.0e, error = |a-n|/max(|a|,|n|,%.0e))\n", REAL_NAME, gradcheck_step(),
            gradcheck_tolerance(), GC_FLOOR);
-    run_cases(&t, gc_op_cases, gc_n_op_cases, only, &ran, &fails);
+    run_cases(&t, gradcheck_op_cases, gradcheck_n_op_cases, only, &ran, &fails);
     /* whole-model cases (model/gradcheck_model.c): "layer", "encoder2" */
-    run_cases(&t, gc_model_cases, gc_n_model_cases, only, &ran, &fails);
+    run_cases(&t, gradcheck_model_cases, gradcheck_n_model_cases, only, &ran, &fails);
     tape_free(&t);
     if (!ran) {
         fprintf(stderr, "error: gradcheck: no case for op '%s'\n", only ? only : "?");

@@ -7,6 +7,7 @@
 #include "autograd/util.h"
 #include <errno.h>
 #include <omp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,10 +41,14 @@ static void usage(FILE *f) {
             DEFAULT_VOCAB, DEFAULT_VAL_FRACTION, DEFAULT_SHARD_TOKENS, DEFAULT_SEED);
 }
 
-static int bad_flag(const char *fmt, const char *a) {
+static int bad_flag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad_flag(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "error: prep: ");
-    fprintf(stderr, fmt, a);
+    vfprintf(stderr, fmt, ap);
     fprintf(stderr, " (see deberta prep --help)\n");
+    va_end(ap);
     return 2;
 }
 
@@ -112,8 +117,8 @@ int cmd_prep(int argc, char **argv) {
             return bad_flag("unknown flag '%s'", a);
         }
     }
-    if (!n_inputs) { free(inputs); return bad_flag("%s", "--input is required"); }
-    if (!out) { free(inputs); return bad_flag("%s", "--out is required"); }
+    if (!n_inputs) { free(inputs); return bad_flag("--input is required"); }
+    if (!out) { free(inputs); return bad_flag("--out is required"); }
     if (threads > 0) omp_set_num_threads((int)threads);
     g_tty = isatty(2);
     double t_start = now_seconds();
