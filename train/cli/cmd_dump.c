@@ -20,6 +20,7 @@
 #include "train/step.h"
 #include "train/cli/cli.h"
 #include "train/cli/h5io.h"
+#include "train/cli/model_source.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -87,25 +88,12 @@ int cmd_dump(int argc, char **argv) {
     if (!out) return usage_error("--out is required", NULL);
 
     ModelConfig cfg;
-    config_defaults(&cfg);
-    const int ckpt = h5io_is_checkpoint(weights);
-    if (ckpt) { /* a training checkpoint: its config text */
-        CheckpointState st;
-        if (checkpoint_read_state(weights, &st, err, sizeof err)) fatal("%s", err);
-        char what[1100];
-        snprintf(what, sizeof what, "checkpoint %.1000s", weights);
-        if (config_from_text(&cfg, st.config, what, err, sizeof err)) fatal("%s", err);
-        checkpoint_state_free(&st);
-    } else {
-        int n_full = 0, has_msl = 0;
-        if (h5io_read_config(weights, &cfg, &n_full, &has_msl, err, sizeof err)) fatal("%s", err);
-        if (n_full < 5)
-            warn("dump: weights %s lacks some full-model attributes (gen_num_hidden_layers, embedding_sharing, rtd_lambda, use_emd, "
-                 "training_mode); the defaults or --config/flags fill them",
-                 weights);
-        /* a weights file rarely carries max_seq_len: keep it within the position table */
-        if (!has_msl && cfg.max_seq_len > cfg.max_position_embeddings) cfg.max_seq_len = cfg.max_position_embeddings;
-    }
+    ModelSource src;
+    model_source_config(&src, weights, 1, &cfg);
+    if (!src.is_checkpoint && src.n_full < 5)
+        warn("dump: weights %s lacks some full-model attributes (gen_num_hidden_layers, embedding_sharing, rtd_lambda, use_emd, "
+             "training_mode); the defaults or --config/flags fill them",
+             weights);
     if (config_path && config_load(&cfg, config_path, err, sizeof err)) fatal("%s", err);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -133,14 +121,8 @@ int cmd_dump(int argc, char **argv) {
         build_cfg.training_mode = TRAIN_JOINT;
     }
     Electra m;
-    electra_build(&m, &build_cfg, 0);
-    if (ckpt) {
-        CheckpointState st;
-        if (checkpoint_load(weights, &m.ps, &st, err, sizeof err)) fatal("%s", err);
-        checkpoint_state_free(&st);
-    } else if (h5io_read_params(weights, &m.ps, err, sizeof err)) {
-        fatal("%s", err);
-    }
+    model_source_load(&src, &m, &build_cfg, 0);
+    model_source_free(&src);
 
     Batch b;
     int32_t *replaced, *position_ids;

@@ -4,8 +4,8 @@
 #include <string.h>
 #include <omp.h>
 #include "autograd/util.h"
-#include "train/checkpoint.h"
 #include "train/cli/cli.h"
+#include "train/cli/model_source.h"
 #include "train/evaluate.h"
 
 int cmd_eval(int argc, char **argv) {
@@ -42,17 +42,13 @@ int cmd_eval(int argc, char **argv) {
     }
     if (threads > 0) omp_set_num_threads(threads);
     char err[1024];
-    CheckpointState st;
-    if (checkpoint_read_state(ckpt, &st, err, sizeof err)) fatal("%s", err);
+    ModelSource src;
     ModelConfig cfg;
-    config_defaults(&cfg);
-    if (config_from_text(&cfg, st.config, ckpt, err, sizeof err) || config_validate(&cfg, err, sizeof err))
-        fatal("checkpoint %s: %s", ckpt, err);
-    uint64_t seed = st.seed;
-    checkpoint_state_free(&st);
+    model_source_config(&src, ckpt, 0, &cfg);
+    if (config_validate(&cfg, err, sizeof err)) fatal("checkpoint %s: %s", ckpt, err);
+    const uint64_t seed = src.st.seed;
     Electra m;
-    electra_build(&m, &cfg, seed);
-    if (checkpoint_load(ckpt, &m.ps, &st, err, sizeof err)) fatal("%s", err);
+    model_source_load(&src, &m, &cfg, seed);
     LoaderConfig lc;
     loader_config_default(&lc);
     lc.T = cfg.max_seq_len;
@@ -66,14 +62,14 @@ int cmd_eval(int argc, char **argv) {
     Tape t;
     tape_init(&t, (size_t)64 << 20);
     EvalResult e = evaluate(&m, val, &t, batch, cfg.max_seq_len, batches, seed);
-    printf("checkpoint %s (step %lld), %ld val batches, %ld masked tokens, %ld tokens\n", ckpt, (long long)st.step, e.n_batches,
+    printf("checkpoint %s (step %lld), %ld val batches, %ld masked tokens, %ld tokens\n", ckpt, (long long)src.st.step, e.n_batches,
            e.n_masked, e.n_tokens);
     printf("generator      MLM loss %.4f  accuracy %.4f   (most-frequent-token baseline %.4f)\n", e.mlm_loss, e.mlm_acc,
            e.baseline_mlm_acc);
     printf("discriminator  RTD loss %.4f  accuracy %.4f   (all-original baseline %.4f)  AUC %.4f\n", e.rtd_loss, e.rtd_acc,
            e.baseline_rtd_acc, e.rtd_auc);
     printf("               %ld tokens flagged \"replaced\" (logit > 0), precision %.4f\n", e.rtd_flagged, e.rtd_precision);
-    checkpoint_state_free(&st);
+    model_source_free(&src);
     tape_free(&t);
     loader_close(val);
     electra_free(&m);

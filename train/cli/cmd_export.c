@@ -23,6 +23,7 @@
 #include "train/checkpoint.h"
 #include "train/cli/cli.h"
 #include "train/cli/h5io.h"
+#include "train/cli/model_source.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -148,22 +149,9 @@ int cmd_export(int argc, char **argv) {
 
     char err[1024];
     ModelConfig cfg;
-    config_defaults(&cfg);
-    CheckpointState st;
-    memset(&st, 0, sizeof st);
-    const int ckpt = h5io_is_checkpoint(src);
-    if (ckpt) {
-        if (checkpoint_read_state(src, &st, err, sizeof err)) fatal("%s", err);
-        if (!st.config || !st.config[0]) fatal("checkpoint %s: the config text (/config) is empty; cannot build the model", src);
-        char what[1100];
-        snprintf(what, sizeof what, "checkpoint %.1000s", src);
-        if (config_from_text(&cfg, st.config, what, err, sizeof err)) fatal("%s", err);
-        checkpoint_state_free(&st);
-    } else {
-        int has_msl = 0;
-        if (h5io_read_config(src, &cfg, NULL, &has_msl, err, sizeof err)) fatal("%s", err);
-        if (!has_msl && cfg.max_seq_len > cfg.max_position_embeddings) cfg.max_seq_len = cfg.max_position_embeddings;
-    }
+    ModelSource ms;
+    model_source_config(&ms, src, 1, &cfg);
+    const int ckpt = ms.is_checkpoint;
     if (config_validate(&cfg, err, sizeof err)) fatal("export %s: %s", src, err);
     if (!(cfg.att_terms & ATT_C2C)) {
         if (!allow_no_c2c)
@@ -178,12 +166,8 @@ int cmd_export(int argc, char **argv) {
     ModelConfig build_cfg = cfg;
     if (build_cfg.embedding_sharing == SHARE_ES) build_cfg.training_mode = TRAIN_JOINT; /* only the parameter layout matters */
     Electra m;
-    electra_build(&m, &build_cfg, 0);
-    if (ckpt) {
-        if (checkpoint_load(src, &m.ps, &st, err, sizeof err)) fatal("%s", err);
-    } else if (h5io_read_params(src, &m.ps, err, sizeof err)) {
-        fatal("%s", err);
-    }
+    model_source_load(&ms, &m, &build_cfg, 0);
+    const CheckpointState *st = &ms.st;
 
     char gdir[4096], ddir[4096], path[4200];
     snprintf(gdir, sizeof gdir, "%s/generator", outdir);
@@ -224,8 +208,8 @@ int cmd_export(int argc, char **argv) {
     if (write_config_json(path, &cfg, m.disc.n_layers, "DebertaV2Model", err, sizeof err)) fatal("%s", err);
 
     const char *tok_note = "no tokenizer in the source: tokenizer.json not written";
-    if (ckpt && st.n_tokenizer > 0) {
-        Tokenizer *tk = tokenizer_from_bytes(st.tokenizer, st.n_tokenizer, src, err, sizeof err);
+    if (ckpt && st->n_tokenizer > 0) {
+        Tokenizer *tk = tokenizer_from_bytes(st->tokenizer, st->n_tokenizer, src, err, sizeof err);
         if (!tk) fatal("checkpoint %s: tokenizer: %s", src, err);
         if (tokenizer_vocab_size(tk) != cfg.vocab_size)
             warn("export: the tokenizer has %d ids but the model's vocab_size is %d", tokenizer_vocab_size(tk), cfg.vocab_size);
@@ -242,7 +226,7 @@ int cmd_export(int argc, char **argv) {
 
     entries_free(&ge);
     entries_free(&de);
-    checkpoint_state_free(&st);
+    model_source_free(&ms);
     electra_free(&m);
     return 0;
 }
