@@ -32,6 +32,29 @@ static inline void phase_mark(double *acc, double *t0) {
     *t0 = t1;
 }
 
+/* Micro-batch i: generator forward (dropout stream base + 2i) and the sampled replacements
+ * (sampling stream base + i) into c->replaced[i]. */
+static Tensor *generator_micro(const StepCtx *c, int i, uint64_t base, const ElectraInput *in, GenOut *g, double *ph, double *t0) {
+    tape_reset(c->t);
+    c->t->step = base + 2 * i;
+    Tensor *lg = generator_forward(c->t, c->m, in, g);
+    phase_mark(&ph[PHASE_G_FWD], t0);
+    electra_sample(g, in, c->seed, base + i, c->replaced[i]);
+    return lg;
+}
+
+static void add_gen_stats(StepStats *s, const Tensor *lg, const GenOut *g, int A) {
+    s->g_loss += lg->data[0] / A;
+    s->mlm_ok += mlm_correct(g);
+    s->n_masked += g->n_masked;
+}
+
+static void add_disc_stats(StepStats *s, const DiscOut *d, const Batch *b, int A) {
+    s->d_loss += d->bce->data[0] / A;
+    s->rtd_ok += rtd_correct(d, b);
+    s->n_tokens += b->n_tokens;
+}
+
 StepStats pretrain_step(const StepCtx *c, long step, int update) {
     StepStats s;
     memset(&s, 0, sizeof s);
@@ -50,14 +73,8 @@ StepStats pretrain_step(const StepCtx *c, long step, int update) {
         for (int i = 0; i < A; i++) {
             GenOut g;
             const ElectraInput in = electra_input(&c->micro[i]);
-            tape_reset(t);
-            t->step = base + 2 * i;
-            Tensor *lg = generator_forward(t, m, &in, &g);
-            phase_mark(&ph[PHASE_G_FWD], &t0);
-            electra_sample(&g, &in, c->seed, base + i, c->replaced[i]);
-            s.g_loss += lg->data[0] / A;
-            s.mlm_ok += mlm_correct(&g);
-            s.n_masked += g.n_masked;
+            Tensor *lg = generator_micro(c, i, base, &in, &g, ph, &t0);
+            add_gen_stats(&s, lg, &g, A);
             phase_mark(&ph[PHASE_SAMPLE], &t0);
             if (!finite1(lg)) g_bad = 1;
             else tape_backward(t, lg, inv);
@@ -73,9 +90,7 @@ StepStats pretrain_step(const StepCtx *c, long step, int update) {
             tape_reset(t);
             t->step = base + 2 * i + 1;
             Tensor *ld = discriminator_forward(t, m, &in, c->replaced[i], &d);
-            s.d_loss += d.bce->data[0] / A;
-            s.rtd_ok += rtd_correct(&d, &c->micro[i]);
-            s.n_tokens += c->micro[i].n_tokens;
+            add_disc_stats(&s, &d, &c->micro[i], A);
             phase_mark(&ph[PHASE_D_FWD], &t0);
             if (!finite1(ld)) d_bad = 1;
             else tape_backward(t, ld, inv);
@@ -92,20 +107,12 @@ StepStats pretrain_step(const StepCtx *c, long step, int update) {
             GenOut g;
             DiscOut d;
             const ElectraInput in = electra_input(&c->micro[i]);
-            tape_reset(t);
-            t->step = base + 2 * i;
-            Tensor *lg = generator_forward(t, m, &in, &g);
-            phase_mark(&ph[PHASE_G_FWD], &t0);
-            electra_sample(&g, &in, c->seed, base + i, c->replaced[i]);
+            Tensor *lg = generator_micro(c, i, base, &in, &g, ph, &t0);
             phase_mark(&ph[PHASE_SAMPLE], &t0);
             Tensor *ld = discriminator_forward(t, m, &in, c->replaced[i], &d);
             Tensor *l = op_add(t, lg, ld);
-            s.g_loss += lg->data[0] / A;
-            s.d_loss += d.bce->data[0] / A;
-            s.mlm_ok += mlm_correct(&g);
-            s.n_masked += g.n_masked;
-            s.rtd_ok += rtd_correct(&d, &c->micro[i]);
-            s.n_tokens += c->micro[i].n_tokens;
+            add_gen_stats(&s, lg, &g, A);
+            add_disc_stats(&s, &d, &c->micro[i], A);
             phase_mark(&ph[PHASE_D_FWD], &t0);
             if (!finite1(l)) g_bad = d_bad = 1;
             else tape_backward(t, l, inv);

@@ -1,6 +1,10 @@
 /* cli.h — the subcommands of build/deberta.  Each lives in its own train/cli/cmd_*.c file. */
 #ifndef DEBERTA_CLI_H
 #define DEBERTA_CLI_H
+/* "error: <cmd>: <message> (see deberta <cmd> --help)" on stderr; returns 2, the exit code of a
+ * command-line mistake. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 int cmd_prep(int argc, char **argv);      /* text -> tokenizer + HDF5 shards         (train/cli/cmd_prep.c) */
 int cmd_pretrain(int argc, char **argv);  /* ELECTRA-style G/D pretraining           (train/cli/cmd_pretrain.c) */
 int cmd_eval(int argc, char **argv);      /* held-out metrics of a checkpoint        (train/cli/cmd_eval.c) */

@@ -30,6 +30,5 @@ int cmd_bench(int argc, char **argv) {
     if (argc < 2 || argv[1][0] == '-') return bench_step(argc, argv); /* default mode: options only */
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
         if (!strcmp(argv[1], modes[i].name)) return modes[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "error: bench: unknown mode '%s' (see deberta bench --help)\n", argv[1]);
-    return 2;
+    return cli_usage_error("bench", "unknown mode '%s'", argv[1]);
 }

@@ -45,11 +45,6 @@ static void usage(FILE *f) {
             "rtd_lambda * RTD; joint: all grads of their sum.\n");
 }
 
-static int usage_error(const char *msg, const char *arg) {
-    fprintf(stderr, "error: dump: %s%s%s (see deberta dump --help)\n", msg, arg ? " " : "", arg ? arg : "");
-    return 2;
-}
-
 static void write_enc(H5Writer *w, const char *who, const EncoderOut *e, int n_layers) {
     char name[128];
     snprintf(name, sizeof name, "%s/embedding_output", who);
@@ -76,16 +71,16 @@ int cmd_dump(int argc, char **argv) {
                            : !strcmp(a, "--config") ? &config_path
                                                     : NULL;
         if (dst) {
-            if (i + 1 >= argc) return usage_error("flag needs a value:", a);
+            if (i + 1 >= argc) return cli_usage_error("dump", "flag needs a value: %s", a);
             *dst = argv[++i];
             continue;
         }
-        if (strncmp(a, "--", 2) || i + 1 >= argc) return usage_error("unknown argument", a);
+        if (strncmp(a, "--", 2) || i + 1 >= argc) return cli_usage_error("dump", "unknown argument %s", a);
         i++; /* a --key value pair, checked in pass 2 */
     }
-    if (!weights) return usage_error("--weights is required", NULL);
-    if (!batch_path) return usage_error("--batch is required", NULL);
-    if (!out) return usage_error("--out is required", NULL);
+    if (!weights) return cli_usage_error("dump", "--weights is required");
+    if (!batch_path) return cli_usage_error("dump", "--batch is required");
+    if (!out) return cli_usage_error("dump", "--out is required");
 
     ModelConfig cfg;
     ModelSource src;
@@ -103,7 +98,7 @@ int cmd_dump(int argc, char **argv) {
         }
         int r = config_parse_flag(&cfg, argc, argv, &i, err, sizeof err);
         if (r < 0) fatal("dump: %s", err);
-        if (r == 0) return usage_error("unknown flag", a);
+        if (r == 0) return cli_usage_error("dump", "unknown flag %s", a);
     }
     if (cfg.hidden_dropout_prob != 0 || cfg.attention_probs_dropout_prob != 0)
         fprintf(stderr, "dump: note: dropout forced to 0 (config has hidden %g, attention %g)\n", cfg.hidden_dropout_prob,

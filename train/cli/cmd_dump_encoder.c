@@ -214,13 +214,11 @@ int cmd_dump_encoder(int argc, char **argv) {
         else if (!strcmp(a, "--inputs") && i + 1 < argc) inputs = argv[++i];
         else if (!strcmp(a, "--out") && i + 1 < argc) out = argv[++i];
         else {
-            fprintf(stderr, "error: dump-encoder: unknown or incomplete argument '%s' (see deberta dump-encoder --help)\n", a);
-            return 2;
+            return cli_usage_error("dump-encoder", "unknown or incomplete argument '%s'", a);
         }
     }
     if (!out) {
-        fprintf(stderr, "error: dump-encoder: --out is required (see deberta dump-encoder --help)\n");
-        return 2;
+        return cli_usage_error("dump-encoder", "--out is required");
     }
     if (!init) {
         if (!weights || !inputs) {

@@ -32,13 +32,11 @@ int cmd_eval(int argc, char **argv) {
         } else if (argv[i][0] != '-' && !ckpt) {
             ckpt = argv[i];
         } else {
-            fprintf(stderr, "error: eval: unexpected argument '%s' (see deberta eval --help)\n", argv[i]);
-            return 2;
+            return cli_usage_error("eval", "unexpected argument '%s'", argv[i]);
         }
     }
     if (!ckpt || !data) {
-        fprintf(stderr, "error: eval: a CHECKPOINT and --data DIR are required (see deberta eval --help)\n");
-        return 2;
+        return cli_usage_error("eval", "a CHECKPOINT and --data DIR are required");
     }
     if (threads > 0) omp_set_num_threads(threads);
     char err[1024];

@@ -133,18 +133,15 @@ int cmd_export(int argc, char **argv) {
         }
         if (!strcmp(argv[i], "--allow-no-c2c")) allow_no_c2c = 1;
         else if (!strncmp(argv[i], "--", 2)) {
-            fprintf(stderr, "error: export: unknown flag %s (see deberta export --help)\n", argv[i]);
-            return 2;
+            return cli_usage_error("export", "unknown flag %s", argv[i]);
         } else if (!src) src = argv[i];
         else if (!outdir) outdir = argv[i];
         else {
-            fprintf(stderr, "error: export: unexpected argument %s (see deberta export --help)\n", argv[i]);
-            return 2;
+            return cli_usage_error("export", "unexpected argument %s", argv[i]);
         }
     }
     if (!src || !outdir) {
-        fprintf(stderr, "error: export: needs CHECKPOINT and OUTDIR (see deberta export --help)\n");
-        return 2;
+        return cli_usage_error("export", "needs CHECKPOINT and OUTDIR");
     }
 
     char err[1024];

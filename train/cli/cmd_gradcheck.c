@@ -31,8 +31,7 @@ int cmd_gradcheck(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--op") && i + 1 < argc) {
             only = argv[++i];
         } else {
-            fprintf(stderr, "error: gradcheck: unknown argument '%s' (see deberta gradcheck --help)\n", argv[i]);
-            return 2;
+            return cli_usage_error("gradcheck", "unknown argument '%s'", argv[i]);
         }
     }
     Tape t;

@@ -7,7 +7,6 @@
 #include "autograd/util.h"
 #include <errno.h>
 #include <omp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,17 +40,6 @@ static void usage(FILE *f) {
             DEFAULT_VOCAB, DEFAULT_VAL_FRACTION, DEFAULT_SHARD_TOKENS, DEFAULT_SEED);
 }
 
-static int bad_flag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bad_flag(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "error: prep: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (see deberta prep --help)\n");
-    va_end(ap);
-    return 2;
-}
-
 static int parse_ll(const char *s, long long *v) {
     char *end;
     errno = 0;
@@ -83,11 +71,11 @@ int cmd_prep(int argc, char **argv) {
         if (!strcmp(a, "--input")) {
             int k = 0;
             while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) { inputs[n_inputs++] = argv[++i]; k++; }
-            if (!k) { free(inputs); return bad_flag("%s needs at least one path", a); }
+            if (!k) { free(inputs); return cli_usage_error("prep", "%s needs at least one path", a); }
             continue;
         }
-        if (strncmp(a, "--", 2) != 0) { free(inputs); return bad_flag("unexpected argument '%s'", a); }
-        if (i + 1 >= argc) { free(inputs); return bad_flag("%s needs a value", a); }
+        if (strncmp(a, "--", 2) != 0) { free(inputs); return cli_usage_error("prep", "unexpected argument '%s'", a); }
+        if (i + 1 >= argc) { free(inputs); return cli_usage_error("prep", "%s needs a value", a); }
         const char *v = argv[++i];
         long long x;
         if (!strcmp(a, "--out")) out = v;
@@ -95,30 +83,30 @@ int cmd_prep(int argc, char **argv) {
         else if (!strcmp(a, "--vocab-size")) {
             if (parse_ll(v, &x) || x < TOK_FIRST_CHAR + 1 || x > (1 << 24)) {
                 free(inputs);
-                return bad_flag("--vocab-size '%s' must be an integer in [262, 16777216]", v);
+                return cli_usage_error("prep", "--vocab-size '%s' must be an integer in [262, 16777216]", v);
             }
             vocab = x; vocab_given = 1;
         } else if (!strcmp(a, "--shard-tokens")) {
-            if (parse_ll(v, &x) || x < 1) { free(inputs); return bad_flag("--shard-tokens '%s' must be a positive integer", v); }
+            if (parse_ll(v, &x) || x < 1) { free(inputs); return cli_usage_error("prep", "--shard-tokens '%s' must be a positive integer", v); }
             shard_tokens = x;
         } else if (!strcmp(a, "--seed")) {
-            if (parse_ll(v, &x) || x < 0) { free(inputs); return bad_flag("--seed '%s' must be a non-negative integer", v); }
+            if (parse_ll(v, &x) || x < 0) { free(inputs); return cli_usage_error("prep", "--seed '%s' must be a non-negative integer", v); }
             seed = x;
         } else if (!strcmp(a, "--threads")) {
-            if (parse_ll(v, &x) || x < 1 || x > 4096) { free(inputs); return bad_flag("--threads '%s' must be an integer in [1, 4096]", v); }
+            if (parse_ll(v, &x) || x < 1 || x > 4096) { free(inputs); return cli_usage_error("prep", "--threads '%s' must be an integer in [1, 4096]", v); }
             threads = x;
         } else if (!strcmp(a, "--val-fraction")) {
             char *end;
             double f = strtod(v, &end);
-            if (end == v || *end || !(f >= 0 && f < 1)) { free(inputs); return bad_flag("--val-fraction '%s' must be a number in [0, 1)", v); }
+            if (end == v || *end || !(f >= 0 && f < 1)) { free(inputs); return cli_usage_error("prep", "--val-fraction '%s' must be a number in [0, 1)", v); }
             val_fraction = f;
         } else {
             free(inputs);
-            return bad_flag("unknown flag '%s'", a);
+            return cli_usage_error("prep", "unknown flag '%s'", a);
         }
     }
-    if (!n_inputs) { free(inputs); return bad_flag("--input is required"); }
-    if (!out) { free(inputs); return bad_flag("--out is required"); }
+    if (!n_inputs) { free(inputs); return cli_usage_error("prep", "--input is required"); }
+    if (!out) { free(inputs); return cli_usage_error("prep", "--out is required"); }
     if (threads > 0) omp_set_num_threads((int)threads);
     g_tty = isatty(2);
     double t_start = now_seconds();

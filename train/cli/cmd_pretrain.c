@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdarg.h>
 #include "autograd/util.h"
 #include "train/cli/cli.h"
 #include "train/pretrain.h"
@@ -56,17 +55,6 @@ static void usage(FILE *f) {
             o.log_every, o.max_bad_steps, o.opt.lr, o.opt.beta1, o.opt.beta2, o.opt.eps, o.opt.weight_decay, o.opt.max_grad_norm);
 }
 
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bad(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "error: pretrain: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (see deberta pretrain --help)\n");
-    va_end(ap);
-    return 2;
-}
-
 int cmd_pretrain(int argc, char **argv) {
     ModelConfig cfg;
     TrainOptions o;
@@ -83,7 +71,7 @@ int cmd_pretrain(int argc, char **argv) {
             return 0;
         }
         if (!strcmp(a, "--config")) {
-            if (i + 1 >= argc) return bad("%s needs a value", a);
+            if (i + 1 >= argc) return cli_usage_error("pretrain", "%s needs a value", a);
             if (config_load(&cfg, argv[++i], err, sizeof err)) {
                 fprintf(stderr, "error: %s\n", err);
                 return 2;
@@ -101,8 +89,8 @@ int cmd_pretrain(int argc, char **argv) {
             continue;
         }
         if (strncmp(a, "--", 2) || i + 1 >= argc) {
-            if (!strncmp(a, "--", 2)) return bad("%s needs a value", a);
-            return bad("unexpected argument '%s'", a);
+            if (!strncmp(a, "--", 2)) return cli_usage_error("pretrain", "%s needs a value", a);
+            return cli_usage_error("pretrain", "unexpected argument '%s'", a);
         }
         const char *v = argv[++i];
         const char *k = a + 2;
@@ -124,16 +112,16 @@ int cmd_pretrain(int argc, char **argv) {
             continue;
         }
         c = train_options_set_flag(&o, k, v, &resume_ok, err, sizeof err);
-        if (c < 0) return bad("%s", err);
-        if (c == 0) return bad("unknown option '%s'", a);
+        if (c < 0) return cli_usage_error("pretrain", "%s", err);
+        if (c == 0) return cli_usage_error("pretrain", "unknown option '%s'", a);
         if (!resume_ok) resume_extra = 1;
     }
-    if (!have_data) return bad("--data DIR is required");
+    if (!have_data) return cli_usage_error("pretrain", "--data DIR is required");
     if (o.resume) {
         if (have_out || model_flags || resume_extra)
-            return bad("--resume continues a run with its saved settings; only --data, --threads and --stop-after may be given");
+            return cli_usage_error("pretrain", "--resume continues a run with its saved settings; only --data, --threads and --stop-after may be given");
     } else {
-        if (!have_out) return bad("--out RUNDIR is required (or --resume RUNDIR)");
+        if (!have_out) return cli_usage_error("pretrain", "--out RUNDIR is required (or --resume RUNDIR)");
         if (config_validate(&cfg, err, sizeof err)) {
             fprintf(stderr, "error: %s\n", err);
             return 2;
