@@ -168,6 +168,68 @@ static long calibrate_steps(Run *r) {
     return MAX(steps, 20);
 }
 
+/* --resume, once the model is built: parameters, moments, optimizer counters and loader position
+ * from the checkpoint at path (st: its state, read before the build), then the logs continue. */
+static void restore_run(Run *r, const char *path, CheckpointState *st, int argc, char **argv) {
+    char err[1024];
+    const long start = st->step;
+    checkpoint_state_free(st); /* checkpoint_load fills it again, with the same contents */
+    if (checkpoint_load(path, &r->m.ps, st, err, sizeof err)) fatal("%s", err);
+    size_t n_tok = 0;
+    uint8_t *tok = loader_tokenizer_bytes(r->train, &n_tok);
+    if (st->n_tokenizer && (n_tok != st->n_tokenizer || memcmp(tok, st->tokenizer, n_tok)))
+        fatal("data %s: its tokenizer differs from the one in checkpoint %s (re-run with the original data)", r->o.data, path);
+    free(tok);
+    setup_groups(r);
+    for (int i = 0; i < r->n_groups; i++) {
+        int64_t gs = checkpoint_group_step(st, r->groups[i].name);
+        if (gs < 0) fatal("checkpoint %s: no optimizer counter for group '%s' (written in another training mode?)", path, r->groups[i].name);
+        r->groups[i].step = gs;
+    }
+    LoaderState ls;
+    if (st->n_loader_state != LOADER_STATE_LEN) fatal("checkpoint %s: loader state has %ld entries, expected %d", path, st->n_loader_state, LOADER_STATE_LEN);
+    memcpy(&ls, st->loader_state, sizeof ls);
+    if (loader_set_state(r->train, &ls, err, sizeof err)) fatal("checkpoint %s: %s", path, err);
+    if (metrics_open(&r->log, r->o.out, start, err, sizeof err)) fatal("%s", err);
+    if (run_append_cmdline(r->o.out, argc, argv, err, sizeof err)) fatal("%s", err);
+    fprintf(stderr, "resuming %s at step %ld of %ld\n", r->o.out, start, r->o.steps);
+}
+
+/* A fresh run, once the model is built: optimizer groups (after --minutes calibration), then
+ * config.txt, cmdline.txt and a new metrics.jsonl. */
+static void start_run(Run *r, int argc, char **argv) {
+    char err[1024];
+    setup_groups(r);
+    if (r->o.minutes > 0) {
+        r->o.steps = calibrate_steps(r);
+        for (int i = 0; i < r->n_groups; i++) optim_group_free(&r->groups[i]);
+        setup_groups(r);
+    }
+    char *text = full_config_text(r);
+    if (run_write_text(r->o.out, "config.txt", text, err, sizeof err)) fatal("%s", err);
+    free(text);
+    if (run_append_cmdline(r->o.out, argc, argv, err, sizeof err)) fatal("%s", err);
+    if (metrics_open(&r->log, r->o.out, -1, err, sizeof err)) fatal("%s", err);
+}
+
+/* One train line of metrics.jsonl. */
+static void log_train(Run *r, long completed, const StepStats *s, double rtd_acc) {
+    char err[1024];
+    MetricsRecord rec;
+    mrec_begin(&rec, M_KIND_TRAIN, completed);
+    mrec_num(&rec, M_G_LOSS, s->g_loss);
+    mrec_num(&rec, M_D_LOSS, s->d_loss);
+    mrec_num(&rec, M_MLM_ACC, s->n_masked ? (double)s->mlm_ok / s->n_masked : NAN);
+    mrec_num(&rec, M_RTD_ACC, rtd_acc);
+    mrec_num(&rec, M_G_LR, s->g.lr);
+    mrec_num(&rec, M_D_LR, s->d.lr);
+    mrec_num(&rec, M_G_GRAD_NORM, s->g.grad_norm);
+    mrec_num(&rec, M_D_GRAD_NORM, s->d.grad_norm);
+    mrec_int(&rec, M_SKIPPED, s->skipped);
+    mrec_num(&rec, "epoch", loader_epoch(r->train));
+    if (metrics_write(&r->log, &rec, err, sizeof err)) fatal("%s", err);
+}
+
 int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, char **argv) {
     static Run R; /* large; one per process */
     Run *r = &R;
@@ -221,40 +283,8 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
         r->replaced[i] = xmalloc((size_t)r->o.batch * r->cfg.max_seq_len * sizeof(int32_t));
     }
 
-    if (r->o.resume) {
-        checkpoint_state_free(&st); /* checkpoint_load fills it again, with the same contents */
-        if (checkpoint_load(path, &r->m.ps, &st, err, sizeof err)) fatal("%s", err);
-        size_t n_tok = 0;
-        uint8_t *tok = loader_tokenizer_bytes(r->train, &n_tok);
-        if (st.n_tokenizer && (n_tok != st.n_tokenizer || memcmp(tok, st.tokenizer, n_tok)))
-            fatal("data %s: its tokenizer differs from the one in checkpoint %s (re-run with the original data)", r->o.data, path);
-        free(tok);
-        setup_groups(r);
-        for (int i = 0; i < r->n_groups; i++) {
-            int64_t gs = checkpoint_group_step(&st, r->groups[i].name);
-            if (gs < 0) fatal("checkpoint %s: no optimizer counter for group '%s' (written in another training mode?)", path, r->groups[i].name);
-            r->groups[i].step = gs;
-        }
-        LoaderState ls;
-        if (st.n_loader_state != LOADER_STATE_LEN) fatal("checkpoint %s: loader state has %ld entries, expected %d", path, st.n_loader_state, LOADER_STATE_LEN);
-        memcpy(&ls, st.loader_state, sizeof ls);
-        if (loader_set_state(r->train, &ls, err, sizeof err)) fatal("checkpoint %s: %s", path, err);
-        if (metrics_open(&r->log, r->o.out, start, err, sizeof err)) fatal("%s", err);
-        if (run_append_cmdline(r->o.out, argc, argv, err, sizeof err)) fatal("%s", err);
-        fprintf(stderr, "resuming %s at step %ld of %ld\n", r->o.out, start, r->o.steps);
-    } else {
-        setup_groups(r);
-        if (r->o.minutes > 0) {
-            r->o.steps = calibrate_steps(r);
-            for (int i = 0; i < r->n_groups; i++) optim_group_free(&r->groups[i]);
-            setup_groups(r);
-        }
-        char *text = full_config_text(r);
-        if (run_write_text(r->o.out, "config.txt", text, err, sizeof err)) fatal("%s", err);
-        free(text);
-        if (run_append_cmdline(r->o.out, argc, argv, err, sizeof err)) fatal("%s", err);
-        if (metrics_open(&r->log, r->o.out, -1, err, sizeof err)) fatal("%s", err);
-    }
+    if (r->o.resume) restore_run(r, path, &st, argc, argv);
+    else start_run(r, argc, argv);
     checkpoint_state_free(&st);
 
     const long tokens_per_step = (long)r->o.batch * r->o.accum * r->cfg.max_seq_len;
@@ -278,21 +308,7 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
             bad = 0;
         }
         const double rtd_acc = s.n_tokens ? (double)s.rtd_ok / s.n_tokens : NAN;
-        if (s.skipped || completed % r->o.log_every == 0 || completed == r->o.steps) {
-            MetricsRecord rec;
-            mrec_begin(&rec, M_KIND_TRAIN, completed);
-            mrec_num(&rec, M_G_LOSS, s.g_loss);
-            mrec_num(&rec, M_D_LOSS, s.d_loss);
-            mrec_num(&rec, M_MLM_ACC, s.n_masked ? (double)s.mlm_ok / s.n_masked : NAN);
-            mrec_num(&rec, M_RTD_ACC, rtd_acc);
-            mrec_num(&rec, M_G_LR, s.g.lr);
-            mrec_num(&rec, M_D_LR, s.d.lr);
-            mrec_num(&rec, M_G_GRAD_NORM, s.g.grad_norm);
-            mrec_num(&rec, M_D_GRAD_NORM, s.d.grad_norm);
-            mrec_int(&rec, M_SKIPPED, s.skipped);
-            mrec_num(&rec, "epoch", loader_epoch(r->train));
-            if (metrics_write(&r->log, &rec, err, sizeof err)) fatal("%s", err);
-        }
+        if (s.skipped || completed % r->o.log_every == 0 || completed == r->o.steps) log_train(r, completed, &s, rtd_acc);
         progress_update(&r->prog, completed, s.g_loss, s.d_loss, rtd_acc, tokens_per_step);
         if (bad >= r->o.max_bad_steps) {
             progress_done(&r->prog);
