@@ -55,6 +55,36 @@ static void write_enc(H5Writer *w, const char *who, const EncoderOut *e, int n_l
     }
 }
 
+/* The dump file: every activation, logit and loss of both models, every parameter gradient, and
+ * the attributes that say how they were computed. */
+static void write_dump(const char *out, const ModelConfig *c, const Electra *m, const GenOut *g, const DiscOut *d) {
+    char err[1024];
+    H5Writer w;
+    if (h5w_open(&w, out, err, sizeof err)) fatal("%s", err);
+    write_enc(&w, "generator", &g->enc, m->gen.n_layers);
+    if (c->use_emd) {
+        h5w_real(&w, "generator/emd/pass_1", g->emd[0]->ndim, g->emd[0]->shape, g->emd[0]->data);
+        h5w_real(&w, "generator/emd/pass_2", g->emd[1]->ndim, g->emd[1]->shape, g->emd[1]->data);
+    }
+    h5w_real(&w, "generator/mlm_logits", g->logits->ndim, g->logits->shape, g->logits->data);
+    h5w_real(&w, "generator/loss", 0, NULL, g->loss->data);
+    write_enc(&w, "discriminator", &d->enc, m->disc.n_layers);
+    h5w_real(&w, "discriminator/rtd_logits", d->logits->ndim, d->logits->shape, d->logits->data);
+    h5w_real(&w, "discriminator/loss", 0, NULL, d->loss->data);
+    char name[600];
+    for (int i = 0; i < m->ps.n; i++) {
+        const Tensor *p = m->ps.params[i];
+        snprintf(name, sizeof name, "grad/%s", p->name);
+        h5w_real(&w, name, p->ndim, p->shape, m->ps.grad + m->ps.offset[i]);
+    }
+    h5w_attr_str(&w, "producer", "deberta dump");
+    h5w_attr_str(&w, "dtype", REAL_IS_DOUBLE ? "float64" : "float32");
+    h5w_attr_str(&w, "embedding_sharing", config_sharing_str(c->embedding_sharing));
+    h5w_attr_str(&w, "training_mode", config_mode_str(c->training_mode));
+    h5w_attr_int(&w, "use_emd", c->use_emd);
+    if (h5w_close(&w, err, sizeof err)) fatal("%s", err);
+}
+
 int cmd_dump(int argc, char **argv) {
     const char *weights = NULL, *batch_path = NULL, *out = NULL, *config_path = NULL;
     char err[1024];
@@ -160,30 +190,7 @@ int cmd_dump(int argc, char **argv) {
         for (long i = 0, k = 0; i < ng; k += m.ps.params[i]->n, i++)
             memcpy(m.ps.grad + m.ps.offset[i], gsave + k, (size_t)m.ps.params[i]->n * sizeof(real));
 
-    H5Writer w;
-    if (h5w_open(&w, out, err, sizeof err)) fatal("%s", err);
-    write_enc(&w, "generator", &g.enc, m.gen.n_layers);
-    if (cfg.use_emd) {
-        h5w_real(&w, "generator/emd/pass_1", g.emd[0]->ndim, g.emd[0]->shape, g.emd[0]->data);
-        h5w_real(&w, "generator/emd/pass_2", g.emd[1]->ndim, g.emd[1]->shape, g.emd[1]->data);
-    }
-    h5w_real(&w, "generator/mlm_logits", g.logits->ndim, g.logits->shape, g.logits->data);
-    h5w_real(&w, "generator/loss", 0, NULL, g.loss->data);
-    write_enc(&w, "discriminator", &d.enc, m.disc.n_layers);
-    h5w_real(&w, "discriminator/rtd_logits", d.logits->ndim, d.logits->shape, d.logits->data);
-    h5w_real(&w, "discriminator/loss", 0, NULL, d.loss->data);
-    char name[600];
-    for (int i = 0; i < m.ps.n; i++) {
-        const Tensor *p = m.ps.params[i];
-        snprintf(name, sizeof name, "grad/%s", p->name);
-        h5w_real(&w, name, p->ndim, p->shape, m.ps.grad + m.ps.offset[i]);
-    }
-    h5w_attr_str(&w, "producer", "deberta dump");
-    h5w_attr_str(&w, "dtype", REAL_IS_DOUBLE ? "float64" : "float32");
-    h5w_attr_str(&w, "embedding_sharing", config_sharing_str(cfg.embedding_sharing));
-    h5w_attr_str(&w, "training_mode", config_mode_str(cfg.training_mode));
-    h5w_attr_int(&w, "use_emd", cfg.use_emd);
-    if (h5w_close(&w, err, sizeof err)) fatal("%s", err);
+    write_dump(out, &cfg, &m, &g, &d);
 
     printf("dump: %s/%s emd=%d  mlm_loss=%.9g  rtd_loss=%.9g  masked=%d  (%d tensors, dropout 0) -> %s\n",
            config_sharing_str(cfg.embedding_sharing), config_mode_str(cfg.training_mode), cfg.use_emd, (double)g.loss->data[0],
