@@ -120,8 +120,6 @@ void params_finalize(ParamSet *ps) {
     size_t bytes = (size_t)(off ? off : 1) * sizeof(real);
     ps->data = xcalloc_aligned(bytes);
     ps->grad = xcalloc_aligned(bytes);
-    ps->m = xcalloc_aligned(bytes);
-    ps->v = xcalloc_aligned(bytes);
     for (int i = 0; i < ps->n; i++) {
         ps->params[i]->data = ps->data + ps->offset[i];
         ps->params[i]->grad = ps->grad + ps->offset[i];
@@ -154,7 +152,5 @@ void params_free(ParamSet *ps) {
     free(ps->offset);
     free(ps->data);
     free(ps->grad);
-    free(ps->m);
-    free(ps->v);
     memset(ps, 0, sizeof *ps);
 }

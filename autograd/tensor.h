@@ -66,13 +66,14 @@ void *arena_calloc(Arena *a, size_t bytes);  /* 64-byte aligned, zeroed */
 void arena_reset(Arena *a);
 void arena_free(Arena *a);
 
-/* ---- ParamSet: every parameter's data, grad and AdamW moments in one flat aligned buffer each. ---- */
+/* ---- ParamSet: every parameter's data and grad in one flat aligned buffer each (the optimizer's
+ * moments are laid out the same way, train/optim.h). ---- */
 typedef struct ParamSet {
     Tensor **params;
     int n, cap;
     long total;            /* elements including alignment padding */
     long *offset;          /* offset of each parameter in the flat buffers */
-    real *data, *grad, *m, *v;
+    real *data, *grad;
     int finalized;
 } ParamSet;
 

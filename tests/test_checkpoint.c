@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "autograd/rng.h"
 #include "train/checkpoint.h"
+#include "tests/moments.h"
 #include "train/optim.h"
 
 static char dir[64];
@@ -53,8 +54,8 @@ static void make_set(ParamSet *ps, int changed, int left_out, int extra) {
 static void fill(ParamSet *ps, uint64_t seed) {
     for (long i = 0; i < ps->total; i++) {
         ps->data[i] = (real)rng_normal(seed, 1, (uint64_t)i);
-        ps->m[i] = (real)(1e-3 * rng_normal(seed, 2, (uint64_t)i));
-        ps->v[i] = (real)(1e-6 * rng_uniform(seed, 3, (uint64_t)i));
+        MO(ps)->m[i] = (real)(1e-3 * rng_normal(seed, 2, (uint64_t)i));
+        MO(ps)->v[i] = (real)(1e-6 * rng_uniform(seed, 3, (uint64_t)i));
     }
 }
 
@@ -81,8 +82,8 @@ static void assert_same_tensors(const ParamSet *a, const ParamSet *b) {
     for (int i = 0; i < a->n; i++) {
         const size_t bytes = (size_t)a->params[i]->n * sizeof(real);
         assert_memory_equal(a->data + a->offset[i], b->data + b->offset[i], bytes);
-        assert_memory_equal(a->m + a->offset[i], b->m + b->offset[i], bytes);
-        assert_memory_equal(a->v + a->offset[i], b->v + b->offset[i], bytes);
+        assert_memory_equal(MO(a)->m + a->offset[i], MO(b)->m + b->offset[i], bytes);
+        assert_memory_equal(MO(a)->v + a->offset[i], MO(b)->v + b->offset[i], bytes);
     }
 }
 
@@ -107,10 +108,10 @@ static void round_trip_bit_exact(void **state) {
     fill(&a, 7);
     CheckpointState st, got;
     make_state(&st, 123);
-    assert_int_equal(checkpoint_write(path, &a, &st, err, sizeof err), 0);
-    assert_int_equal(checkpoint_write(path2, &a, &st, err, sizeof err), 0);
+    assert_int_equal(checkpoint_write(path, &a, MO(&a), &st, err, sizeof err), 0);
+    assert_int_equal(checkpoint_write(path2, &a, MO(&a), &st, err, sizeof err), 0);
     make_set(&b, -1, -1, 0);
-    if (checkpoint_load(path, &b, &got, err, sizeof err)) fail_msg("%s", err);
+    if (checkpoint_load(path, &b, MO(&b), &got, err, sizeof err)) fail_msg("%s", err);
     assert_same_tensors(&a, &b);
     assert_int_equal(got.step, 123);
     assert_true(got.seed == 0xdeadbeefcafef00dULL);
@@ -140,8 +141,8 @@ static void round_trip_bit_exact(void **state) {
     char tmp[300];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     assert_int_not_equal(access(tmp, F_OK), 0);
-    params_free(&a);
-    params_free(&b);
+    free_set(&a);
+    free_set(&b);
 }
 
 static void empty_state_round_trip(void **state) {
@@ -152,9 +153,9 @@ static void empty_state_round_trip(void **state) {
     fill(&a, 8);
     CheckpointState st, got;
     memset(&st, 0, sizeof st);
-    assert_int_equal(checkpoint_write(path, &a, &st, err, sizeof err), 0);
+    assert_int_equal(checkpoint_write(path, &a, MO(&a), &st, err, sizeof err), 0);
     make_set(&b, -1, -1, 0);
-    if (checkpoint_load(path, &b, &got, err, sizeof err)) fail_msg("%s", err);
+    if (checkpoint_load(path, &b, MO(&b), &got, err, sizeof err)) fail_msg("%s", err);
     assert_same_tensors(&a, &b);
     assert_int_equal(got.n_groups, 0);
     assert_int_equal(got.n_loader_state, 0);
@@ -162,8 +163,8 @@ static void empty_state_round_trip(void **state) {
     assert_int_equal(got.n_tokenizer, 0);
     assert_string_equal(got.config, "");
     checkpoint_state_free(&got);
-    params_free(&a);
-    params_free(&b);
+    free_set(&a);
+    free_set(&b);
 }
 
 static void save_latest_and_numbered(void **state) {
@@ -176,24 +177,24 @@ static void save_latest_and_numbered(void **state) {
     for (int k = 1; k <= 2; k++) {
         fill(&a, 100 + (uint64_t)k);
         make_state(&st, 10 * k);
-        assert_int_equal(checkpoint_save(rundir, &a, &st, 1, err, sizeof err), 0);
+        assert_int_equal(checkpoint_save(rundir, &a, MO(&a), &st, 1, err, sizeof err), 0);
     }
     make_set(&b, -1, -1, 0);
     snprintf(p, sizeof p, "%s/checkpoint.h5", rundir);
-    assert_int_equal(checkpoint_load(p, &b, &got, err, sizeof err), 0);
+    assert_int_equal(checkpoint_load(p, &b, MO(&b), &got, err, sizeof err), 0);
     assert_int_equal(got.step, 20);
     assert_same_tensors(&a, &b);
     checkpoint_state_free(&got);
     snprintf(p, sizeof p, "%s/checkpoint-0000010.h5", rundir);
-    assert_int_equal(checkpoint_load(p, &b, &got, err, sizeof err), 0);
+    assert_int_equal(checkpoint_load(p, &b, MO(&b), &got, err, sizeof err), 0);
     assert_int_equal(got.step, 10); /* the older numbered file is untouched by the later save */
     checkpoint_state_free(&got);
     snprintf(p, sizeof p, "%s/checkpoint-0000020.h5", rundir);
     assert_int_equal(checkpoint_read_state(p, &got, err, sizeof err), 0);
     assert_int_equal(got.step, 20);
     checkpoint_state_free(&got);
-    params_free(&a);
-    params_free(&b);
+    free_set(&a);
+    free_set(&b);
 }
 
 /* Loads path into a fresh set (shape change / left out / extra) and expects an error containing want. */
@@ -202,8 +203,8 @@ static void expect_load_error(const char *path, int changed, int left_out, int e
     ParamSet b;
     CheckpointState got;
     make_set(&b, changed, left_out, extra);
-    int rc = checkpoint_load(path, &b, &got, err, sizeof err);
-    params_free(&b);
+    int rc = checkpoint_load(path, &b, MO(&b), &got, err, sizeof err);
+    free_set(&b);
     if (rc == 0) fail_msg("loading %s succeeded, expected an error with '%s'", path, want);
     fprintf(stderr, "  got: error: %s\n", err);
     if (!strstr(err, want)) fail_msg("error '%s' does not contain '%s'", err, want);
@@ -220,8 +221,8 @@ static void write_good(const char *path, uint64_t seed) {
     fill(&a, seed);
     CheckpointState st;
     make_state(&st, 5);
-    if (checkpoint_write(path, &a, &st, err, sizeof err)) fail_msg("%s", err);
-    params_free(&a);
+    if (checkpoint_write(path, &a, MO(&a), &st, err, sizeof err)) fail_msg("%s", err);
+    free_set(&a);
 }
 
 static void missing_truncated_and_foreign_files(void **state) {
@@ -269,13 +270,13 @@ static void nonfinite_values_rejected(void **state) {
     CheckpointState st;
     make_state(&st, 5);
     a.params[3]->data[6] = (real)NAN;
-    assert_int_equal(checkpoint_write(path, &a, &st, err, sizeof err), 0);
+    assert_int_equal(checkpoint_write(path, &a, MO(&a), &st, err, sizeof err), 0);
     expect_load_error(path, -1, -1, 0, "parameter 'discriminator.deberta.encoder.layer.0.output.dense.weight' contains NaN at element 6");
     a.params[3]->data[6] = 0;
-    a.v[a.offset[1] + 2] = (real)INFINITY;
-    assert_int_equal(checkpoint_write(path, &a, &st, err, sizeof err), 0);
+    MO(&a)->v[a.offset[1] + 2] = (real)INFINITY;
+    assert_int_equal(checkpoint_write(path, &a, MO(&a), &st, err, sizeof err), 0);
     expect_load_error(path, -1, -1, 0, "moment v of 'generator.deberta.encoder.layer.0.attention.self.query_proj.bias' contains Inf at element 2");
-    params_free(&a);
+    free_set(&a);
 }
 
 /* Edits a good checkpoint with the HDF5 API: wrong format, version, dtype, missing group. */
@@ -334,7 +335,7 @@ static void sigkill_mid_write_keeps_previous(void **state) {
     fill(&a, 13);
     CheckpointState st, got;
     make_state(&st, 100);
-    assert_int_equal(checkpoint_save(rundir, &a, &st, 0, err, sizeof err), 0);
+    assert_int_equal(checkpoint_save(rundir, &a, MO(&a), &st, 0, err, sizeof err), 0);
 
     fflush(NULL);
     pid_t pid = fork();
@@ -346,7 +347,7 @@ static void sigkill_mid_write_keeps_previous(void **state) {
         CheckpointState s2;
         make_state(&s2, 200);
         setenv(CHECKPOINT_CRASH_ENV, "2", 1);
-        checkpoint_save(rundir, &c, &s2, 0, err, sizeof err);
+        checkpoint_save(rundir, &c, MO(&c), &s2, 0, err, sizeof err);
         _exit(3); /* not reached when the hook fires */
     }
     int status = 0;
@@ -355,7 +356,7 @@ static void sigkill_mid_write_keeps_previous(void **state) {
     assert_int_equal(WTERMSIG(status), SIGKILL);
     assert_int_equal(access(tmp, F_OK), 0); /* the half-written temp file is there ... */
     make_set(&b, -1, -1, 0);
-    if (checkpoint_load(p, &b, &got, err, sizeof err)) fail_msg("%s", err); /* ... and the last good one intact */
+    if (checkpoint_load(p, &b, MO(&b), &got, err, sizeof err)) fail_msg("%s", err); /* ... and the last good one intact */
     assert_int_equal(got.step, 100);
     assert_same_tensors(&a, &b);
     checkpoint_state_free(&got);
@@ -363,19 +364,19 @@ static void sigkill_mid_write_keeps_previous(void **state) {
     /* the half-written temp file itself is rejected cleanly */
     char err2[512];
     CheckpointState g2;
-    assert_int_equal(checkpoint_load(tmp, &b, &g2, err2, sizeof err2), -1);
+    assert_int_equal(checkpoint_load(tmp, &b, MO(&b), &g2, err2, sizeof err2), -1);
     fprintf(stderr, "  half-written temp file: error: %s\n", err2);
 
     fill(&a, 15);
     make_state(&st, 300);
-    assert_int_equal(checkpoint_save(rundir, &a, &st, 0, err, sizeof err), 0);
+    assert_int_equal(checkpoint_save(rundir, &a, MO(&a), &st, 0, err, sizeof err), 0);
     assert_int_not_equal(access(tmp, F_OK), 0);
-    assert_int_equal(checkpoint_load(p, &b, &got, err, sizeof err), 0);
+    assert_int_equal(checkpoint_load(p, &b, MO(&b), &got, err, sizeof err), 0);
     assert_int_equal(got.step, 300);
     assert_same_tensors(&a, &b);
     checkpoint_state_free(&got);
-    params_free(&a);
-    params_free(&b);
+    free_set(&a);
+    free_set(&b);
 }
 
 static void unwritable_directory_is_a_clear_error(void **state) {
@@ -385,10 +386,10 @@ static void unwritable_directory_is_a_clear_error(void **state) {
     make_set(&a, -1, -1, 0);
     CheckpointState st;
     make_state(&st, 1);
-    assert_int_equal(checkpoint_write(path, &a, &st, err, sizeof err), -1);
+    assert_int_equal(checkpoint_write(path, &a, MO(&a), &st, err, sizeof err), -1);
     fprintf(stderr, "  got: error: %s\n", err);
     assert_non_null(strstr(err, "No such file or directory"));
-    params_free(&a);
+    free_set(&a);
 }
 
 static void config_diff_names_first_difference(void **state) {
@@ -450,8 +451,8 @@ static void toy_groups(ParamSet *ps, OptimGroup *g, OptimGroup *d) {
     cd.lr = 0.05;
     cd.total_steps = 20;
     cd.warmup_steps = 3;
-    optim_group_init(g, "generator", &cg, ps, "generator.");
-    optim_group_init(d, "discriminator", &cd, ps, "discriminator.");
+    optim_group_init(g, "generator", &cg, ps, MO(ps), "generator.");
+    optim_group_init(d, "discriminator", &cd, ps, MO(ps), "discriminator.");
 }
 
 static void resume_through_checkpoint_is_bit_exact(void **state) {
@@ -476,10 +477,10 @@ static void resume_through_checkpoint_is_bit_exact(void **state) {
     st.step = 10;
     checkpoint_set_group_step(&st, bg.name, bg.step);
     checkpoint_set_group_step(&st, bd.name, bd.step);
-    assert_int_equal(checkpoint_save(rundir, &b, &st, 0, err, sizeof err), 0);
+    assert_int_equal(checkpoint_save(rundir, &b, MO(&b), &st, 0, err, sizeof err), 0);
     optim_group_free(&bg);
     optim_group_free(&bd);
-    params_free(&b);
+    free_set(&b);
 
     ParamSet c;
     OptimGroup cg, cd;
@@ -487,7 +488,7 @@ static void resume_through_checkpoint_is_bit_exact(void **state) {
     for (long i = 0; i < c.total; i++) c.data[i] = 0; /* everything comes from the checkpoint */
     toy_groups(&c, &cg, &cd);
     CheckpointState got;
-    if (checkpoint_load(p, &c, &got, err, sizeof err)) fail_msg("%s", err);
+    if (checkpoint_load(p, &c, MO(&c), &got, err, sizeof err)) fail_msg("%s", err);
     cg.step = checkpoint_group_step(&got, "generator");
     cd.step = checkpoint_group_step(&got, "discriminator");
     assert_int_equal(cg.step, 10);
@@ -499,8 +500,8 @@ static void resume_through_checkpoint_is_bit_exact(void **state) {
     optim_group_free(&ad);
     optim_group_free(&cg);
     optim_group_free(&cd);
-    params_free(&a);
-    params_free(&c);
+    free_set(&a);
+    free_set(&c);
 }
 
 int main(void) {

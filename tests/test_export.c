@@ -194,7 +194,7 @@ static void export_one(int sharing) {
     char rundir[400], ckpt[500], out[500], path[600];
     snprintf(rundir, sizeof rundir, "%s/run-%s", dir, config_sharing_str(sharing));
     mkdir(rundir, 0777);
-    if (checkpoint_save(rundir, &m.ps, &st, 0, err, sizeof err)) fail_msg("%s", err);
+    if (checkpoint_save(rundir, &m.ps, NULL, &st, 0, err, sizeof err)) fail_msg("%s", err);
     snprintf(ckpt, sizeof ckpt, "%s/checkpoint.h5", rundir);
     snprintf(out, sizeof out, "%s/export-%s", dir, config_sharing_str(sharing));
     char *argv[] = {"export", ckpt, out, NULL};

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "autograd/util.h"
 #include "train/optim.h"
+#include "tests/moments.h"
 
 #if REAL_IS_DOUBLE
 #define TOL 1e-12
@@ -73,14 +74,14 @@ static void group_points_into_paramset(void **state) {
     OptimConfig c;
     optim_config_default(&c, OPTIM_ADAMW);
     OptimGroup g, d;
-    optim_group_init(&g, "generator", &c, &ps, "generator.");
-    optim_group_init(&d, "discriminator", &c, &ps, "discriminator.");
+    optim_group_init(&g, "generator", &c, &ps, MO(&ps), "generator.");
+    optim_group_init(&d, "discriminator", &c, &ps, MO(&ps), "discriminator.");
     assert_int_equal(g.n, 2);
     assert_int_equal(d.n, 1);
     assert_ptr_equal(g.p[1].t, ps.params[2]);
-    assert_ptr_equal(g.p[1].m, ps.m + ps.offset[2]);
-    assert_ptr_equal(g.p[1].v, ps.v + ps.offset[2]);
-    assert_ptr_equal(d.p[0].m, ps.m + ps.offset[1]);
+    assert_ptr_equal(g.p[1].m, MO(&ps)->m + ps.offset[2]);
+    assert_ptr_equal(g.p[1].v, MO(&ps)->v + ps.offset[2]);
+    assert_ptr_equal(d.p[0].m, MO(&ps)->m + ps.offset[1]);
     assert_int_equal(g.p[0].decay, 1);
     assert_int_equal(g.p[1].decay, 0);
     assert_int_equal(g.n_elems, 10);
@@ -92,7 +93,7 @@ static void group_points_into_paramset(void **state) {
     assert_float_equal(ps.params[2]->grad[4], 2, 0);
     optim_group_free(&g);
     optim_group_free(&d);
-    params_free(&ps);
+    free_set(&ps);
 }
 
 /* Reference AdamW in long double, textbook form (Loshchilov & Hutter with torch's bias correction):
@@ -142,7 +143,7 @@ static void ref_compare(const Ref *r, const ParamSet *ps, const char *what) {
     int k = 0;
     for (int i = 0; i < ps->n; i++) {
         const Tensor *t = ps->params[i];
-        const real *m = ps->m + ps->offset[i], *v = ps->v + ps->offset[i];
+        const real *m = MO(ps)->m + ps->offset[i], *v = MO(ps)->v + ps->offset[i];
         for (long j = 0; j < t->n; j++, k++) {
             assert_close(t->data[j], r->p[k], TOL, what, k);
             assert_close(m[j], r->m[k], TOL, "m", k);
@@ -163,7 +164,7 @@ static void adamw_three_steps_match_reference(void **state) {
     c.warmup_steps = 2;  /* lr: 0, lr/2, lr, 2lr/3, lr/3 */
     c.max_grad_norm = 1.0;
     OptimGroup g;
-    optim_group_init(&g, "all", &c, &ps, NULL);
+    optim_group_init(&g, "all", &c, &ps, MO(&ps), NULL);
     Ref r;
     ref_init(&r, &ps);
     const double scales[4] = {0.1, 3.0, 0.05, 2.0}; /* steps 1 and 3 are clipped (norm > 1) */
@@ -179,7 +180,7 @@ static void adamw_three_steps_match_reference(void **state) {
     }
     /* a first update with lr 0 leaves the parameters unchanged (decay too) but moves the moments */
     optim_group_free(&g);
-    params_free(&ps);
+    free_set(&ps);
 }
 
 static void clipping_returns_preclip_norm(void **state) {
@@ -200,18 +201,18 @@ static void clipping_returns_preclip_norm(void **state) {
     c.eps = 1e-12;
     c.max_grad_norm = 1.0;
     OptimGroup g;
-    optim_group_init(&g, "all", &c, &ps, NULL);
+    optim_group_init(&g, "all", &c, &ps, MO(&ps), NULL);
     assert_float_equal(optim_grad_norm(&g), 5.0, 1e-12);
     OptimStepResult r = optim_step(&g);
     assert_float_equal(r.grad_norm, 5.0, 1e-12);
     /* clipped g = (0.6, 0) (0, 0.8) up to the 1e-6; m = 0.1 g; v = 0.001 g²; first step: m̂/sqrt(v̂) = sign(g) */
     const double clip = 1.0 / (5.0 + 1e-6);
-    assert_float_equal(ps.m[ps.offset[0]], 0.1 * 3 * clip, 1e-7);
-    assert_float_equal(ps.v[ps.offset[1] + 1], 0.001 * 16 * clip * clip, 1e-9);
+    assert_float_equal(MO(&ps)->m[ps.offset[0]], 0.1 * 3 * clip, 1e-7);
+    assert_float_equal(MO(&ps)->v[ps.offset[1] + 1], 0.001 * 16 * clip * clip, 1e-9);
     assert_float_equal(ps.params[0]->data[0], -1.0, 1e-6);
     assert_float_equal(ps.params[0]->data[1], 0.0, 0);  /* zero grad, zero moments: no update */
     optim_group_free(&g);
-    params_free(&ps);
+    free_set(&ps);
 }
 
 static void xadam_matches_reference(void **state) {
@@ -224,7 +225,7 @@ static void xadam_matches_reference(void **state) {
     c.total_steps = 5;
     c.warmup_steps = 2;  /* x = s/5, w = 0.4: lr·{0, 0.5, 0.6 (jump), 0.4} */
     OptimGroup g;
-    optim_group_init(&g, "all", &c, &ps, NULL);
+    optim_group_init(&g, "all", &c, &ps, MO(&ps), NULL);
     Ref r;
     ref_init(&r, &ps);
     real p0[32];
@@ -238,13 +239,13 @@ static void xadam_matches_reference(void **state) {
         if (s == 0) /* lr 0: parameters untouched, moments updated */
             for (int i = 0; i < 3; i++) {
                 assert_true(ps.params[0]->data[i] == p0[i]);
-                assert_true(ps.m[i] != 0);
+                assert_true(MO(&ps)->m[i] != 0);
             }
         ref_adamw_step(&r, &ps, s, scales[s], s + 1, lrs[s], &c, 1);
         ref_compare(&r, &ps, "xadam p");
     }
     optim_group_free(&g);
-    params_free(&ps);
+    free_set(&ps);
 }
 
 static void schedule_values(void **state) {
@@ -288,14 +289,14 @@ static void nonfinite_norm_skips_step(void **state) {
     c.schedule = OPTIM_SCHED_CONSTANT;
     c.lr = 0.1;
     OptimGroup g;
-    optim_group_init(&g, "all", &c, &ps, NULL);
+    optim_group_init(&g, "all", &c, &ps, MO(&ps), NULL);
     set_grads(&ps, 0, 1.0);
     optim_step(&g);
     const size_t bytes = (size_t)ps.total * sizeof(real);
     real *d = malloc(bytes), *m = malloc(bytes), *v = malloc(bytes);
     memcpy(d, ps.data, bytes);
-    memcpy(m, ps.m, bytes);
-    memcpy(v, ps.v, bytes);
+    memcpy(m, MO(&ps)->m, bytes);
+    memcpy(v, MO(&ps)->v, bytes);
     for (int bad = 0; bad < 2; bad++) {
         set_grads(&ps, 1, 1.0);
         ps.params[1]->grad[1] = bad ? (real)INFINITY : (real)NAN;
@@ -304,14 +305,14 @@ static void nonfinite_norm_skips_step(void **state) {
         assert_false(isfinite(r.grad_norm));
         assert_int_equal(g.step, 1);
         assert_memory_equal(ps.data, d, bytes);
-        assert_memory_equal(ps.m, m, bytes);
-        assert_memory_equal(ps.v, v, bytes);
+        assert_memory_equal(MO(&ps)->m, m, bytes);
+        assert_memory_equal(MO(&ps)->v, v, bytes);
     }
     free(d);
     free(m);
     free(v);
     optim_group_free(&g);
-    params_free(&ps);
+    free_set(&ps);
 }
 
 /* Bitwise identical norm and update for 1 and 2 threads, over several chunks and tensors. */
@@ -338,7 +339,7 @@ static void deterministic_over_threads(void **state) {
         c.total_steps = 10;
         c.warmup_steps = 1;
         OptimGroup g;
-        optim_group_init(&g, "all", &c, &ps, NULL);
+        optim_group_init(&g, "all", &c, &ps, MO(&ps), NULL);
         assert_true(g.n_chunks >= 6);
         norms[run] = optim_grad_norm(&g);
         for (int s = 0; s < 3; s++) optim_step(&g);
@@ -346,7 +347,7 @@ static void deterministic_over_threads(void **state) {
         res[run] = malloc((size_t)total * sizeof(real));
         memcpy(res[run], ps.data, (size_t)total * sizeof(real));
         optim_group_free(&g);
-        params_free(&ps);
+        free_set(&ps);
     }
     omp_set_num_threads(2);
     assert_true(norms[0] == norms[1]);
@@ -417,7 +418,7 @@ static void adamw_matches_torch(void **state) {
     c.total_steps = 5;
     c.warmup_steps = 2;
     OptimGroup g;
-    optim_group_init(&g, "all", &c, &ps, NULL);
+    optim_group_init(&g, "all", &c, &ps, MO(&ps), NULL);
     for (int s = 0; s < 4; s++) {
         set_grads(&ps, s, scales[s]);
         optim_step(&g);
@@ -432,7 +433,7 @@ static void adamw_matches_torch(void **state) {
     assert_int_equal(k, nw);
     fprintf(stderr, "adamw vs torch: %d of %d parameters bit-identical\n", nbitexact, k);
     optim_group_free(&g);
-    params_free(&ps);
+    free_set(&ps);
 }
 
 /* The kernels (vectorized where AVX is there) equal the plain scalar formulas in torch's / the
@@ -448,14 +449,14 @@ static void kernels_equal_scalar_formulas(void **state) {
         const long N = ps.total;
         for (long i = 0; i < N; i++) {
             ps.data[i] = (real)sin(0.01 * i);
-            ps.m[i] = (real)(1e-3 * cos(0.3 * i));
-            ps.v[i] = (real)(1e-6 * (1 + sin(0.7 * i)));
+            MO(&ps)->m[i] = (real)(1e-3 * cos(0.3 * i));
+            MO(&ps)->v[i] = (real)(1e-6 * (1 + sin(0.7 * i)));
             ps.grad[i] = (real)(0.05 * cos(0.11 * i) * (i % 5 - 2));
         }
         real *w = malloc((size_t)N * sizeof(real)), *m = malloc((size_t)N * sizeof(real)), *v = malloc((size_t)N * sizeof(real));
         memcpy(w, ps.data, (size_t)N * sizeof(real));
-        memcpy(m, ps.m, (size_t)N * sizeof(real));
-        memcpy(v, ps.v, (size_t)N * sizeof(real));
+        memcpy(m, MO(&ps)->m, (size_t)N * sizeof(real));
+        memcpy(v, MO(&ps)->v, (size_t)N * sizeof(real));
         OptimConfig c;
         optim_config_default(&c, kind ? OPTIM_XADAM : OPTIM_ADAMW);
         c.schedule = OPTIM_SCHED_CONSTANT;
@@ -463,7 +464,7 @@ static void kernels_equal_scalar_formulas(void **state) {
         c.weight_decay = 0.1;
         c.max_grad_norm = 0.5; /* clipped */
         OptimGroup g;
-        optim_group_init(&g, "all", &c, &ps, NULL);
+        optim_group_init(&g, "all", &c, &ps, MO(&ps), NULL);
         g.step = 4; /* t = 5 */
         /* norm: 4 lanes in double, element i in lane i mod 4 per chunk */
         long double direct = 0;
@@ -503,7 +504,7 @@ static void kernels_equal_scalar_formulas(void **state) {
                     m[i] = mi;
                     v[i] = vi;
                 }
-                if (w[i] != ps.data[i] || m[i] != ps.m[i] || v[i] != ps.v[i])
+                if (w[i] != ps.data[i] || m[i] != MO(&ps)->m[i] || v[i] != MO(&ps)->v[i])
                     fail_msg("%s: element %ld of '%s' differs from the scalar formula: %.9g vs %.9g", kind ? "xadam" : "adamw", j,
                              ps.params[k]->name, (double)ps.data[i], (double)w[i]);
             }
@@ -512,7 +513,7 @@ static void kernels_equal_scalar_formulas(void **state) {
         free(m);
         free(v);
         optim_group_free(&g);
-        params_free(&ps);
+        free_set(&ps);
     }
 }
 

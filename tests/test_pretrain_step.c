@@ -59,12 +59,14 @@ static uint64_t run(int mode, int keep_grads, int steps, int first_counted, size
     oc.lr = 1e-3;
     oc.total_steps = 100;
     oc.warmup_steps = 2;
+    OptimMoments mo;
+    optim_moments_init(&mo, &m.ps);
     OptimGroup g[2];
     if (mode == TRAIN_DECOUPLED) {
-        optim_group_init(&g[0], "generator", &oc, &m.ps, "generator.");
-        optim_group_init(&g[1], "discriminator", &oc, &m.ps, "discriminator.");
+        optim_group_init(&g[0], "generator", &oc, &m.ps, &mo, "generator.");
+        optim_group_init(&g[1], "discriminator", &oc, &m.ps, &mo, "discriminator.");
     } else {
-        optim_group_init(&g[0], "all", &oc, &m.ps, NULL);
+        optim_group_init(&g[0], "all", &oc, &m.ps, &mo, NULL);
     }
     Batch bt[NB];
     for (int i = 0; i < NB; i++) {
@@ -95,6 +97,7 @@ static uint64_t run(int mode, int keep_grads, int steps, int first_counted, size
     for (int i = 0; i < NB; i++) batch_free(&bt[i]);
     for (int i = 0; i < (mode == TRAIN_DECOUPLED ? 2 : 1); i++) optim_group_free(&g[i]);
     tape_free(&t);
+    optim_moments_free(&mo);
     electra_free(&m);
     return allocs;
 }

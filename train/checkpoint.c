@@ -73,7 +73,7 @@ static int write_tensors(H5Ctx *c, hid_t grp, const ParamSet *ps, const real *ba
     return 0;
 }
 
-static int write_file(H5Ctx *c, hid_t f, const ParamSet *ps, const CheckpointState *st) {
+static int write_file(H5Ctx *c, hid_t f, const ParamSet *ps, const real *m, const real *v, const CheckpointState *st) {
     const char *env = getenv(CHECKPOINT_CRASH_ENV);
     const long crash_after = env && *env ? atol(env) : -1;
     const int64_t step = st->step, np = ps->n;
@@ -92,8 +92,8 @@ static int write_file(H5Ctx *c, hid_t f, const ParamSet *ps, const CheckpointSta
     hid_t gs = go >= 0 ? make_group(go, "step") : -1;
     if (gp < 0 || go < 0 || gm < 0 || gv < 0 || gs < 0) rc = h5ctx_fail(c, "cannot create the groups");
     if (!rc) rc = write_tensors(c, gp, ps, ps->data, "parameter", &n_written, crash_after);
-    if (!rc) rc = write_tensors(c, gm, ps, ps->m, "moment m of", &n_written, -1);
-    if (!rc) rc = write_tensors(c, gv, ps, ps->v, "moment v of", &n_written, -1);
+    if (!rc) rc = write_tensors(c, gm, ps, m, "moment m of", &n_written, -1);
+    if (!rc) rc = write_tensors(c, gv, ps, v, "moment v of", &n_written, -1);
     for (int i = 0; !rc && i < st->n_groups; i++) {
         if (!st->group_name[i][0] || strchr(st->group_name[i], '/')) {
             rc = h5ctx_fail(c, "bad optimizer group name '%s'", st->group_name[i]);
@@ -121,10 +121,11 @@ static int write_file(H5Ctx *c, hid_t f, const ParamSet *ps, const CheckpointSta
     return rc;
 }
 
-int checkpoint_write(const char *path, const ParamSet *ps, const CheckpointState *st, char *err, size_t errlen) {
+int checkpoint_write(const char *path, const ParamSet *ps, const OptimMoments *mo, const CheckpointState *st, char *err, size_t errlen) {
     H5Ctx c;
     h5ctx_begin(&c, "checkpoint", path, err, errlen);
     if (!ps->finalized) return h5ctx_end(&c, h5ctx_fail(&c, "the parameter set is not finalized"));
+    if (mo && mo->total != ps->total) return h5ctx_end(&c, h5ctx_fail(&c, "the moments are not those of this parameter set"));
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) return h5ctx_end(&c, h5ctx_fail(&c, "path too long"));
     /* Create the temp file ourselves first: gives a clear errno message (no directory, read-only...). */
@@ -139,7 +140,9 @@ int checkpoint_write(const char *path, const ParamSet *ps, const CheckpointState
         unlink(tmp);
         return h5ctx_end(&c, h5ctx_fail(&c, "cannot create the HDF5 file %s", tmp));
     }
-    int rc = write_file(&c, f, ps, st);
+    real *zeros = mo ? NULL : xcalloc_aligned((size_t)(ps->total ? ps->total : 1) * sizeof(real));
+    int rc = write_file(&c, f, ps, mo ? mo->m : zeros, mo ? mo->v : zeros, st);
+    free(zeros);
     if (!rc && H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) rc = h5ctx_fail(&c, "cannot flush %s (disk full?)", tmp);
     if (H5Fclose(f) < 0 && !rc) rc = h5ctx_fail(&c, "cannot close %s (disk full?)", tmp);
     if (rc) {
@@ -150,10 +153,11 @@ int checkpoint_write(const char *path, const ParamSet *ps, const CheckpointState
     return h5ctx_end(&c, 0);
 }
 
-int checkpoint_save(const char *rundir, const ParamSet *ps, const CheckpointState *st, int keep_numbered, char *err, size_t errlen) {
+int checkpoint_save(const char *rundir, const ParamSet *ps, const OptimMoments *mo, const CheckpointState *st, int keep_numbered,
+                    char *err, size_t errlen) {
     char path[4096], num[4096];
     snprintf(path, sizeof path, "%s/checkpoint.h5", rundir);
-    if (checkpoint_write(path, ps, st, err, errlen) < 0) return -1;
+    if (checkpoint_write(path, ps, mo, st, err, errlen) < 0) return -1;
     if (!keep_numbered) return 0;
     snprintf(num, sizeof num, "%s/checkpoint-%07lld.h5", rundir, (long long)st->step);
     unlink(num);
@@ -162,7 +166,7 @@ int checkpoint_save(const char *rundir, const ParamSet *ps, const CheckpointStat
         return 0;
     }
     /* file systems without hard links: a second (atomic) write */
-    return checkpoint_write(num, ps, st, err, errlen);
+    return checkpoint_write(num, ps, mo, st, err, errlen);
 }
 
 /* ---- read ---- */
@@ -389,7 +393,7 @@ static int load_group(H5Ctx *c, hid_t f, const char *gname, ParamSet *ps, real *
     return rc;
 }
 
-int checkpoint_load(const char *path, ParamSet *ps, CheckpointState *st, char *err, size_t errlen) {
+int checkpoint_load(const char *path, ParamSet *ps, OptimMoments *mo, CheckpointState *st, char *err, size_t errlen) {
     H5Ctx c;
     h5ctx_begin(&c, "checkpoint", path, err, errlen);
     memset(st, 0, sizeof *st);
@@ -398,12 +402,19 @@ int checkpoint_load(const char *path, ParamSet *ps, CheckpointState *st, char *e
     if (f < 0) return h5ctx_end(&c, -1);
     int rc = read_state(&c, f, st);
     if (!rc) rc = load_group(&c, f, "params", ps, ps->data, "parameter");
+    OptimMoments scratch = {0};
+    if (!rc && !mo) {
+        optim_moments_init(&scratch, ps);
+        mo = &scratch;
+    }
+    if (!rc && mo->total != ps->total) rc = h5ctx_fail(&c, "the moments are not those of this parameter set");
     if (!rc && H5Lexists(f, "optim", H5P_DEFAULT) > 0) {
-        rc = load_group(&c, f, "optim/m", ps, ps->m, "moment m of");
-        if (!rc) rc = load_group(&c, f, "optim/v", ps, ps->v, "moment v of");
+        rc = load_group(&c, f, "optim/m", ps, mo->m, "moment m of");
+        if (!rc) rc = load_group(&c, f, "optim/v", ps, mo->v, "moment v of");
     } else if (!rc) {
         rc = h5ctx_fail(&c, "group '/optim' is missing");
     }
+    if (scratch.m) optim_moments_free(&scratch);
     H5Fclose(f);
     if (rc) checkpoint_state_free(st);
     return h5ctx_end(&c, rc);

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "autograd/tensor.h"
+#include "train/optim.h"
 
 #define CHECKPOINT_FORMAT "deberta.c checkpoint"
 #define CHECKPOINT_VERSION 1
@@ -45,22 +46,24 @@ typedef struct CheckpointState {
     size_t n_tokenizer;
 } CheckpointState;
 
-/* Atomically write ps (data, m, v) and st to path. */
-int checkpoint_write(const char *path, const ParamSet *ps, const CheckpointState *st, char *err, size_t errlen);
+/* Atomically write ps (data), the moments mo (NULL: zeros, a model never updated) and st to path. */
+int checkpoint_write(const char *path, const ParamSet *ps, const OptimMoments *mo, const CheckpointState *st, char *err, size_t errlen);
 
 /* RUNDIR/checkpoint.h5 (atomically, the latest); with keep_numbered also a hard link
  * RUNDIR/checkpoint-<step>.h5 to the same file (costs no extra write). */
-int checkpoint_save(const char *rundir, const ParamSet *ps, const CheckpointState *st, int keep_numbered, char *err, size_t errlen);
+int checkpoint_save(const char *rundir, const ParamSet *ps, const OptimMoments *mo, const CheckpointState *st, int keep_numbered,
+                    char *err, size_t errlen);
 
 /* Reads and validates the format attributes and everything but the tensors, e.g. to compare the
  * config before the model is built. */
 int checkpoint_read_state(const char *path, CheckpointState *st, char *err, size_t errlen);
 
 /* Validates and loads everything into ps (which must be finalized and built with the same
- * config): every parameter of ps present with the same shape and a float dtype, no parameter in
- * the file that ps lacks, no NaN/Inf in parameters or moments.  On failure ps is left partly
- * loaded: the caller must not use it. */
-int checkpoint_load(const char *path, ParamSet *ps, CheckpointState *st, char *err, size_t errlen);
+ * config) and the moments into mo (initialised for ps; NULL: validated and dropped, for a model
+ * that is not trained further): every parameter of ps present with the same shape and a float
+ * dtype, no parameter in the file that ps lacks, no NaN/Inf in parameters or moments.  On failure
+ * ps is left partly loaded: the caller must not use it. */
+int checkpoint_load(const char *path, ParamSet *ps, OptimMoments *mo, CheckpointState *st, char *err, size_t errlen);
 
 /* Compares two `key = value` config texts (as model/config.h writes them; '#' comments, blank lines
  * and spaces around '=' are ignored).  Keys listed in ignore (NULL-terminated, may be NULL) may

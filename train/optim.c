@@ -36,8 +36,24 @@ static int param_index(const ParamSet *ps, const Tensor *t) {
     return -1;
 }
 
-void optim_group_init_list(OptimGroup *g, const char *name, const OptimConfig *cfg, ParamSet *ps, Tensor *const *list, int n) {
+void optim_moments_init(OptimMoments *mo, const ParamSet *ps) {
+    if (!ps->finalized) fatal("optimizer moments: the parameter set is not finalized");
+    const size_t bytes = (size_t)(ps->total ? ps->total : 1) * sizeof(real);
+    mo->m = xcalloc_aligned(bytes);
+    mo->v = xcalloc_aligned(bytes);
+    mo->total = ps->total;
+}
+
+void optim_moments_free(OptimMoments *mo) {
+    free(mo->m);
+    free(mo->v);
+    memset(mo, 0, sizeof *mo);
+}
+
+void optim_group_init_list(OptimGroup *g, const char *name, const OptimConfig *cfg, ParamSet *ps, OptimMoments *mo, Tensor *const *list,
+                           int n) {
     if (!ps->finalized) fatal("optimizer group '%s': the parameter set is not finalized", name);
+    if (!mo || mo->total != ps->total) fatal("optimizer group '%s': the moments are not those of this parameter set", name);
     if (n <= 0) fatal("optimizer group '%s' has no parameters", name);
     memset(g, 0, sizeof *g);
     snprintf(g->name, sizeof g->name, "%s", name);
@@ -50,8 +66,8 @@ void optim_group_init_list(OptimGroup *g, const char *name, const OptimConfig *c
         if (i < 0) fatal("optimizer group '%s': parameter '%s' is not in the parameter set", name, list[k]->name ? list[k]->name : "?");
         OptimParam *p = &g->p[k];
         p->t = list[k];
-        p->m = ps->m + ps->offset[i];
-        p->v = ps->v + ps->offset[i];
+        p->m = mo->m + ps->offset[i];
+        p->v = mo->v + ps->offset[i];
         p->decay = optim_name_decays(list[k]->name ? list[k]->name : "");
         g->n_elems += p->t->n;
         nc += (int)((p->t->n + OPTIM_CHUNK - 1) / OPTIM_CHUNK);
@@ -69,14 +85,14 @@ void optim_group_init_list(OptimGroup *g, const char *name, const OptimConfig *c
         }
 }
 
-void optim_group_init(OptimGroup *g, const char *name, const OptimConfig *cfg, ParamSet *ps, const char *prefix) {
+void optim_group_init(OptimGroup *g, const char *name, const OptimConfig *cfg, ParamSet *ps, OptimMoments *mo, const char *prefix) {
     size_t pl = prefix ? strlen(prefix) : 0;
     Tensor **list = xcalloc((size_t)(ps->n ? ps->n : 1), sizeof(Tensor *));
     int n = 0;
     for (int i = 0; i < ps->n; i++)
         if (!pl || !strncmp(ps->params[i]->name, prefix, pl)) list[n++] = ps->params[i];
     if (!n) fatal("optimizer group '%s': no parameter name starts with '%s'", name, prefix ? prefix : "");
-    optim_group_init_list(g, name, cfg, ps, list, n);
+    optim_group_init_list(g, name, cfg, ps, mo, list, n);
     free(list);
 }
 

@@ -1,7 +1,7 @@
-/* optim.h — AdamW over a parameter group, global-norm clipping, LR schedules, gradient accumulation.
+/* optim.h — AdamW over a parameter group, global-norm clipping, LR schedules, and the moments.
  *
  * A group is a list of parameters of one ParamSet, each with its moments m, v pointing into the
- * ParamSet's flat m/v buffers.  The decoupled ELECTRA recipe (spec §4.6) uses two groups over one
+ * flat buffers of an OptimMoments laid out as the ParamSet.  The decoupled ELECTRA recipe (spec §4.6) uses two groups over one
  * ParamSet (prefix "generator." and "discriminator."); joint mode uses one group over everything.
  *
  * Two optimizers (spec §4.7, §11):
@@ -59,7 +59,7 @@ typedef struct OptimConfig {
 
 typedef struct OptimParam {
     Tensor *t;        /* data and grad (in the ParamSet) */
-    real *m, *v;      /* AdamW moments, inside ParamSet.m / ParamSet.v */
+    real *m, *v;      /* its moments, inside OptimMoments.m / .v */
     int decay;        /* 1: weight decay applies */
 } OptimParam;
 
@@ -91,11 +91,22 @@ typedef struct OptimStepResult {
 void optim_config_default(OptimConfig *c, OptimKind kind);
 /* 1 if weight decay applies to a parameter of this name (not "bias", not "LayerNorm.weight"). */
 int optim_name_decays(const char *name);
-/* Group of every parameter of ps whose name starts with prefix (NULL or "" = all of them).
- * ps must be finalized.  Fatal if the prefix selects nothing. */
-void optim_group_init(OptimGroup *g, const char *name, const OptimConfig *cfg, ParamSet *ps, const char *prefix);
+/* The moments of every parameter of a ParamSet: two flat 64-byte-aligned buffers laid out as the
+ * ParamSet's (parameter i at ps->offset[i]), zero before the first update.  They belong to the
+ * optimizer, not to the model; the checkpoint saves them as /optim/m and /optim/v. */
+typedef struct OptimMoments {
+    real *m, *v;
+    long total;       /* = ps->total */
+} OptimMoments;
+void optim_moments_init(OptimMoments *mo, const ParamSet *ps);   /* ps must be finalized */
+void optim_moments_free(OptimMoments *mo);
+
+/* Group of every parameter of ps whose name starts with prefix (NULL or "" = all of them), with
+ * its moments in mo (initialised for ps).  ps must be finalized.  Fatal if the prefix selects nothing. */
+void optim_group_init(OptimGroup *g, const char *name, const OptimConfig *cfg, ParamSet *ps, OptimMoments *mo, const char *prefix);
 /* Group of an explicit list of parameters (each must belong to ps). */
-void optim_group_init_list(OptimGroup *g, const char *name, const OptimConfig *cfg, ParamSet *ps, Tensor *const *list, int n);
+void optim_group_init_list(OptimGroup *g, const char *name, const OptimConfig *cfg, ParamSet *ps, OptimMoments *mo, Tensor *const *list,
+                           int n);
 void optim_group_free(OptimGroup *g);
 
 /* Schedule multiplier × lr for the update that follows s updates (s = g->step before it). */

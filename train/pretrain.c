@@ -29,6 +29,7 @@ typedef struct Run {
     TrainOptions o;
     Electra m;
     Tape t;
+    OptimMoments moments; /* of every parameter of m.ps */
     OptimGroup groups[2]; /* decoupled: generator, discriminator; joint: all */
     int n_groups;
     Loader *train, *val;
@@ -77,7 +78,7 @@ static void save_checkpoint(Run *r, long step) {
     st.tokenizer = loader_tokenizer_bytes(r->train, &n_tok);
     st.n_tokenizer = n_tok;
     const int keep = r->o.keep_every > 0 && step % r->o.keep_every == 0;
-    if (checkpoint_save(r->o.out, &r->m.ps, &st, keep, err, sizeof err)) fatal("%s", err);
+    if (checkpoint_save(r->o.out, &r->m.ps, &r->moments, &st, keep, err, sizeof err)) fatal("%s", err);
     free(st.config);
     free(st.tokenizer);
 }
@@ -124,11 +125,11 @@ static void setup_groups(Run *r) {
     if (r->cfg.training_mode == TRAIN_DECOUPLED) {
         OptimConfig d = g;
         if (r->o.d_lr > 0) d.lr = r->o.d_lr;
-        optim_group_init(&r->groups[0], "generator", &g, &r->m.ps, "generator.");
-        optim_group_init(&r->groups[1], "discriminator", &d, &r->m.ps, "discriminator.");
+        optim_group_init(&r->groups[0], "generator", &g, &r->m.ps, &r->moments, "generator.");
+        optim_group_init(&r->groups[1], "discriminator", &d, &r->m.ps, &r->moments, "discriminator.");
         r->n_groups = 2;
     } else {
-        optim_group_init(&r->groups[0], "all", &g, &r->m.ps, NULL);
+        optim_group_init(&r->groups[0], "all", &g, &r->m.ps, &r->moments, NULL);
         r->n_groups = 1;
     }
 }
@@ -174,7 +175,7 @@ static void restore_run(Run *r, const char *path, CheckpointState *st, int argc,
     char err[1024];
     const long start = st->step;
     checkpoint_state_free(st); /* checkpoint_load fills it again, with the same contents */
-    if (checkpoint_load(path, &r->m.ps, st, err, sizeof err)) fatal("%s", err);
+    if (checkpoint_load(path, &r->m.ps, &r->moments, st, err, sizeof err)) fatal("%s", err);
     size_t n_tok = 0;
     uint8_t *tok = loader_tokenizer_bytes(r->train, &n_tok);
     if (st->n_tokenizer && (n_tok != st->n_tokenizer || memcmp(tok, st->tokenizer, n_tok)))
@@ -274,6 +275,7 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
     }
 
     electra_build(&r->m, &r->cfg, r->o.seed);
+    optim_moments_init(&r->moments, &r->m.ps);
     tape_init(&r->t, (size_t)64 << 20);
     r->t.seed = r->o.seed;
     r->micro = xcalloc((size_t)r->o.accum, sizeof(Batch));

@@ -155,12 +155,14 @@ int bench_step(int argc, char **argv) {
     oc.lr = 1e-4;
     oc.schedule = OPTIM_SCHED_CONSTANT;
     oc.total_steps = 1000000;
+    OptimMoments moments;
+    optim_moments_init(&moments, &m.ps);
     OptimGroup groups[2];
     if (cfg.training_mode == TRAIN_DECOUPLED) {
-        optim_group_init(&groups[0], "generator", &oc, &m.ps, "generator.");
-        optim_group_init(&groups[1], "discriminator", &oc, &m.ps, "discriminator.");
+        optim_group_init(&groups[0], "generator", &oc, &m.ps, &moments, "generator.");
+        optim_group_init(&groups[1], "discriminator", &oc, &m.ps, &moments, "discriminator.");
     } else {
-        optim_group_init(&groups[0], "all", &oc, &m.ps, NULL);
+        optim_group_init(&groups[0], "all", &oc, &m.ps, &moments, NULL);
     }
     enum { NB = 4 };
     Batch batches[NB];
@@ -260,6 +262,7 @@ int bench_step(int argc, char **argv) {
     for (int i = 0; i < NB; i++) batch_free(&batches[i]);
     for (int i = 0; i < (cfg.training_mode == TRAIN_DECOUPLED ? 2 : 1); i++) optim_group_free(&groups[i]);
     tape_free(&t);
+    optim_moments_free(&moments);
     electra_free(&m);
     return 0;
 }

@@ -30,7 +30,7 @@ void model_source_load(ModelSource *s, Electra *m, const ModelConfig *build_cfg,
     electra_build(m, build_cfg, seed);
     if (s->is_checkpoint) {
         checkpoint_state_free(&s->st); /* checkpoint_load fills it again */
-        if (checkpoint_load(s->path, &m->ps, &s->st, err, sizeof err)) fatal("%s", err);
+        if (checkpoint_load(s->path, &m->ps, NULL, &s->st, err, sizeof err)) fatal("%s", err);
     } else if (h5io_read_params(s->path, &m->ps, err, sizeof err)) {
         fatal("%s", err);
     }
