@@ -623,13 +623,9 @@ static void progress(const TokTrainConfig *cfg, const char *stage, double f) {
     if (cfg->progress) cfg->progress(stage, f, cfg->progress_ctx);
 }
 
-Tokenizer *tokenizer_train(const char *const *docs, const size_t *lens, size_t n_docs,
-                           const TokTrainConfig *cfg, char *err, size_t errlen) {
-    if (cfg->vocab_size < TOK_FIRST_CHAR + 1 || cfg->vocab_size > (1 << 24)) {
-        errf(err, errlen, "vocab size %d out of range [%d, %d]", cfg->vocab_size, TOK_FIRST_CHAR + 1, 1 << 24);
-        return NULL;
-    }
-    /* 1. unique words with counts (per-thread maps, then summed) */
+/* The unique words of the documents with their counts: per-thread maps, summed into maps[0] (the
+ * others are freed; the caller frees maps[0] and the array). */
+static StrMap *count_words(const char *const *docs, const size_t *lens, size_t n_docs) {
     int nt = omp_get_max_threads();
     StrMap *maps = xcalloc((size_t)nt, sizeof(StrMap));
 #pragma omp parallel num_threads(nt)
@@ -656,17 +652,13 @@ Tokenizer *tokenizer_train(const char *const *docs, const size_t *lens, size_t n
                 *strmap_slot(W, strmap_key(&maps[t], i), maps[t].lens[i], 0, NULL) += maps[t].vals[i];
         strmap_free(&maps[t]);
     }
-    progress(cfg, "counting words", 1.0);
+    return maps;
+}
 
-    /* unique words as (offset, length, count) */
-    size_t nwords = W->len, total_units = 0;
-    size_t *wslot = xmalloc((nwords ? nwords : 1) * sizeof(size_t));
-    {
-        size_t k = 0;
-        for (size_t i = 0; i < W->cap; i++) if (W->hashes[i]) { wslot[k++] = i; total_units += W->lens[i]; }
-    }
-
-    /* 2. alphabet: characters by frequency (count desc, packed bytes asc), up to the coverage */
+/* The alphabet: characters by frequency (count desc, packed bytes asc), up to the coverage and
+ * the budget.  *char_utf8 gets 4 bytes per character, *char_len their lengths; returns the count. */
+static int choose_alphabet(const StrMap *W, const size_t *wslot, size_t nwords, const TokTrainConfig *cfg, uint8_t **char_utf8_out,
+                           uint8_t **char_len_out) {
     U64Map cc;
     u64map_init(&cc, 1024);
     int64_t total_chars = 0;
@@ -703,6 +695,59 @@ Tokenizer *tokenizer_train(const char *const *docs, const size_t *lens, size_t n
         for (int b = 0; b < char_len[i]; b++) char_utf8[4 * i + b] = (uint8_t)(k >> (8 * b));
     }
     free(chars);
+    *char_utf8_out = char_utf8;
+    *char_len_out = char_len;
+    return n_chars;
+}
+
+/* Replaces every (a, b) in the symbols s[0..n) of word w (count c) by z, moving the counts of the
+ * neighbouring pairs and of (a, b) itself (entry pi; pair_add may grow the arrays, so by index).
+ * Returns the new length. */
+static int32_t merge_word(PairStats *ps, int32_t *s, int32_t n, int64_t c, int32_t w, int32_t a, int32_t b, int32_t z, int32_t merge_no,
+                          size_t pi) {
+    int32_t o = 0;
+    for (int32_t i = 0; i < n;) {
+        if (i + 1 < n && s[i] == a && s[i + 1] == b) {
+            if (o > 0 && mergeable(s[o - 1])) {
+                pair_add(ps, s[o - 1], a, -c, w, merge_no);
+                pair_add(ps, s[o - 1], z, c, w, merge_no);
+            }
+            if (i + 2 < n && mergeable(s[i + 2])) {
+                pair_add(ps, b, s[i + 2], -c, w, merge_no);
+                pair_add(ps, z, s[i + 2], c, w, merge_no);
+            }
+            ps->count[pi] -= c;
+            s[o++] = z;
+            i += 2;
+        } else {
+            s[o++] = s[i++];
+        }
+    }
+    return o;
+}
+
+Tokenizer *tokenizer_train(const char *const *docs, const size_t *lens, size_t n_docs,
+                           const TokTrainConfig *cfg, char *err, size_t errlen) {
+    if (cfg->vocab_size < TOK_FIRST_CHAR + 1 || cfg->vocab_size > (1 << 24)) {
+        errf(err, errlen, "vocab size %d out of range [%d, %d]", cfg->vocab_size, TOK_FIRST_CHAR + 1, 1 << 24);
+        return NULL;
+    }
+    /* 1. unique words with counts */
+    StrMap *maps = count_words(docs, lens, n_docs);
+    StrMap *W = &maps[0];
+    progress(cfg, "counting words", 1.0);
+
+    /* unique words as (offset, length, count) */
+    size_t nwords = W->len, total_units = 0;
+    size_t *wslot = xmalloc((nwords ? nwords : 1) * sizeof(size_t));
+    {
+        size_t k = 0;
+        for (size_t i = 0; i < W->cap; i++) if (W->hashes[i]) { wslot[k++] = i; total_units += W->lens[i]; }
+    }
+
+    /* 2. alphabet */
+    uint8_t *char_utf8, *char_len;
+    const int n_chars = choose_alphabet(W, wslot, nwords, cfg, &char_utf8, &char_len);
 
     /* a merge-less tokenizer over this alphabet gives the initial symbols */
     size_t blen;
@@ -766,27 +811,7 @@ Tokenizer *tokenizer_train(const char *const *docs, const size_t *lens, size_t n
             int32_t w = list.v[k];
             if (wstamp[w] == n_merges) continue;
             wstamp[w] = n_merges;
-            int32_t *s = sym + woff[w];
-            int32_t n = wlen[w], o = 0;
-            int64_t c = wcnt[w];
-            for (int32_t i = 0; i < n;) {
-                if (i + 1 < n && s[i] == a && s[i + 1] == b) {
-                    if (o > 0 && mergeable(s[o - 1])) {
-                        pair_add(&ps, s[o - 1], a, -c, w, n_merges);
-                        pair_add(&ps, s[o - 1], z, c, w, n_merges);
-                    }
-                    if (i + 2 < n && mergeable(s[i + 2])) {
-                        pair_add(&ps, b, s[i + 2], -c, w, n_merges);
-                        pair_add(&ps, z, s[i + 2], c, w, n_merges);
-                    }
-                    ps.count[pi] -= c;
-                    s[o++] = z;
-                    i += 2;
-                } else {
-                    s[o++] = s[i++];
-                }
-            }
-            wlen[w] = o;
+            wlen[w] = merge_word(&ps, sym + woff[w], wlen[w], wcnt[w], w, a, b, z, n_merges, pi);
         }
         free(list.v);
         for (size_t t = 0; t < ps.n_touched; t++) {
