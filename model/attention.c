@@ -6,6 +6,36 @@
 #include "model/relpos.h"
 
 int g_attention_unfused = 0;
+AttentionStats *g_attention_stats = NULL;
+
+/* Adds P [B, A, T, T] (rows of padded queries are all zero and skipped) to slot st->next. */
+void attention_stats_add(AttentionStats *st, const Tensor *P, const int32_t *mask) {
+    if (st->next >= ATTN_STATS_MAX_LAYERS) return;
+    const int B = P->shape[0], A = P->shape[1], T = P->shape[2];
+    const int l = st->next++;
+    for (int b = 0; b < B; b++) {
+        int nk = 0;
+        for (int j = 0; j < T; j++) nk += mask[b * T + j] != 0;
+        const double lognk = nk > 1 ? log((double)nk) : 1.0;
+        for (int a = 0; a < A; a++)
+            for (int i = 0; i < T; i++) {
+                if (!mask[b * T + i]) continue;
+                const real *p = P->data + (((long)b * A + a) * T + i) * T;
+                double h = 0, loc = 0;
+                for (int j = 0; j < T; j++) {
+                    if (p[j] > 0) h -= (double)p[j] * log((double)p[j]);
+                    const int d = i > j ? i - j : j - i;
+                    if (d >= 1 && d <= 3) loc += p[j];
+                }
+                st->entropy[l] += h;
+                st->norm_entropy[l] += h / lognk;
+                st->self[l] += p[i];
+                st->near[l] += (i > 0 ? p[i - 1] : 0) + (i + 1 < T ? p[i + 1] : 0);
+                st->local[l] += loc;
+                st->rows[l] += 1;
+            }
+    }
+}
 
 void relctx_build(Tape *t, RelContext *rc, const ModelConfig *cfg, Tensor *rel_w, Tensor *rel_ln_g, Tensor *rel_ln_b,
                   const int32_t *mask, int B, int T) {
@@ -63,6 +93,7 @@ Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams
     Tensor *k = op_split_heads(t, op_linear(t, kv, p->wk, p->bk), A);
     Tensor *v = op_split_heads(t, op_linear(t, kv, p->wv, p->bv), A);
     Tensor *probs = attention_probs(t, cfg, p, q, k, rc, g_attention_unfused); /* [B, A, T, T] */
+    if (g_attention_stats) attention_stats_add(g_attention_stats, probs, rc->mask);
     probs = op_dropout(t, probs, (real)cfg->attention_probs_dropout_prob);
     Tensor *ctx = op_merge_heads(t, op_matmul(t, probs, v, 0, 0)); /* [B, T, A·D] */
     Tensor *o = op_dropout(t, op_linear(t, ctx, p->wo, p->bo), ph);  /* [B, T, H] */

@@ -61,4 +61,22 @@ Tensor *attention_probs_unfused(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tenso
 
 /* Set (for benchmarks/tests) to make attention_forward use the unfused composition. */
 extern int g_attention_unfused;
+
+/* Attention diagnostic (evaluation only; NULL = off).  While set, each attention_forward call adds
+ * the statistics of its probabilities P (before attention dropout) to slot `next` and advances it;
+ * the caller sets next = 0 before a forward, so slot l is layer l.  Per valid query row i (and head):
+ *   entropy       −Σ_j P[i,j] log P[i,j]
+ *   norm_entropy  entropy / log(number of valid keys)       (1 = uniform, 0 = one key)
+ *   self          P[i,i];   near  P[i,i−1] + P[i,i+1];   local  Σ_{0<|i−j|≤3} P[i,j]
+ * summed over rows; divide by rows[l] for means. */
+#define ATTN_STATS_MAX_LAYERS 32
+typedef struct AttentionStats {
+    int next;
+    double entropy[ATTN_STATS_MAX_LAYERS], norm_entropy[ATTN_STATS_MAX_LAYERS];
+    double self[ATTN_STATS_MAX_LAYERS], near[ATTN_STATS_MAX_LAYERS], local[ATTN_STATS_MAX_LAYERS];
+    double rows[ATTN_STATS_MAX_LAYERS];
+} AttentionStats;
+extern AttentionStats *g_attention_stats;
+/* Adds the statistics of P [B, A, T, T] (query rows with mask 0 skipped; mask [B·T]) to slot st->next. */
+void attention_stats_add(AttentionStats *st, const Tensor *P, const int32_t *mask);
 #endif

@@ -14,37 +14,39 @@ typedef struct {
     const char *key;
     int type;
     size_t off;
+    int omit_zero;  /* written only when not 0 (keys added later: older files stay byte-identical) */
 } Key;
 
 #define F(field) offsetof(ModelConfig, field)
 static const Key KEYS[] = {
-    {"hidden_size", K_INT, F(hidden_size)},
-    {"num_hidden_layers", K_INT, F(num_hidden_layers)},
-    {"num_attention_heads", K_INT, F(num_attention_heads)},
-    {"attention_head_size", K_INT, F(attention_head_size)},
-    {"intermediate_size", K_INT, F(intermediate_size)},
-    {"vocab_size", K_INT, F(vocab_size)},
-    {"max_position_embeddings", K_INT, F(max_position_embeddings)},
-    {"position_buckets", K_INT, F(position_buckets)},
-    {"max_relative_positions", K_INT, F(max_relative_positions)},
-    {"pos_att_type", K_TERMS, F(att_terms)},
-    {"share_att_key", K_BOOL, F(share_att_key)},
-    {"norm_rel_ebd", K_NORM, F(norm_rel_ebd)},
-    {"layer_norm_eps", K_DBL, F(layer_norm_eps)},
-    {"hidden_dropout_prob", K_DBL, F(hidden_dropout_prob)},
-    {"attention_probs_dropout_prob", K_DBL, F(attention_probs_dropout_prob)},
-    {"initializer_range", K_DBL, F(initializer_range)},
-    {"gen_num_hidden_layers", K_INT, F(gen_num_hidden_layers)},
-    {"use_emd", K_BOOL, F(use_emd)},
-    {"embedding_sharing", K_SHARING, F(embedding_sharing)},
-    {"rtd_lambda", K_DBL, F(rtd_lambda)},
-    {"training_mode", K_MODE, F(training_mode)},
-    {"pad_id", K_INT, F(pad_id)},
-    {"cls_id", K_INT, F(cls_id)},
-    {"sep_id", K_INT, F(sep_id)},
-    {"unk_id", K_INT, F(unk_id)},
-    {"mask_id", K_INT, F(mask_id)},
-    {"max_seq_len", K_INT, F(max_seq_len)},
+    {"hidden_size", K_INT, F(hidden_size), 0},
+    {"num_hidden_layers", K_INT, F(num_hidden_layers), 0},
+    {"num_attention_heads", K_INT, F(num_attention_heads), 0},
+    {"attention_head_size", K_INT, F(attention_head_size), 0},
+    {"intermediate_size", K_INT, F(intermediate_size), 0},
+    {"vocab_size", K_INT, F(vocab_size), 0},
+    {"max_position_embeddings", K_INT, F(max_position_embeddings), 0},
+    {"position_buckets", K_INT, F(position_buckets), 0},
+    {"max_relative_positions", K_INT, F(max_relative_positions), 0},
+    {"pos_att_type", K_TERMS, F(att_terms), 0},
+    {"share_att_key", K_BOOL, F(share_att_key), 0},
+    {"norm_rel_ebd", K_NORM, F(norm_rel_ebd), 0},
+    {"layer_norm_eps", K_DBL, F(layer_norm_eps), 0},
+    {"hidden_dropout_prob", K_DBL, F(hidden_dropout_prob), 0},
+    {"attention_probs_dropout_prob", K_DBL, F(attention_probs_dropout_prob), 0},
+    {"initializer_range", K_DBL, F(initializer_range), 0},
+    {"gen_num_hidden_layers", K_INT, F(gen_num_hidden_layers), 0},
+    {"use_emd", K_BOOL, F(use_emd), 0},
+    {"embedding_sharing", K_SHARING, F(embedding_sharing), 0},
+    {"rtd_lambda", K_DBL, F(rtd_lambda), 0},
+    {"training_mode", K_MODE, F(training_mode), 0},
+    {"disc_position_biased_input", K_BOOL, F(disc_position_biased_input), 1},
+    {"pad_id", K_INT, F(pad_id), 0},
+    {"cls_id", K_INT, F(cls_id), 0},
+    {"sep_id", K_INT, F(sep_id), 0},
+    {"unk_id", K_INT, F(unk_id), 0},
+    {"mask_id", K_INT, F(mask_id), 0},
+    {"max_seq_len", K_INT, F(max_seq_len), 0},
 };
 #undef F
 #define N_KEYS ((int)(sizeof(KEYS) / sizeof(KEYS[0])))
@@ -387,6 +389,7 @@ int config_validate(ModelConfig *c, char *err, size_t errlen) {
 void config_write(const ModelConfig *c, FILE *f) {
     for (int i = 0; i < N_KEYS; i++) {
         const void *p = (const char *)c + KEYS[i].off;
+        if (KEYS[i].omit_zero && *(const int *)p == 0) continue;
         fprintf(f, "%s = ", KEYS[i].key);
         switch (KEYS[i].type) {
         case K_INT: fprintf(f, "%d\n", *(const int *)p); break;

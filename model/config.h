@@ -44,6 +44,8 @@ typedef struct ModelConfig {
     int embedding_sharing;        /* SHARE_* */
     double rtd_lambda;
     int training_mode;            /* TRAIN_* */
+    int disc_position_biased_input; /* 1: absolute positions added at the discriminator's input, as
+                                     * ELECTRA/BERT do (an ablation control; V3 has none) */
     /* special token ids (data/tokenizer.h) and sequence length */
     int pad_id, cls_id, sep_id, unk_id, mask_id;
     int max_seq_len;

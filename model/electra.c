@@ -140,7 +140,13 @@ Tensor *discriminator_forward(Tape *t, const Electra *m, const ElectraInput *b, 
     Tensor *table = NULL; /* NES: the discriminator's own */
     if (c->embedding_sharing == SHARE_GDES) table = op_add(t, op_detach(t, m->gen.word), m->word_delta);
     else if (c->embedding_sharing == SHARE_ES) table = m->gen.word;
-    Tensor *hL = encoder_forward(t, &m->disc, table, replaced, b->attention_mask, B, T, &out->enc);
+    Tensor *pos = NULL; /* absolute positions at the discriminator's input (a control; V3 has none) */
+    if (c->disc_position_biased_input) {
+        if (c->embedding_sharing == SHARE_GDES) pos = op_add(t, op_detach(t, m->gen.position), m->pos_delta);
+        else if (c->embedding_sharing == SHARE_ES) pos = m->gen.position;
+        else pos = m->disc.position;
+    }
+    Tensor *hL = encoder_forward_pos(t, &m->disc, table, pos, replaced, b->attention_mask, B, T, &out->enc);
 
     /* s = LN(hL + hL[:, 0]) : the [CLS] row of each sequence added to each of its positions */
     int32_t *cls_rows = arena_alloc(&t->arena, (size_t)B * T * sizeof(int32_t));

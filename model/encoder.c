@@ -69,12 +69,13 @@ Tensor *layer_forward(Tape *t, const ModelConfig *cfg, const LayerParams *p, Ten
 }
 
 /* x0 = Dropout_h(LN_emb(table[ids]) ⊙ m)  [B, T, H] */
-static Tensor *embeddings_forward(Tape *t, const Encoder *e, Tensor *table, const int32_t *ids, const int32_t *mask, int B, int T) {
+static Tensor *embeddings_forward(Tape *t, const Encoder *e, Tensor *table, Tensor *pos_table, const int32_t *ids, const int32_t *mask, int B, int T) {
     const ModelConfig *c = &e->cfg;
     const int H = c->hidden_size, s3[3] = {B, T, H};
     if (!table || table->ndim != 2 || table->shape[0] != c->vocab_size || table->shape[1] != H)
         fatal("encoder %s: the word-embedding table must be [%d, %d]", e->prefix, c->vocab_size, H);
     Tensor *x = op_reshape(t, op_embedding(t, table, ids, B * T, c->pad_id), 3, s3);
+    if (pos_table) x = op_add(t, x, encoder_positions(t, e, pos_table, NULL, B, T)); /* position_biased_input */
     x = op_layernorm(t, x, e->emb_ln_g, e->emb_ln_b, (real)c->layer_norm_eps);
     if (mask) { /* MaskedLayerNorm: padded positions set to 0 */
         Tensor *m = tape_tensor(t, 3, s3, "emb_mask");
@@ -87,12 +88,17 @@ static Tensor *embeddings_forward(Tape *t, const Encoder *e, Tensor *table, cons
 
 Tensor *encoder_forward(Tape *t, const Encoder *e, Tensor *word_table, const int32_t *ids, const int32_t *mask, int B, int T,
                         EncoderOut *out) {
+    return encoder_forward_pos(t, e, word_table, NULL, ids, mask, B, T, out);
+}
+
+Tensor *encoder_forward_pos(Tape *t, const Encoder *e, Tensor *word_table, Tensor *input_pos_table, const int32_t *ids,
+                            const int32_t *mask, int B, int T, EncoderOut *out) {
     const ModelConfig *c = &e->cfg;
     if (T > c->max_position_embeddings)
         fatal("encoder %s: sequence length %d exceeds max_position_embeddings %d", e->prefix, T, c->max_position_embeddings);
     EncoderOut local;
     if (!out) out = &local;
-    out->emb = embeddings_forward(t, e, word_table ? word_table : e->word, ids, mask, B, T);
+    out->emb = embeddings_forward(t, e, word_table ? word_table : e->word, input_pos_table, ids, mask, B, T);
     relctx_build(t, &out->rel, c, e->rel, e->rel_ln_g, e->rel_ln_b, mask, B, T);
     out->layers = arena_alloc(&t->arena, (size_t)(e->n_layers > 0 ? e->n_layers : 1) * sizeof(Tensor *));
     Tensor *x = out->emb;

@@ -60,6 +60,11 @@ void encoder_free(Encoder *e);
 Tensor *encoder_forward(Tape *t, const Encoder *e, Tensor *word_table, const int32_t *ids, const int32_t *mask, int B, int T,
                         EncoderOut *out);
 
+/* The same with absolute positions added to the input embeddings (x0 = LN(W[ids] + P[0..T−1])…,
+ * HF's position_biased_input) when input_pos_table [max_position_embeddings, H] is not NULL. */
+Tensor *encoder_forward_pos(Tape *t, const Encoder *e, Tensor *word_table, Tensor *input_pos_table, const int32_t *ids,
+                            const int32_t *mask, int B, int T, EncoderOut *out);
+
 /* One post-LN layer: qin, kv [B, T, H] -> [B, T, H] (the EMD calls it with qin != kv). */
 Tensor *layer_forward(Tape *t, const ModelConfig *cfg, const LayerParams *p, Tensor *qin, Tensor *kv, const RelContext *rc);
 

@@ -47,6 +47,22 @@ h5diff -q "$W/A/checkpoint.h5" "$W/B/checkpoint.h5" /params /params || fail "res
 h5diff -q "$W/A/checkpoint.h5" "$W/B/checkpoint.h5" /optim /optim || fail "resumed run's optimizer moments differ"
 ok "exact resume: 4 steps + --resume 4 steps == 8 uninterrupted steps (metrics.jsonl identical, /params and /optim bit-identical)"
 
+# sequence-length curriculum: 3 of 8 steps at 8-token sequences (4 x 32 / 8 = 16 per batch), then 32;
+# a run stopped inside the short phase and one stopped at the switch both resume exactly
+$D pretrain $COMMON --out "$W/Q" --short-seq-len 8 --short-frac 0.375 > "$W/Q.log" 2>&1 || { cat "$W/Q.log"; fail "curriculum run"; }
+grep -q "curriculum: steps 1-3 read 16 x 8-token sequences" "$W/Q.log" || { cat "$W/Q.log"; fail "curriculum line missing"; }
+grep '"kind":"train"' "$W/Q/metrics.jsonl" | grep -c '"seq_len":8' | grep -qx 3 || fail "curriculum: not 3 steps at 8 tokens"
+h5diff -q "$W/A/checkpoint.h5" "$W/Q/checkpoint.h5" /params /params >/dev/null 2>&1 && fail "the curriculum changed nothing"
+grep -q "train_short_seq_len = 8" "$W/Q/config.txt" || fail "curriculum options not saved"
+grep -q "train_short" "$W/A/config.txt" && fail "a run without a curriculum saved curriculum options"
+for s in 2 3; do
+    $D pretrain $COMMON --out "$W/Q$s" --short-seq-len 8 --short-frac 0.375 --stop-after $s > "$W/Q$s.log" 2>&1 || fail "curriculum run stopped at $s"
+    $D pretrain --resume "$W/Q$s" --data "$W/shards" > "$W/Q$s-2.log" 2>&1 || { cat "$W/Q$s-2.log"; fail "curriculum resume at $s"; }
+    cmp -s "$W/Q/metrics.jsonl" "$W/Q$s/metrics.jsonl" || { diff "$W/Q/metrics.jsonl" "$W/Q$s/metrics.jsonl" | head; fail "curriculum resumed at $s: metrics differ"; }
+    h5diff -q "$W/Q/checkpoint.h5" "$W/Q$s/checkpoint.h5" /params /params || fail "curriculum resumed at $s: weights differ"
+done
+ok "curriculum (--short-seq-len 8 --short-frac 0.375): 3 steps at 8 tokens then 32; resumed inside the short phase and at the switch == uninterrupted"
+
 # numbered checkpoints: --keep-every 3 keeps checkpoint-0000003.h5 and -0000006.h5 beside the latest, also across a resume
 $D pretrain $COMMON --out "$W/E" --keep-every 3 --stop-after 4 > "$W/E1.log" 2>&1 || { cat "$W/E1.log"; fail "run E part 1"; }
 $D pretrain --resume "$W/E" --data "$W/shards" > "$W/E2.log" 2>&1 || { cat "$W/E2.log"; fail "run E resume"; }

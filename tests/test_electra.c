@@ -62,8 +62,9 @@ static Tensor *loss_fn(Tape *t, Tensor **leaves, int n, void *vctx) {
 static void check_one(Tape *t, Ctx *ctx, Tensor **leaves, int n, const char *what, double tol) {
     GCResult rd = gradcheck_direction(t, loss_fn, leaves, n, ctx, 3, 5);
     GCResult re = gradcheck_elements(t, loss_fn, leaves, n, ctx, 2);
-    print_message("electra %-4s emd=%d %-28s random-direction max_rel_err %.3e (%ld), spot checks %.3e (%ld)\n",
-                  config_sharing_str(ctx->m->cfg.embedding_sharing), ctx->m->cfg.use_emd, what, rd.max_err, rd.n_checked,
+    print_message("electra %-4s emd=%d abspos=%d %-28s random-direction max_rel_err %.3e (%ld), spot checks %.3e (%ld)\n",
+                  config_sharing_str(ctx->m->cfg.embedding_sharing), ctx->m->cfg.use_emd, ctx->m->cfg.disc_position_biased_input, what,
+                  rd.max_err, rd.n_checked,
                   re.max_err, re.n_checked);
     if (rd.max_err > tol || re.max_err > tol)
         fail_msg("electra %s emd=%d %s: gradient error %.3e / %.3e above %.1e", config_sharing_str(ctx->m->cfg.embedding_sharing),
@@ -84,9 +85,10 @@ static void whole_model_gradcheck(void **state) {
     Tape t;
     tape_init(&t, 1 << 20);
     for (int sharing = 0; sharing < 3; sharing++)
-        for (int emd = 0; emd < 2; emd++) {
+        for (int emd = 0; emd < 3; emd++) { /* emd 2: EMD on and absolute positions at the discriminator's input */
             ModelConfig cfg;
-            small_config(&cfg, sharing, emd);
+            small_config(&cfg, sharing, emd > 0);
+            cfg.disc_position_biased_input = emd == 2;
             Electra m;
             electra_build(&m, &cfg, 11);
             model_perturb_params(&m.ps, 12);

@@ -206,6 +206,32 @@ static double attention_bound(long Bn, long An, long Tn, long Rn, long Cn) {
                            (double)omp_get_max_threads() * Tn * (Tn + 2 * Rn)) + 8.0 * Tn * Tn;
 }
 
+/* The attention diagnostic on probabilities built by hand: uniform rows over the real keys give
+ * entropy/log(n) = 1, self = 1/n and near = (neighbours inside the sequence)/n; rows that put all
+ * their mass on the left neighbour give entropy 0, near = local = 1 (row 0 on itself: self = 1). */
+static void attention_stats_by_hand(void **state) {
+    enum { SB = 2, SA = 1, ST = 5 };
+    const int32_t mask[SB * ST] = {1, 1, 1, 1, 0, 1, 1, 1, 1, 1}; /* sequence 0: 4 real tokens */
+    const int s4[4] = {SB, SA, ST, ST};
+    Tensor *P = gradcheck_leaf(4, s4, 0, "P");
+    memset(P->data, 0, (size_t)P->n * sizeof(real));
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) P->data[i * ST + j] = (real)0.25; /* seq 0, uniform over 4 keys */
+    for (int i = 0; i < ST; i++) P->data[ST * ST + i * ST + (i > 0 ? i - 1 : 0)] = 1;  /* seq 1, left neighbour */
+    AttentionStats st;
+    memset(&st, 0, sizeof st);
+    attention_stats_add(&st, P, mask);
+    assert_int_equal(st.next, 1);
+    assert_true(st.rows[0] == 4 + 5);
+    /* seq 0: 4 rows, norm entropy 1 each; near = (1 + 2 + 2 + 1)/4 · 0.25; self 0.25 each
+     * seq 1: rows 1..4 entropy 0, near 1, local 1; row 0: self 1 */
+    assert_true(fabs(st.norm_entropy[0] - 4.0) < 1e-5);
+    assert_true(fabs(st.near[0] - (6 * 0.25 + 4)) < 1e-5);
+    assert_true(fabs(st.local[0] - (4 * 3 * 0.25 + 4)) < 1e-5);
+    assert_true(fabs(st.self[0] - (4 * 0.25 + 1)) < 1e-5);
+    gradcheck_leaf_free(P);
+}
+
 static void attention_memory_bound(void **state) {
     ModelConfig cfg;
     char err[256];
@@ -253,6 +279,7 @@ int main(void) {
         cmocka_unit_test(fused_equals_unfused),
         cmocka_unit_test(block_fused_equals_unfused),
         cmocka_unit_test(attention_memory_bound),
+        cmocka_unit_test(attention_stats_by_hand),
     };
     return cmocka_run_group_tests_name("model_attention", tests, setup, teardown);
 }

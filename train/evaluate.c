@@ -60,7 +60,11 @@ EvalResult evaluate(Electra *m, Loader *val, Tape *t, int B, int T, long max_bat
         generator_forward(t, m, &in, &g);
         /* a fixed sampling stream per eval batch: every evaluation sees the same draws for the same model */
         electra_sample(&g, &in, seed, ((uint64_t)1 << 35) + (uint64_t)k, replaced);
+        r.disc_att.next = 0;
+        g_attention_stats = &r.disc_att;
         discriminator_forward(t, m, &in, replaced, &d);
+        g_attention_stats = NULL;
+        r.disc_layers = r.disc_att.next;
         tape_nograd_end(t);
         mlm_sum += g.loss->data[0] * g.n_masked;
         mlm_ok += mlm_correct(&g);

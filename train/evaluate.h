@@ -16,6 +16,8 @@ typedef struct EvalResult {
     long rtd_flagged;               /* real tokens the discriminator calls "replaced" (logit > 0) */
     double rtd_precision;           /* share of the flagged tokens that were replaced (NaN if none) */
     long n_masked, n_tokens, n_batches;
+    AttentionStats disc_att;        /* the discriminator's attention statistics, sums (model/attention.h) */
+    int disc_layers;                /* slots of disc_att filled */
 } EvalResult;
 
 EvalResult evaluate(Electra *m, Loader *val, Tape *t, int B, int T, long max_batches, uint64_t seed);

@@ -27,15 +27,29 @@ void train_options_default(TrainOptions *o) {
     o->log_every = 10;
     o->keep_every = 0;
     o->max_bad_steps = 5;
+    o->short_seq_len = 0;
+    o->short_frac = 0.5;
+}
+
+long train_short_steps(const TrainOptions *o, int T) {
+    if (o->short_seq_len < 3 || o->short_seq_len >= T || o->short_frac <= 0) return 0;
+    return llround(o->short_frac * (double)o->steps);
+}
+
+int train_short_batch(const TrainOptions *o, int T) {
+    const long b = (long)o->batch * T / (o->short_seq_len > 0 ? o->short_seq_len : 1);
+    return (int)(b > 0 ? b : 1);
 }
 
 /* ---- the key table ---- */
+
 
 typedef enum { O_LONG, O_INT, O_U64, O_DOUBLE, O_MASK_MODE, O_OPTIMIZER } OptKind;
 
 enum {
     O_RESUME_OK = 1, /* --resume accepts the flag (the rest come from the saved run) */
     O_SKIP_ZERO = 2, /* persisted only when not 0 */
+    O_CURRICULUM = 4, /* persisted only when the run has a curriculum (short_seq_len > 0) */
 };
 
 typedef struct {
@@ -73,6 +87,8 @@ static const OptKey KEYS[] = {
     {"log-every", NULL, "log_every", O_LONG, F(log_every), 1, 0, "a positive integer", 0},
     {"max-bad-steps", NULL, "max_bad_steps", O_INT, F(max_bad_steps), 1, 0, "a positive integer", 0},
     {"keep-every", NULL, "keep_every", O_LONG, F(keep_every), 0, 0, "an integer >= 0", O_SKIP_ZERO},
+    {"short-seq-len", NULL, "short_seq_len", O_INT, F(short_seq_len), 0, 0, "an integer >= 0 (0 = no curriculum)", O_SKIP_ZERO},
+    {"short-frac", NULL, "short_frac", O_DOUBLE, F(short_frac), 0, 1, "a number in [0, 1)", O_CURRICULUM},
     {"minutes", NULL, NULL, O_DOUBLE, F(minutes), 1e-3, 0, "a positive number", 0},
     {"threads", NULL, NULL, O_INT, F(threads), 1, 0, "a positive integer", O_RESUME_OK},
     {"stop-after", NULL, NULL, O_LONG, F(stop_after), 1, 0, "a positive integer", O_RESUME_OK},
@@ -144,6 +160,15 @@ int train_options_set_flag(TrainOptions *o, const char *flag, const char *value,
     return 0;
 }
 
+static int value_is_zero(OptKind kind, const void *p) {
+    switch (kind) {
+    case O_LONG: return *(const long *)p == 0;
+    case O_INT: return *(const int *)p == 0;
+    case O_DOUBLE: return *(const double *)p == 0;
+    default: return 0;
+    }
+}
+
 char *train_options_to_text(const TrainOptions *o) {
     char *buf = NULL;
     size_t len = 0;
@@ -153,7 +178,8 @@ char *train_options_to_text(const TrainOptions *o) {
         const OptKey *k = &KEYS[i];
         if (!k->key) continue;
         const void *p = (const char *)o + k->off;
-        if ((k->flags & O_SKIP_ZERO) && *(const long *)p == 0) continue;
+        if ((k->flags & O_SKIP_ZERO) && value_is_zero(k->kind, p)) continue;
+        if ((k->flags & O_CURRICULUM) && o->short_seq_len <= 0) continue;
         fprintf(f, "train_%s = ", k->key);
         switch (k->kind) {
         case O_LONG: fprintf(f, "%ld\n", *(const long *)p); break;

@@ -28,10 +28,18 @@ typedef struct TrainOptions {
     long eval_every, eval_batches, save_every, log_every;
     long keep_every;        /* > 0: also keep RUNDIR/checkpoint-<step>.h5 every this many steps */
     int max_bad_steps;      /* stop after this many consecutive skipped steps */
+    int short_seq_len;      /* sequence-length curriculum: > 0 and below max_seq_len: the first */
+    double short_frac;      /*   round(short_frac · steps) steps use sequences of short_seq_len tokens, */
+                            /*   batch·T/short_seq_len of them per micro-batch (about the same tokens) */
     long stop_after;        /* > 0: stop (with a checkpoint) after this many steps of this invocation (tests) */
 } TrainOptions;
 
 void train_options_default(TrainOptions *o);
+
+/* The curriculum's short phase: its number of steps (0 = none for this run and model length T) and
+ * its micro-batch size. */
+long train_short_steps(const TrainOptions *o, int T);
+int train_short_batch(const TrainOptions *o, int T);
 
 /* Applies one `--flag value` of the table (flag without the leading "--").  Returns 1 if it was one
  * (*resume_ok: whether --resume accepts it), 0 if the table has no such flag, -1 with a message

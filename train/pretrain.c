@@ -33,7 +33,10 @@ typedef struct Run {
     OptimGroup groups[2]; /* decoupled: generator, discriminator; joint: all */
     int n_groups;
     Loader *train, *val;
+    Loader *train_short;  /* the curriculum's short sequences, or NULL (options.h, short_seq_len) */
+    long short_steps;     /* steps 0 .. short_steps − 1 read train_short */
     Batch *micro;
+    Batch *micro_short;
     int32_t **replaced;
     MetricsLog log;
     Progress prog;
@@ -41,9 +44,15 @@ typedef struct Run {
 
 /* One training step of the run: the next micro-batches from the loader, then pretrain_step
  * (update = 0: forward/backward only, for timing). */
+static int short_phase(const Run *r, long step) { return r->train_short && step < r->short_steps; }
+
+/* The loader that step `step` (0-based) reads: the curriculum's short one, then the full one. */
+static Loader *step_loader(const Run *r, long step) { return short_phase(r, step) ? r->train_short : r->train; }
+
 static StepStats train_step(Run *r, long step, int update) {
-    for (int i = 0; i < r->o.accum; i++) loader_next(r->train, &r->micro[i]);
-    const StepCtx c = {&r->m, &r->t, r->groups, r->micro, r->replaced, r->o.accum, r->o.seed};
+    Batch *micro = short_phase(r, step) ? r->micro_short : r->micro;
+    for (int i = 0; i < r->o.accum; i++) loader_next(step_loader(r, step), &micro[i]);
+    const StepCtx c = {&r->m, &r->t, r->groups, micro, r->replaced, r->o.accum, r->o.seed};
     return pretrain_step(&c, step, update);
 }
 
@@ -70,7 +79,7 @@ static void save_checkpoint(Run *r, long step) {
     st.seed = r->o.seed;
     for (int i = 0; i < r->n_groups; i++) checkpoint_set_group_step(&st, r->groups[i].name, r->groups[i].step);
     int64_t ls[LOADER_STATE_LEN];
-    pack_loader_state(r->train, ls);
+    pack_loader_state(step_loader(r, step), ls); /* the loader the next step reads */
     st.loader_state = ls;
     st.n_loader_state = LOADER_STATE_LEN;
     st.config = full_config_text(r);
@@ -100,6 +109,16 @@ static void log_eval(Run *r, long step) {
     mrec_num(&rec, "rtd_precision", e.rtd_precision);
     mrec_int(&rec, "n_masked", e.n_masked);
     mrec_int(&rec, "n_tokens", e.n_tokens);
+    for (int l = 0; l < e.disc_layers; l++) { /* the discriminator's attention, per layer */
+        static const char *const names[4] = {"norm_entropy", "self", "near", "local"};
+        const double n = e.disc_att.rows[l] > 0 ? e.disc_att.rows[l] : NAN;
+        const double v[4] = {e.disc_att.norm_entropy[l] / n, e.disc_att.self[l] / n, e.disc_att.near[l] / n, e.disc_att.local[l] / n};
+        for (int q = 0; q < 4; q++) {
+            char key[48];
+            snprintf(key, sizeof key, "d_att_%s_l%d", names[q], l);
+            mrec_num(&rec, key, v[q]);
+        }
+    }
     if (metrics_write(&r->log, &rec, err, sizeof err)) fatal("%s", err);
     progress_note(&r->prog, "eval @%ld: MLM loss %.4f acc %.4f (baseline %.4f) | RTD loss %.4f acc %.4f (baseline %.4f) AUC %.4f, %ld flagged", step,
                   e.mlm_loss, e.mlm_acc, e.baseline_mlm_acc, e.rtd_loss, e.rtd_acc, e.baseline_rtd_acc, e.rtd_auc, e.rtd_flagged);
@@ -134,11 +153,11 @@ static void setup_groups(Run *r) {
     }
 }
 
-static Loader *open_split(const Run *r, const char *split, int required) {
+static Loader *open_split(const Run *r, const char *split, int required, int T, int B) {
     LoaderConfig lc;
     loader_config_default(&lc);
-    lc.T = r->cfg.max_seq_len;
-    lc.B = r->o.batch;
+    lc.T = T;
+    lc.B = B;
     lc.seed = r->o.seed;
     lc.mask_mode = r->o.mask_mode;
     lc.mask_prob = r->o.mask_prob;
@@ -149,10 +168,31 @@ static Loader *open_split(const Run *r, const char *split, int required) {
     return L;
 }
 
+/* The curriculum's short phase (options.h): its own loader over the train split, with short_batch
+ * sequences of short_seq_len tokens per micro-batch, and batches to match.  Its length follows
+ * o.steps, so a --minutes run opens it again once calibration has chosen the steps. */
+static void open_curriculum(Run *r) {
+    const int T = r->cfg.max_seq_len, Ts = r->o.short_seq_len;
+    if (r->train_short) {
+        loader_close(r->train_short);
+        for (int i = 0; i < r->o.accum; i++) batch_free(&r->micro_short[i]);
+        free(r->micro_short);
+        r->train_short = NULL;
+        r->micro_short = NULL;
+    }
+    r->short_steps = train_short_steps(&r->o, T);
+    if (r->short_steps <= 0) return;
+    const int Bs = train_short_batch(&r->o, T);
+    if ((long)Bs * Ts > (long)r->o.batch * T) fatal("curriculum: %d x %d tokens exceed the batch's %d x %d", Bs, Ts, r->o.batch, T);
+    r->train_short = open_split(r, "train", 1, Ts, Bs);
+    r->micro_short = xcalloc((size_t)r->o.accum, sizeof(Batch));
+    for (int i = 0; i < r->o.accum; i++) batch_alloc(&r->micro_short[i], Bs, Ts);
+}
+
 /* Choose the number of steps that fits o->minutes, timing one step after a warm-up step. */
 static long calibrate_steps(Run *r) {
     LoaderState st;
-    loader_get_state(r->train, &st);
+    loader_get_state(step_loader(r, 0), &st);
     /* two untimed steps: the first grows the arena, the second touches its new pages (page faults
      * made a timed second step ~3x slower than a steady one) */
     train_step(r, 0, 0);
@@ -162,7 +202,7 @@ static long calibrate_steps(Run *r) {
     double dt = (now_seconds() - t0) * 1.05; /* + optimizer and logging */
     for (int i = 0; i < r->n_groups; i++) optim_zero_grad(&r->groups[i]);
     char err[256];
-    if (loader_set_state(r->train, &st, err, sizeof err)) fatal("%s", err);
+    if (loader_set_state(step_loader(r, 0), &st, err, sizeof err)) fatal("%s", err);
     double per_step = dt * (1.0 + (double)r->o.eval_batches / (3.0 * MAX(1, r->o.eval_every)));
     long steps = (long)(r->o.minutes * 60.0 / per_step);
     fprintf(stderr, "calibration: %.3f s per step -> %ld steps in %.1f minutes\n", dt, steps, r->o.minutes);
@@ -190,7 +230,7 @@ static void restore_run(Run *r, const char *path, CheckpointState *st, int argc,
     LoaderState ls;
     if (st->n_loader_state != LOADER_STATE_LEN) fatal("checkpoint %s: loader state has %ld entries, expected %d", path, st->n_loader_state, LOADER_STATE_LEN);
     memcpy(&ls, st->loader_state, sizeof ls);
-    if (loader_set_state(r->train, &ls, err, sizeof err)) fatal("checkpoint %s: %s", path, err);
+    if (loader_set_state(step_loader(r, start), &ls, err, sizeof err)) fatal("checkpoint %s: %s", path, err);
     if (metrics_open(&r->log, r->o.out, start, err, sizeof err)) fatal("%s", err);
     if (run_append_cmdline(r->o.out, argc, argv, err, sizeof err)) fatal("%s", err);
     fprintf(stderr, "resuming %s at step %ld of %ld\n", r->o.out, start, r->o.steps);
@@ -205,6 +245,7 @@ static void start_run(Run *r, int argc, char **argv) {
         r->o.steps = calibrate_steps(r);
         for (int i = 0; i < r->n_groups; i++) optim_group_free(&r->groups[i]);
         setup_groups(r);
+        open_curriculum(r);
     }
     char *text = full_config_text(r);
     if (run_write_text(r->o.out, "config.txt", text, err, sizeof err)) fatal("%s", err);
@@ -227,7 +268,8 @@ static void log_train(Run *r, long completed, const StepStats *s, double rtd_acc
     mrec_num(&rec, M_G_GRAD_NORM, s->g.grad_norm);
     mrec_num(&rec, M_D_GRAD_NORM, s->d.grad_norm);
     mrec_int(&rec, M_SKIPPED, s->skipped);
-    mrec_num(&rec, "epoch", loader_epoch(r->train));
+    mrec_num(&rec, "epoch", loader_epoch(step_loader(r, completed)));
+    if (r->train_short) mrec_int(&rec, "seq_len", short_phase(r, completed - 1) ? r->o.short_seq_len : r->cfg.max_seq_len);
     if (metrics_write(&r->log, &rec, err, sizeof err)) fatal("%s", err);
 }
 
@@ -253,6 +295,8 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
         check_saved_config(r->o.out, path, st.config);
         config_defaults(&r->cfg);
         TrainOptions keep = r->o;
+        r->o.short_seq_len = 0; /* a run saved before the curriculum existed had none */
+        r->o.short_frac = 0;
         if (config_from_text(&r->cfg, st.config, path, err, sizeof err) || train_options_from_text(&r->o, st.config, err, sizeof err))
             fatal("checkpoint %s: %s", path, err);
         r->o.threads = keep.threads;
@@ -262,8 +306,8 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
         if (config_validate(&r->cfg, err, sizeof err)) fatal("checkpoint %s: %s", path, err);
         start = st.step;
     }
-    r->train = open_split(r, "train", 1);
-    r->val = open_split(r, "val", 0);
+    r->train = open_split(r, "train", 1, r->cfg.max_seq_len, r->o.batch);
+    r->val = open_split(r, "val", 0, r->cfg.max_seq_len, r->o.batch);
     if (!r->o.resume) {
         int V = loader_vocab_size(r->train);
         if (V != r->cfg.vocab_size) r->cfg.vocab_size = V; /* the model's vocabulary is the data's */
@@ -284,6 +328,7 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
         batch_alloc(&r->micro[i], r->o.batch, r->cfg.max_seq_len);
         r->replaced[i] = xmalloc((size_t)r->o.batch * r->cfg.max_seq_len * sizeof(int32_t));
     }
+    open_curriculum(r);
 
     if (r->o.resume) restore_run(r, path, &st, argc, argv);
     else start_run(r, argc, argv);
@@ -295,6 +340,9 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
             config_sharing_str(r->cfg.embedding_sharing), config_mode_str(r->cfg.training_mode));
     fprintf(stderr, "data: %lld train sequences of %d tokens; %ld steps of %ld tokens; %d threads\n",
             (long long)loader_n_sequences(r->train), r->cfg.max_seq_len, r->o.steps, tokens_per_step, omp_get_max_threads());
+    if (r->train_short)
+        fprintf(stderr, "curriculum: steps 1-%ld read %d x %d-token sequences per micro-batch, then %d x %d\n", r->short_steps,
+                train_short_batch(&r->o, r->cfg.max_seq_len), r->o.short_seq_len, r->o.batch, r->cfg.max_seq_len);
 
     progress_init(&r->prog, start, r->o.steps);
     int bad = 0;

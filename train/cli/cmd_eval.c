@@ -67,6 +67,13 @@ int cmd_eval(int argc, char **argv) {
     printf("discriminator  RTD loss %.4f  accuracy %.4f   (all-original baseline %.4f)  AUC %.4f\n", e.rtd_loss, e.rtd_acc,
            e.baseline_rtd_acc, e.rtd_auc);
     printf("               %ld tokens flagged \"replaced\" (logit > 0), precision %.4f\n", e.rtd_flagged, e.rtd_precision);
+    printf("discriminator attention per layer (means over heads and real query tokens; uniform: entropy 1, near %.4f):\n",
+           cfg.max_seq_len > 1 ? 2.0 / cfg.max_seq_len : 0.0);
+    for (int l = 0; l < e.disc_layers; l++) {
+        const double n = e.disc_att.rows[l];
+        printf("  layer %d  entropy/log(n) %.4f  self %.4f  near (|i-j| = 1) %.4f  local (1 <= |i-j| <= 3) %.4f\n", l,
+               e.disc_att.norm_entropy[l] / n, e.disc_att.self[l] / n, e.disc_att.near[l] / n, e.disc_att.local[l] / n);
+    }
     model_source_free(&src);
     tape_free(&t);
     loader_close(val);

@@ -150,6 +150,9 @@ int cmd_export(int argc, char **argv) {
     model_source_config(&ms, src, 1, &cfg);
     const int ckpt = ms.is_checkpoint;
     if (config_validate(&cfg, err, sizeof err)) fatal("export %s: %s", src, err);
+    if (cfg.disc_position_biased_input)
+        fatal("export %s: the discriminator adds absolute positions at its input (disc_position_biased_input = true, an "
+              "ablation control); Hugging Face's DebertaV2 has no such per-model switch, so this model is not exported", src);
     if (!(cfg.att_terms & ATT_C2C)) {
         if (!allow_no_c2c)
             fatal("export: the model was trained without the c2c attention term (pos_att_type %s); Hugging Face DeBERTa-V2 always "

@@ -36,6 +36,9 @@ static void usage(FILE *f) {
             "  --max-bad-steps K      stop after K consecutive non-finite steps            [%d]\n"
             "  --keep-every N         also keep RUNDIR/checkpoint-STEP.h5 every N steps (0 = only the latest) [0]\n"
             "  --stop-after N         stop (with a checkpoint) after N steps of this invocation\n"
+            "  --short-seq-len T1     sequence-length curriculum: the first --short-frac of the steps read\n"
+            "                         T1-token sequences, batch x T / T1 per micro-batch (0 = none)  [0]\n"
+            "  --short-frac F         share of the steps in the short phase                        [0.5]\n"
             "optimizer:\n"
             "  --optimizer adamw|xadam   torch AdamW (linear warm-up/decay) or the official XAdam [adamw]\n"
             "  --lr X                 peak learning rate                                   [%g]\n"
@@ -50,6 +53,7 @@ static void usage(FILE *f) {
             "  --pos_att_type c2c|c2p|p2c (any non-empty subset)  --layer_norm_eps  --hidden_dropout_prob\n"
             "  --attention_probs_dropout_prob  --initializer_range  --gen_num_hidden_layers (0 = half)\n"
             "  --use_emd 0|1  --embedding_sharing gdes|es|nes  --rtd_lambda X  --training_mode decoupled|joint\n"
+            "  --disc_position_biased_input 0|1 (absolute positions at the discriminator's input; a control)\n"
             "  --max_seq_len T        sequence length (<= max_position_embeddings)\n",
             o.steps, o.batch, o.accum, (unsigned long long)o.seed, o.mask_prob, o.eval_every, o.eval_batches, o.save_every,
             o.log_every, o.max_bad_steps, o.opt.lr, o.opt.beta1, o.opt.beta2, o.opt.eps, o.opt.weight_decay, o.opt.max_grad_norm);
