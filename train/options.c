@@ -35,7 +35,8 @@ typedef enum { O_LONG, O_INT, O_U64, O_DOUBLE, O_MASK_MODE, O_OPTIMIZER } OptKin
 
 enum {
     O_RESUME_OK = 1, /* --resume accepts the flag (the rest come from the saved run) */
-    O_SKIP_ZERO = 2, /* persisted only when not 0 */
+    O_SKIP_ZERO = 2, /* persisted only when not 0 (long fields) */
+    O_NO_FLAG = 4,   /* persisted only: no command-line flag sets it */
 };
 
 typedef struct {
@@ -73,6 +74,7 @@ static const OptKey KEYS[] = {
     {"log-every", NULL, "log_every", O_LONG, F(log_every), 1, 0, "a positive integer", 0},
     {"max-bad-steps", NULL, "max_bad_steps", O_INT, F(max_bad_steps), 1, 0, "a positive integer", 0},
     {"keep-every", NULL, "keep_every", O_LONG, F(keep_every), 0, 0, "an integer >= 0", O_SKIP_ZERO},
+    {"ranks", NULL, "ranks", O_LONG, F(ranks), 0, 0, "", O_SKIP_ZERO | O_NO_FLAG},
     {"minutes", NULL, NULL, O_DOUBLE, F(minutes), 1e-3, 0, "a positive number", 0},
     {"threads", NULL, NULL, O_INT, F(threads), 1, 0, "a positive integer", O_RESUME_OK},
     {"stop-after", NULL, NULL, O_LONG, F(stop_after), 1, 0, "a positive integer", O_RESUME_OK},
@@ -136,6 +138,7 @@ static int set_checked(TrainOptions *o, const OptKey *k, const char *v) {
 int train_options_set_flag(TrainOptions *o, const char *flag, const char *value, int *resume_ok, char *err, size_t errlen) {
     for (int i = 0; i < N_KEYS; i++) {
         const OptKey *k = &KEYS[i];
+        if (k->flags & O_NO_FLAG) continue;
         if (strcmp(flag, k->flag) && !(k->alias && !strcmp(flag, k->alias))) continue;
         *resume_ok = (k->flags & O_RESUME_OK) != 0;
         if (set_checked(o, k, value)) return errf(err, errlen, "--%s wants %s, got '%s'", k->flag, k->want, value);

@@ -29,6 +29,7 @@ typedef struct TrainOptions {
     long keep_every;        /* > 0: also keep RUNDIR/checkpoint-<step>.h5 every this many steps */
     int max_bad_steps;      /* stop after this many consecutive skipped steps */
     long stop_after;        /* > 0: stop (with a checkpoint) after this many steps of this invocation (tests) */
+    long ranks;             /* data-parallel ranks of the run (0 = one process); set by the run, not a flag */
 } TrainOptions;
 
 void train_options_default(TrainOptions *o);

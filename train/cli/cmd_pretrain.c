@@ -5,6 +5,7 @@
 #include <string.h>
 #include "autograd/util.h"
 #include "train/cli/cli.h"
+#include "train/dist.h"
 #include "train/pretrain.h"
 
 static void usage(FILE *f) {
@@ -127,5 +128,8 @@ int cmd_pretrain(int argc, char **argv) {
             return 2;
         }
     }
-    return pretrain_run(&cfg, &o, argc, argv);
+    dist_init(&argc, &argv); /* under mpirun: one rank of a data-parallel run (train/dist.h) */
+    const int rc = pretrain_run(&cfg, &o, argc, argv);
+    dist_finalize();
+    return rc;
 }
