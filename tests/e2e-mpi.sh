@@ -3,6 +3,8 @@
 #   equivalence: 2 ranks x batch B == 1 process x batch 2B for 5 steps with dropout on, in
 #     GDES/decoupled and in ES/joint: parameters within 1e-6 (float) / 1e-12 (double) of each
 #     other and the same logged losses (both precisions; the tolerances are explained below);
+#   ZeRO-1 (--zero 1: moments sharded, reduce-scatter + allgather) == plain 2-rank data parallel bit
+#     for bit (parameters, moments, metrics), also across a stop and --resume (both precisions);
 #   faults (float build only): rank 1 SIGKILLed mid-run -> every rank gone within seconds with a
 #     non-zero exit and rank 0's one-line error; --resume then continues exactly (bit-identical to
 #     an uninterrupted 2-rank run); resuming with another number of processes is refused;
@@ -89,6 +91,19 @@ for mode in "gdes decoupled" "es joint"; do
     "$PY" "$W/compare.py" "$W/one-$1" "$W/two-$1" "$PRECISION" > "$W/cmp-$1.txt" 2>&1 || { cat "$W/cmp-$1.txt"; fail "$1/$2: 2 ranks x 4 differ from 1 x 8"; }
     ok "$1/$2 ($PRECISION): 2 ranks x batch 4 == 1 process x batch 8 over 5 steps with dropout: $(tr '\n' ';' < "$W/cmp-$1.txt")"
 done
+# ZeRO-1: with 2 ranks each gradient element is the same one addition, and the norm's per-chunk
+# partial sums are the same numbers, so the result must be bit-identical to plain data parallel
+$MPI $D pretrain $COMMON --batch 4 --zero 1 --out "$W/zero" > "$W/zero.log" 2>&1 || { cat "$W/zero.log"; fail "ZeRO-1 run"; }
+grep -q "ZeRO-1: rank 0 keeps" "$W/zero.log" || { cat "$W/zero.log"; fail "ZeRO-1 run did not report its moments"; }
+cmp -s "$W/two-gdes/metrics.jsonl" "$W/zero/metrics.jsonl" || { diff "$W/two-gdes/metrics.jsonl" "$W/zero/metrics.jsonl" | head -4; fail "ZeRO-1 metrics differ from plain data parallel"; }
+h5diff -q "$W/two-gdes/checkpoint.h5" "$W/zero/checkpoint.h5" /params /params || fail "ZeRO-1 parameters differ from plain data parallel"
+h5diff -q "$W/two-gdes/checkpoint.h5" "$W/zero/checkpoint.h5" /optim /optim || fail "ZeRO-1 moments (gathered for the checkpoint) differ from plain data parallel"
+$MPI $D pretrain $COMMON --batch 4 --zero 1 --stop-after 2 --out "$W/zr" > "$W/zr1.log" 2>&1 || { cat "$W/zr1.log"; fail "ZeRO-1 run, part 1"; }
+$MPI $D pretrain --resume "$W/zr" --data "$W/shards" > "$W/zr2.log" 2>&1 || { cat "$W/zr2.log"; fail "ZeRO-1 resume"; }
+cmp -s "$W/zero/metrics.jsonl" "$W/zr/metrics.jsonl" && h5diff -q "$W/zero/checkpoint.h5" "$W/zr/checkpoint.h5" /params /params &&
+    h5diff -q "$W/zero/checkpoint.h5" "$W/zr/checkpoint.h5" /optim /optim || fail "ZeRO-1: 2 steps + --resume differ from 5 uninterrupted steps"
+ok "ZeRO-1 == plain data parallel bit for bit (metrics.jsonl, /params, /optim), also across --stop-after 2 + --resume; $(grep -o 'ZeRO-1: .*' "$W/zero.log")"
+
 # the comparison can fail: a different seed must be told apart
 $D pretrain $COMMON --seed 99 --batch 8 --out "$W/other" > /dev/null 2>&1 || fail "seed-99 run"
 "$PY" "$W/compare.py" "$W/one-gdes" "$W/other" "$PRECISION" > /dev/null 2>&1 && fail "the comparison accepted a run with another seed"

@@ -104,6 +104,52 @@ void dist_allreduce_real(real *buf, long n) {
     g_comm += now_seconds() - t0;
 }
 
+/* int counts and displacements of the regions (MPI counts are int) */
+static void regions(const long *counts, int *ic, int *id) {
+    long off = 0;
+    for (int r = 0; r < g_world; r++) {
+        if (counts[r] > 0x7fffffffL || off > 0x7fffffffL) fatal("a shard of %ld elements is too large for one MPI call", counts[r]);
+        ic[r] = (int)counts[r];
+        id[r] = (int)off;
+        off += counts[r];
+    }
+}
+
+void dist_reduce_scatter_real(real *buf, const long *counts) {
+    if (g_world == 1) return;
+    const double t0 = now_seconds();
+    int *ic = xmalloc((size_t)g_world * sizeof(int)), *id = xmalloc((size_t)g_world * sizeof(int));
+    regions(counts, ic, id);
+    check(MPI_Reduce_scatter(MPI_IN_PLACE, buf, ic, MPI_REAL_T, MPI_SUM, MPI_COMM_WORLD), "reduce_scatter");
+    memmove(buf + id[g_rank], buf, (size_t)ic[g_rank] * sizeof(real)); /* MPI leaves the result at the start */
+    free(ic);
+    free(id);
+    g_comm += now_seconds() - t0;
+}
+
+void dist_allgather_real(real *buf, const long *counts) {
+    if (g_world == 1) return;
+    const double t0 = now_seconds();
+    int *ic = xmalloc((size_t)g_world * sizeof(int)), *id = xmalloc((size_t)g_world * sizeof(int));
+    regions(counts, ic, id);
+    check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, ic, id, MPI_REAL_T, MPI_COMM_WORLD), "allgather");
+    free(ic);
+    free(id);
+    g_comm += now_seconds() - t0;
+}
+
+void dist_gather_real(real *buf, const long *counts) {
+    if (g_world == 1) return;
+    const double t0 = now_seconds();
+    int *ic = xmalloc((size_t)g_world * sizeof(int)), *id = xmalloc((size_t)g_world * sizeof(int));
+    regions(counts, ic, id);
+    if (g_rank == 0) check(MPI_Gatherv(MPI_IN_PLACE, 0, MPI_REAL_T, buf, ic, id, MPI_REAL_T, 0, MPI_COMM_WORLD), "gather");
+    else check(MPI_Gatherv(buf + id[g_rank], ic[g_rank], MPI_REAL_T, NULL, NULL, NULL, MPI_REAL_T, 0, MPI_COMM_WORLD), "gather");
+    free(ic);
+    free(id);
+    g_comm += now_seconds() - t0;
+}
+
 void dist_allreduce_double(double *buf, int n) {
     if (g_world == 1) return;
     const double t0 = now_seconds();
@@ -184,6 +230,9 @@ void dist_finalize(void) {}
 void dist_exit(int code) { exit(code); }
 void dist_allreduce_real(real *buf, long n) { (void)buf, (void)n; }
 void dist_allreduce_double(double *buf, int n) { (void)buf, (void)n; }
+void dist_reduce_scatter_real(real *buf, const long *counts) { (void)buf, (void)counts; }
+void dist_allgather_real(real *buf, const long *counts) { (void)buf, (void)counts; }
+void dist_gather_real(real *buf, const long *counts) { (void)buf, (void)counts; }
 void dist_allreduce_i64(int64_t *buf, int n) { (void)buf, (void)n; }
 void dist_allgather_i64(const int64_t *mine, int n, int64_t *all) { memcpy(all, mine, (size_t)n * sizeof *all); }
 void *dist_gather_bytes(const void *mine, size_t n, size_t *total) {

@@ -40,6 +40,12 @@ int dist_local_size(void);  /* ranks on this machine (1 without mpirun) */
 void dist_allreduce_real(real *buf, long n);
 void dist_allreduce_double(double *buf, int n);
 void dist_allreduce_i64(int64_t *buf, int n);
+/* ZeRO-1 (train/optim.h "shards"): buf holds the regions of every rank back to back, region r of
+ * counts[r] elements.  reduce_scatter: this rank's region becomes the sum over ranks of that region;
+ * allgather: every rank's region from its owner; gather: rank 0 receives every region. */
+void dist_reduce_scatter_real(real *buf, const long *counts);
+void dist_allgather_real(real *buf, const long *counts);
+void dist_gather_real(real *buf, const long *counts);
 /* all[r·n + i] = rank r's mine[i]. */
 void dist_allgather_i64(const int64_t *mine, int n, int64_t *all);
 /* Rank 0 gets every rank's bytes concatenated in rank order (a malloc'd buffer, *total bytes);

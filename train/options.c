@@ -75,6 +75,7 @@ static const OptKey KEYS[] = {
     {"max-bad-steps", NULL, "max_bad_steps", O_INT, F(max_bad_steps), 1, 0, "a positive integer", 0},
     {"keep-every", NULL, "keep_every", O_LONG, F(keep_every), 0, 0, "an integer >= 0", O_SKIP_ZERO},
     {"ranks", NULL, "ranks", O_LONG, F(ranks), 0, 0, "", O_SKIP_ZERO | O_NO_FLAG},
+    {"zero", NULL, "zero", O_LONG, F(zero), 0, 1, "0 or 1", O_SKIP_ZERO},
     {"minutes", NULL, NULL, O_DOUBLE, F(minutes), 1e-3, 0, "a positive number", 0},
     {"threads", NULL, NULL, O_INT, F(threads), 1, 0, "a positive integer", O_RESUME_OK},
     {"stop-after", NULL, NULL, O_LONG, F(stop_after), 1, 0, "a positive integer", O_RESUME_OK},

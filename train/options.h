@@ -30,6 +30,7 @@ typedef struct TrainOptions {
     int max_bad_steps;      /* stop after this many consecutive skipped steps */
     long stop_after;        /* > 0: stop (with a checkpoint) after this many steps of this invocation (tests) */
     long ranks;             /* data-parallel ranks of the run (0 = one process); set by the run, not a flag */
+    long zero;              /* 1: ZeRO-1, each rank keeps the AdamW moments of its shard only (data parallel) */
 } TrainOptions;
 
 void train_options_default(TrainOptions *o);

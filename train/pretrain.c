@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "autograd/util.h"
 #include "train/checkpoint.h"
 #include "train/dist.h"
@@ -134,7 +136,51 @@ static void setup_groups(Run *r) {
         optim_group_init(&r->groups[0], "all", &g, &r->m.ps, &r->moments, NULL);
         r->n_groups = 1;
     }
+    if (r->o.zero && dist_world() > 1)
+        for (int i = 0; i < r->n_groups; i++) optim_group_shard(&r->groups[i], dist_rank(), dist_world());
 }
+
+/* ZeRO-1: the moments outside this rank's shards go back to the system (they read as zero and are
+ * never used: rank 0 gathers the others' shards into them only to write a checkpoint).  Returns
+ * the bytes of moments this rank keeps. */
+static double zero_release_moments(Run *r) {
+    const long page = sysconf(_SC_PAGESIZE);
+    double kept = 0;
+    for (int i = 0; i < r->n_groups; i++) {
+        const OptimGroup *g = &r->groups[i];
+        const long base = r->groups[i].p[0].t->grad - r->m.ps.grad;
+        for (int q = 0; q < g->world; q++) {
+            long begin, n = optim_shard_span(g, q, &begin);
+            if (q == dist_rank()) {
+                kept += 2.0 * n * sizeof(real);
+                continue;
+            }
+            real *bufs[2] = {r->moments.m, r->moments.v};
+            for (int b = 0; b < 2; b++) {
+                uintptr_t a0 = (uintptr_t)(bufs[b] + base + begin), a1 = (uintptr_t)(bufs[b] + base + begin + n);
+                a0 = (a0 + page - 1) / page * page;
+                a1 = a1 / page * page;
+                if (a1 > a0) madvise((void *)a0, a1 - a0, MADV_DONTNEED);
+            }
+        }
+    }
+    return kept;
+}
+
+/* ZeRO-1, before a checkpoint: rank 0 gathers every shard's moments (every rank takes part). */
+static void zero_gather_moments(Run *r) {
+    for (int i = 0; i < r->n_groups; i++) {
+        const OptimGroup *g = &r->groups[i];
+        long *n = xmalloc((size_t)g->world * sizeof(long)), begin;
+        for (int q = 0; q < g->world; q++) n[q] = optim_shard_span(g, q, &begin);
+        const long base = g->p[0].t->grad - r->m.ps.grad;
+        dist_gather_real(r->moments.m + base, n);
+        dist_gather_real(r->moments.v + base, n);
+        free(n);
+    }
+}
+
+static int sharded(const Run *r) { return r->groups[0].world > 1; }
 
 static Loader *open_split(const Run *r, const char *split, int required) {
     LoaderConfig lc;
@@ -227,6 +273,7 @@ static void restore_run(Run *r, const char *path, CheckpointState *st, int argc,
     memcpy(&ls, st->loader_state, sizeof ls);
     if (loader_set_state(r->train, &ls, err, sizeof err)) fatal("checkpoint %s: %s", path, err);
     agree_on_run(r);
+    if (sharded(r)) zero_release_moments(r);
     if (dist_rank() != 0) return;
     if (metrics_open(&r->log, r->o.out, start, err, sizeof err)) fatal("%s", err);
     if (run_append_cmdline(r->o.out, argc, argv, err, sizeof err)) fatal("%s", err);
@@ -244,6 +291,7 @@ static void start_run(Run *r, int argc, char **argv) {
         for (int i = 0; i < r->n_groups; i++) optim_group_free(&r->groups[i]);
         setup_groups(r);
     }
+    if (sharded(r)) zero_release_moments(r);
     if (dist_rank() != 0) return; /* rank 0 writes the run directory */
     char *text = full_config_text(r);
     if (run_write_text(r->o.out, "config.txt", text, err, sizeof err)) fatal("%s", err);
@@ -348,6 +396,11 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
                 r->cfg.max_seq_len, r->o.steps, tokens_per_step, omp_get_max_threads());
         if (world > 1) fprintf(stderr, " per rank x %d ranks (%d sequences each per micro-batch)", world, r->o.batch);
         fputc('\n', stderr);
+        if (sharded(r)) {
+            const double all = 2.0 * r->m.ps.total * sizeof(real), kept = zero_release_moments(r);
+            fprintf(stderr, "ZeRO-1: rank 0 keeps %.2f of the %.2f MB of AdamW moments (%.2f MB saved per rank)\n", kept / 1e6, all / 1e6,
+                    (all - kept) / 1e6);
+        }
         progress_init(&r->prog, start, r->o.steps);
     }
     int bad = 0;
@@ -381,7 +434,11 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
         if ((r->o.eval_every > 0 && completed % r->o.eval_every == 0) || last) log_eval(r, completed);
         const int stop_now = r->o.stop_after > 0 && done_here >= r->o.stop_after;
         const int keep_now = r->o.keep_every > 0 && completed % r->o.keep_every == 0;
-        if (lead && ((r->o.save_every > 0 && completed % r->o.save_every == 0) || keep_now || last || stop_now)) save_checkpoint(r, completed);
+        if ((r->o.save_every > 0 && completed % r->o.save_every == 0) || keep_now || last || stop_now) {
+            if (sharded(r)) zero_gather_moments(r);
+            if (lead) save_checkpoint(r, completed);
+            if (sharded(r) && lead) zero_release_moments(r);
+        }
         if (stop_now) {
             if (!lead) break;
             progress_done(&r->prog);

@@ -96,7 +96,16 @@ static ElectraInput slice_input(const Batch *b, const Slice *sl) {
     return in;
 }
 
-/* Sums the group's gradient over the ranks (its parameters are one span of the flat buffer);
+/* The element counts of every rank's ZeRO-1 shard of the group (a malloc'd array of world). */
+static long *shard_counts(const OptimGroup *g) {
+    long *n = malloc((size_t)g->world * sizeof(long)), begin;
+    if (!n) fatal("out of memory");
+    for (int r = 0; r < g->world; r++) n[r] = optim_shard_span(g, r, &begin);
+    return n;
+}
+
+/* Sums the group's gradient over the ranks (its parameters are one span of the flat buffer):
+ * allreduce, or with ZeRO-1 a reduce-scatter that leaves each rank the sum of its shard only.
  * bad: this rank's loss was not finite, so its gradient is poisoned and every rank skips. */
 static void sync_grads(OptimGroup *g, int bad) {
     if (dist_world() == 1) return;
@@ -107,7 +116,29 @@ static void sync_grads(OptimGroup *g, int bad) {
         hi = b > hi ? b : hi;
     }
     if (bad) lo[0] = (real)NAN;
-    dist_allreduce_real(lo, (long)(hi - lo));
+    if (g->world > 1) {
+        long *n = shard_counts(g);
+        dist_reduce_scatter_real(lo, n);
+        free(n);
+    } else {
+        dist_allreduce_real(lo, (long)(hi - lo));
+    }
+}
+
+/* The update of a group after sync_grads; with ZeRO-1 every rank then fetches the other shards'
+ * new parameters (the skip decision is the same on every rank: the norm is global). */
+static OptimStepResult update_group(OptimGroup *g, int bad, int update) {
+    OptimStepResult r = {0};
+    if (bad && dist_world() == 1) optim_zero_grad(g);
+    else if (update) {
+        r = optim_step(g);
+        if (g->world > 1 && !r.skipped) {
+            long *n = shard_counts(g);
+            dist_allgather_real(g->p[0].t->data, n);
+            free(n);
+        }
+    }
+    return r;
 }
 
 StepStats pretrain_step(const StepCtx *c, long step, int update) {
@@ -141,8 +172,7 @@ StepStats pretrain_step(const StepCtx *c, long step, int update) {
         }
         sync_grads(G, g_bad);
         phase_mark(&ph[PHASE_SYNC], &t0);
-        if (g_bad && W == 1) optim_zero_grad(G);
-        else if (update) s.g = optim_step(G);
+        s.g = update_group(G, g_bad, update);
         optim_zero_grad(D);
         phase_mark(&ph[PHASE_G_OPT], &t0);
         for (int i = 0; i < A; i++) {
@@ -159,8 +189,7 @@ StepStats pretrain_step(const StepCtx *c, long step, int update) {
         }
         sync_grads(D, d_bad);
         phase_mark(&ph[PHASE_SYNC], &t0);
-        if (d_bad && W == 1) optim_zero_grad(D);
-        else if (update) s.d = optim_step(D);
+        s.d = update_group(D, d_bad, update);
         phase_mark(&ph[PHASE_D_OPT], &t0);
     } else {
         OptimGroup *all = &c->groups[0];
@@ -184,8 +213,7 @@ StepStats pretrain_step(const StepCtx *c, long step, int update) {
         }
         sync_grads(all, g_bad);
         phase_mark(&ph[PHASE_SYNC], &t0);
-        if (g_bad && W == 1) optim_zero_grad(all);
-        else if (update) s.g = s.d = optim_step(all);
+        s.g = s.d = update_group(all, g_bad, update);
         phase_mark(&ph[PHASE_D_OPT], &t0);
     }
     tape_reset(t);

@@ -37,6 +37,7 @@ static void usage(FILE *f) {
             "  --max-bad-steps K      stop after K consecutive non-finite steps            [%d]\n"
             "  --keep-every N         also keep RUNDIR/checkpoint-STEP.h5 every N steps (0 = only the latest) [0]\n"
             "  --stop-after N         stop (with a checkpoint) after N steps of this invocation\n"
+            "  --zero 0|1             under mpirun: ZeRO-1, each rank keeps the AdamW moments of 1/N of the model [0]\n"
             "optimizer:\n"
             "  --optimizer adamw|xadam   torch AdamW (linear warm-up/decay) or the official XAdam [adamw]\n"
             "  --lr X                 peak learning rate                                   [%g]\n"
