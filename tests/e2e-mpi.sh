@@ -46,7 +46,8 @@ $D prep --input "$W/corpus.txt" --out "$W/shards" --vocab-size 320 --val-fractio
 # tensor's largest entry, while the whole parameter vector agrees to ~5e-9 (norm of the difference /
 # norm).  So float checks the whole vector against 1e-6 and each tensor against 1e-4; double checks
 # each tensor against 1e-12 (measured ~5e-15).  Logged numbers: relative 1e-5 (float; printed with
-# 9 digits) or 1e-12 (double), counts exactly.
+# 9 digits) or 1e-12 (double), counts exactly; in float the evaluation's RTD AUC gets 1e-3: two
+# near-equal logits that swap order move it by one pair in pos x neg (~3e-5, seen with --accum 2).
 cat > "$W/compare.py" <<'EOF'
 import h5py, json, math, numpy as np, sys
 a_dir, b_dir, prec = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -72,12 +73,13 @@ for x, y in zip(la, lb):
     for k in x:
         u, v = x[k], y[k]
         if isinstance(u, float) or isinstance(v, float):
-            if u is None or v is None or not (abs(u - v) <= tol_log * max(abs(u), abs(v), 1e-30)):
+            tol = 1e-3 if (k == "rtd_auc" and prec == "float") else tol_log
+            if u is None or v is None or not (abs(u - v) <= tol * max(abs(u), abs(v), 1e-30)):
                 print("metrics step %s: %s %r vs %r" % (x["step"], k, u, v)); sys.exit(1)
-            worst_log = max(worst_log, abs(u - v) / max(abs(u), abs(v), 1e-30))
+            if k != "rtd_auc": worst_log = max(worst_log, abs(u - v) / max(abs(u), abs(v), 1e-30))
         elif u != v:
             print("metrics step %s: %s %r vs %r" % (x["step"], k, u, v)); sys.exit(1)
-print("metrics: %d lines, worst relative difference %.2g" % (len(la), worst_log))
+print("metrics: %d lines, worst relative difference %.2g (AUC aside)" % (len(la), worst_log))
 sys.exit(1 if bad else 0)
 EOF
 
