@@ -11,7 +11,13 @@ else
   PFLAGS :=
 endif
 
-CC      ?= gcc
+# MPI (train/dist.c): with Open MPI's mpicc installed the build uses it, and the same binary runs
+# as one process without mpirun (MPI is initialised only under mpirun).  Without mpicc, or with
+# CC=<compiler> on the command line, the build has no MPI and refuses to run under mpirun.
+ifeq ($(origin CC),default)
+  CC := $(if $(shell command -v mpicc 2>/dev/null),mpicc,gcc)
+endif
+MPIFLAGS := $(if $(filter mpicc,$(notdir $(firstword $(CC)))),-DDEBERTA_MPI=1)
 BLASDIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
 BLASINC := /usr/include/x86_64-linux-gnu/openblas-openmp
 HDF5_CFLAGS := $(shell pkg-config --cflags hdf5-serial 2>/dev/null || pkg-config --cflags hdf5 2>/dev/null)
@@ -19,7 +25,7 @@ HDF5_LIBS   := $(shell pkg-config --libs hdf5-serial 2>/dev/null || pkg-config -
 
 OPT     ?= -O3 -march=native
 CFLAGS  += $(OPT) -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp \
-           -I. -I$(BLASINC) $(HDF5_CFLAGS) $(PFLAGS) $(EXTRA_CFLAGS)
+           -I. -I$(BLASINC) $(HDF5_CFLAGS) $(PFLAGS) $(MPIFLAGS) $(EXTRA_CFLAGS)
 LDLIBS  += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas $(HDF5_LIBS) -lm -fopenmp $(EXTRA_LDFLAGS)
 
 # The library (build/libdeberta.a): autograd/, model/, data/ and the training library train/*.c.

@@ -55,6 +55,10 @@ Tensor *op_index_select(Tape *t, Tensor *x, const int32_t *rows, int n_rows);
  * tape->n_random++), element index) (exact draw: ops_dropout.c): identity (returns x) when
  * !tape->training or p == 0; in training every call advances n_random, also with p == 0. */
 Tensor *op_dropout(Tape *t, Tensor *x, real p);
+/* The same for an activation whose outermost dimension is the batch (tape->rows rows, the first
+ * being global row tape->row0): element i draws global element row0·(n/rows) + i, so a
+ * data-parallel slice of a batch gets the masks of those rows in the whole batch. */
+Tensor *op_dropout_batch(Tape *t, Tensor *x, real p);
 
 /* ---- losses and reductions (ops_loss.c) ---- */
 /* Mean over the N rows of −log softmax(logits[n])[target[n]]; logits [N, V], targets int32 in [0, V).

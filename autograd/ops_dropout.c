@@ -11,23 +11,30 @@
  *   sets n_random back to 0: every step numbers its calls from 0.
  * - When !tape->training, or p == 0, the op is the identity and returns x itself: no copy, no node,
  *   no RNG draw (eval and p == 0 cost nothing).  Outside training n_random does not advance.
+ * - Data parallel (train/dist.h): a rank holds rows [row0, row0 + rows) of a global batch (tape->row0,
+ *   tape->rows).  op_dropout_batch, for activations whose outermost dimension is the batch, draws
+ *   element i's decision from global element row0·(n/rows) + i, so N ranks × B rows drop exactly
+ *   what one process with N·B rows drops; op_dropout (tensors shared by the whole batch, e.g. the
+ *   relative-position table) uses element i on every rank.  rows = 0: both are the same.
  * - Kept elements are scaled by 1/(1 − p); the keep mask is stored as one byte per element in the
  *   arena (cheaper than regenerating it in the backward: 1 byte vs a Philox block per element). */
 #include "autograd/ops.h"
 #include "autograd/rmath.h"
 #include "autograd/rng.h"
 
-/* y[n] = keep[n] ? x[n] / (1 − p) : 0,  keep[n] = word n%4 of rng_block(seed, stream, n/4) >= p·2^32 */
-static void dropout_forward(real *y, uint8_t *keep, const real *x, long n, real p, uint64_t seed, uint64_t stream) {
+/* y[n] = keep[n] ? x[n] / (1 − p) : 0,  keep[n] = word g%4 of rng_block(seed, stream, g/4) >= p·2^32 with
+ * g = off + n (off > 0: x is a slice of a larger tensor that starts at element off). */
+static void dropout_forward(real *y, uint8_t *keep, const real *x, long n, real p, uint64_t seed, uint64_t stream, int64_t off) {
     const real s = 1 / (1 - p);
     const uint64_t thr = (uint64_t)((double)p * 4294967296.0); /* p < 1: thr < 2^32 */
-    const long nblk = (n + 3) / 4;
+    const int64_t b0 = off / 4, b1 = (off + n + 3) / 4;
 #pragma omp parallel for schedule(static) if (n >= OMP_MIN_ELEMS / 8)
-    for (long bi = 0; bi < nblk; bi++) {
+    for (int64_t bi = b0; bi < b1; bi++) {
         uint32_t w[4];
         rng_block(seed, stream, (uint64_t)bi, w);
-        for (int l = 0; l < 4 && bi * 4 + l < n; l++) {
-            const long i = bi * 4 + l;
+        for (int l = 0; l < 4; l++) {
+            const int64_t i = bi * 4 + l - off;
+            if (i < 0 || i >= n) continue;
             const uint8_t k = w[l] >= thr;
             keep[i] = k;
             y[i] = k ? x[i] * s : 0;
@@ -42,16 +49,21 @@ static void dropout_backward(real *dx, const real *dy, const uint8_t *keep, long
         if (keep[i]) dx[i] += dy[i] * s;
 }
 
-Tensor *op_dropout(Tape *t, Tensor *x, real p) {
+static Tensor *dropout(Tape *t, Tensor *x, real p, int batch) {
     char sx[64];
     OP_CHECK(x, "dropout", "NULL input");
     OP_CHECK(p >= 0 && p < 1, "dropout", "p = %g outside [0, 1) for x %s", (double)p, shape_str(x, sx, 64));
+    int64_t off = 0;
+    if (batch && t->rows > 0) {
+        OP_CHECK(x->n % t->rows == 0, "dropout", "x %s is not made of the batch's %d rows", shape_str(x, sx, 64), t->rows);
+        off = t->row0 * (x->n / t->rows);
+    }
     if (!t->training) return x;
     const uint64_t stream = rng_stream(RNG_DROPOUT, t->step, t->n_random++);
     if (p == 0) return x;
     Tensor *y = tape_tensor(t, x->ndim, x->shape, "dropout");
     uint8_t *keep = arena_alloc(&t->arena, (size_t)x->n);
-    dropout_forward(y->data, keep, x->data, x->n, p, t->seed, stream);
+    dropout_forward(y->data, keep, x->data, x->n, p, t->seed, stream, off);
     Tensor *in[1] = {x};
     TapeNode *nd = tape_record(t, OP_DROPOUT, y, 1, in);
     if (nd) {
@@ -61,6 +73,9 @@ Tensor *op_dropout(Tape *t, Tensor *x, real p) {
     }
     return y;
 }
+
+Tensor *op_dropout(Tape *t, Tensor *x, real p) { return dropout(t, x, p, 0); }
+Tensor *op_dropout_batch(Tape *t, Tensor *x, real p) { return dropout(t, x, p, 1); }
 
 void dropout_backward_node(Tape *t, TapeNode *nd) {
     Tensor *x = nd->in[0];

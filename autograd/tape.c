@@ -35,6 +35,8 @@ void tape_reset(Tape *t) {
     t->pool.n = 0;
     t->n_nodes = 0;
     t->n_random = 0;
+    t->row0 = 0;
+    t->rows = 0;
     tape_prof_mark(t);
 }
 

@@ -53,6 +53,8 @@ typedef struct Tape {
     uint64_t seed;       /* RNG seed of the run */
     uint64_t step;       /* training step: part of every dropout stream id */
     uint32_t n_random;   /* random ops executed since the last reset: the stream's sub-index */
+    int64_t row0;        /* global index of the batch's first row (a data-parallel slice; op_dropout_batch) */
+    int rows;            /* rows of the batch (0: not set, op_dropout_batch is op_dropout) */
     TapeProfile *prof;   /* NULL: no timing */
 } Tape;
 

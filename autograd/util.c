@@ -11,12 +11,14 @@
 #include <unistd.h>
 
 uint64_t g_alloc_count = 0;
+char g_msg_prefix[32] = "";
 
 void fatal(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fflush(stdout);
     fputs("error: ", stderr);
+    fputs(g_msg_prefix, stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -27,6 +29,7 @@ void warn(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fputs("warning: ", stderr);
+    fputs(g_msg_prefix, stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);

@@ -11,6 +11,8 @@
 void fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 /* Print "warning: ..." on one line to stderr. */
 void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Printed after "error: " / "warning: " (e.g. "rank 1: " in a data-parallel run); "" by default. */
+extern char g_msg_prefix[32];
 
 /* The one error-buffer formatter: formats into err (when err && errlen) and returns -1, so that a
  * function reports a failure with `return errf(err, errlen, "...", ...)`. */

@@ -94,9 +94,9 @@ Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams
     Tensor *v = op_split_heads(t, op_linear(t, kv, p->wv, p->bv), A);
     Tensor *probs = attention_probs(t, cfg, p, q, k, rc, g_attention_unfused); /* [B, A, T, T] */
     if (g_attention_stats) attention_stats_add(g_attention_stats, probs, rc->mask);
-    probs = op_dropout(t, probs, (real)cfg->attention_probs_dropout_prob);
+    probs = op_dropout_batch(t, probs, (real)cfg->attention_probs_dropout_prob);
     Tensor *ctx = op_merge_heads(t, op_matmul(t, probs, v, 0, 0)); /* [B, T, A·D] */
-    Tensor *o = op_dropout(t, op_linear(t, ctx, p->wo, p->bo), ph);  /* [B, T, H] */
+    Tensor *o = op_dropout_batch(t, op_linear(t, ctx, p->wo, p->bo), ph);  /* [B, T, H] */
     return op_layernorm(t, op_add(t, o, qin), p->ln_g, p->ln_b, (real)cfg->layer_norm_eps);
 }
 

@@ -71,6 +71,8 @@ Tensor *generator_forward(Tape *t, const Electra *m, const ElectraInput *b, GenO
     check_batch(m, b);
     memset(out, 0, sizeof *out);
     out->enc.layers = NULL;
+    t->row0 = b->row0;
+    t->rows = B;
     Tensor *last = encoder_forward(t, &m->gen, NULL, b->input_ids, b->attention_mask, B, T, &out->enc);
 
     Tensor *q = last;
@@ -116,7 +118,7 @@ void electra_sample(const GenOut *g, const ElectraInput *b, uint64_t seed, uint6
         for (int v = 1; v < V; v++) mx = row[v] > mx ? row[v] : mx;
         double z = 0;
         for (int v = 0; v < V; v++) z += exp(row[v] - mx);
-        double u = rng_uniform(seed, rng_stream(RNG_SAMPLE, step, 0), (uint64_t)k) * z, acc = 0;
+        double u = rng_uniform(seed, rng_stream(RNG_SAMPLE, step, 0), (uint64_t)(b->masked0 + k)) * z, acc = 0;
         int pick = V - 1;
         for (int v = 0; v < V; v++) {
             acc += exp(row[v] - mx);
@@ -146,6 +148,8 @@ Tensor *discriminator_forward(Tape *t, const Electra *m, const ElectraInput *b, 
         else if (c->embedding_sharing == SHARE_ES) pos = m->gen.position;
         else pos = m->disc.position;
     }
+    t->row0 = b->row0;
+    t->rows = B;
     Tensor *hL = encoder_forward_pos(t, &m->disc, table, pos, replaced, b->attention_mask, B, T, &out->enc);
 
     /* s = LN(hL + hL[:, 0]) : the [CLS] row of each sequence added to each of its positions */

@@ -31,6 +31,11 @@ typedef struct ElectraInput {
     const int32_t *input_ids;       /* [B·T] after masking ([MASK] or replacement at masked positions), 0-padded */
     const int32_t *attention_mask;  /* [B·T] 1 = real token, 0 = padding */
     const int32_t *labels;          /* [B·T] original id at masked positions, 0 elsewhere (labels > 0 <=> masked) */
+    /* A data-parallel rank holds a slice of a larger batch: these place it there (0 for a whole batch).
+     * Dropout of batch-shaped activations is drawn as for global rows row0.. (op_dropout_batch), the
+     * replacement of the k-th masked position as for masked position masked0 + k of the whole batch. */
+    int64_t row0;                   /* global index of row 0 */
+    int64_t masked0;                /* masked positions in the rows before row0 */
 } ElectraInput;
 
 typedef struct LMHead {   /* generator.lm_predictions.lm_head.* */
@@ -79,7 +84,7 @@ typedef struct DiscOut {
 Tensor *generator_forward(Tape *t, const Electra *m, const ElectraInput *b, GenOut *out);
 
 /* Draws one replacement per masked position from softmax(logits) (temperature 1, nothing
- * excluded), with rng_uniform(seed, rng_stream(RNG_SAMPLE, step, 0), masked index) and an inverse
+ * excluded), with rng_uniform(seed, rng_stream(RNG_SAMPLE, step, 0), b->masked0 + masked index) and an inverse
  * CDF in double.  replaced [B·T] = input ids with the draws at masked positions and the original
  * (label) ids elsewhere left as in b->input_ids. */
 void electra_sample(const GenOut *g, const ElectraInput *b, uint64_t seed, uint64_t step, int32_t *replaced);

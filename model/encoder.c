@@ -64,7 +64,7 @@ void encoder_free(Encoder *e) {
 Tensor *layer_forward(Tape *t, const ModelConfig *cfg, const LayerParams *p, Tensor *qin, Tensor *kv, const RelContext *rc) {
     Tensor *a = attention_forward(t, cfg, &p->att, qin, kv, rc);                 /* [B, T, H] */
     Tensor *f = op_bias_gelu(t, op_linear(t, a, p->w1, NULL), p->b1);            /* GELU(a·W1^T + b1)  [B, T, I] */
-    Tensor *y = op_dropout(t, op_linear(t, f, p->w2, p->b2), (real)cfg->hidden_dropout_prob); /* [B, T, H] */
+    Tensor *y = op_dropout_batch(t, op_linear(t, f, p->w2, p->b2), (real)cfg->hidden_dropout_prob); /* [B, T, H] */
     return op_layernorm(t, op_add(t, y, a), p->ln_g, p->ln_b, (real)cfg->layer_norm_eps);
 }
 
@@ -83,7 +83,7 @@ static Tensor *embeddings_forward(Tape *t, const Encoder *e, Tensor *table, Tens
             for (int h = 0; h < H; h++) m->data[r * H + h] = mask[r] ? 1 : 0;
         x = op_mul(t, x, m);
     }
-    return op_dropout(t, x, (real)c->hidden_dropout_prob);
+    return op_dropout_batch(t, x, (real)c->hidden_dropout_prob);
 }
 
 Tensor *encoder_forward(Tape *t, const Encoder *e, Tensor *word_table, const int32_t *ids, const int32_t *mask, int B, int T,

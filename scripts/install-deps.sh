@@ -3,7 +3,7 @@
 # As root it runs apt-get; otherwise it prints the exact command to run.
 set -e
 PKGS="build-essential pkg-config libopenblas-openmp-dev libhdf5-dev hdf5-tools libcmocka-dev \
-python3-torch python3-h5py python3-numpy python3-sentencepiece gnuplot-nox"
+python3-torch python3-h5py python3-numpy python3-sentencepiece gnuplot-nox libopenmpi-dev openmpi-bin"
 
 missing=""
 for p in $PKGS; do

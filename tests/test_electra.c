@@ -16,7 +16,7 @@ static int32_t labels[B * T] = {0, 0, 6, 0, 8, 0, 0, 10, 0, 0, 0, 0};
 static int32_t replaced[B * T] = {1, 5, 11, 7, 8, 2, 1, 3, 9, 2, 0, 0};
 
 static ElectraInput make_batch(void) {
-    ElectraInput b = {B, T, ids, mask, labels};
+    ElectraInput b = {B, T, ids, mask, labels, 0, 0};
     return b;
 }
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "autograd/util.h"
+#include "train/dist.h"
 #include "train/step.h"
 
 typedef struct {
@@ -50,11 +51,19 @@ EvalResult evaluate(Electra *m, Loader *val, Tape *t, int B, int T, long max_bat
     long mlm_ok = 0, rtd_ok = 0, n_orig = 0, ns = 0, flagged_ok = 0;
     const int saved_training = t->training;
     t->training = 0;
+    const int R = dist_rank(), W = dist_world();
+    int64_t *counts = xmalloc((size_t)W * sizeof(int64_t));
     loader_rewind(val);
     for (long k = 0; k < max_batches && loader_next(val, &b); k++) {
         GenOut g;
         DiscOut d;
-        const ElectraInput in = electra_input(&b);
+        ElectraInput in = electra_input(&b);
+        const int64_t mine = b.n_masked;
+        dist_allgather_i64(&mine, 1, counts);
+        in.row0 = (int64_t)R * B;
+        for (int q = 0; q < R; q++) in.masked0 += counts[q];
+        r.n_batches++;
+        if (!b.n_masked) continue; /* the end of the split: this rank's slice is padding */
         tape_reset(t);
         tape_nograd_begin(t);
         generator_forward(t, m, &in, &g);
@@ -85,10 +94,26 @@ EvalResult evaluate(Electra *m, Loader *val, Tape *t, int B, int T, long max_bat
         bce_sum += d.bce->data[0] * valid;
         rtd_ok += rtd_correct(&d, &b);
         r.n_tokens += valid;
-        r.n_batches++;
     }
     tape_reset(t);
     t->training = saved_training;
+    free(counts);
+    if (W > 1) {
+        double v[9] = {mlm_sum, bce_sum, mlm_ok, rtd_ok, n_orig, flagged_ok, r.rtd_flagged, r.n_masked, r.n_tokens};
+        dist_allreduce_double(v, 9);
+        mlm_sum = v[0], bce_sum = v[1], mlm_ok = (long)v[2], rtd_ok = (long)v[3], n_orig = (long)v[4], flagged_ok = (long)v[5];
+        r.rtd_flagged = (long)v[6], r.n_masked = (long)v[7], r.n_tokens = (long)v[8];
+        int64_t *f = xmalloc((size_t)c->vocab_size * sizeof(int64_t));
+        for (int v2 = 0; v2 < c->vocab_size; v2++) f[v2] = freq[v2];
+        dist_allreduce_i64(f, c->vocab_size);
+        for (int v2 = 0; v2 < c->vocab_size; v2++) freq[v2] = (long)f[v2];
+        free(f);
+        size_t bytes = 0;
+        Scored *all = dist_gather_bytes(sc, (size_t)ns * sizeof(Scored), &bytes); /* rank 0 computes the AUC */
+        free(sc);
+        sc = all;
+        ns = R == 0 ? (long)(bytes / sizeof(Scored)) : 0;
+    }
     if (r.n_masked > 0) {
         long best = 0;
         for (int v = 0; v < c->vocab_size; v++) best = freq[v] > best ? freq[v] : best;
@@ -100,7 +125,8 @@ EvalResult evaluate(Electra *m, Loader *val, Tape *t, int B, int T, long max_bat
         r.rtd_loss = bce_sum / r.n_tokens;
         r.rtd_acc = (double)rtd_ok / r.n_tokens;
         r.baseline_rtd_acc = (double)n_orig / r.n_tokens;
-        r.rtd_auc = auc(sc, ns);
+        r.rtd_auc = R == 0 ? auc(sc, ns) : 0;
+        dist_bcast(&r.rtd_auc, sizeof r.rtd_auc, 0);
         r.rtd_precision = r.rtd_flagged ? (double)flagged_ok / r.rtd_flagged : NAN;
     }
     free(freq);

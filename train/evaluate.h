@@ -7,7 +7,11 @@
 #include "data/loader.h"
 #include "model/electra.h"
 
-/* Held-out metrics of the pair on up to max_batches batches of `val` (rewound first). */
+/* Held-out metrics of the pair on up to max_batches batches of `val` (rewound first).
+ * Data parallel (train/dist.h): every rank evaluates its slice of each global batch (val opened
+ * with the rank and world), sampling keyed as for the global batch; the sums, the target
+ * frequencies and the (logit, label) pairs of the AUC are combined, so every rank returns the
+ * result one process with the global batch would (up to summation order). */
 typedef struct EvalResult {
     double mlm_loss, mlm_acc;       /* mean over masked tokens */
     double rtd_loss, rtd_acc, rtd_auc; /* rtd_loss: mean BCE (before λ) over real tokens */

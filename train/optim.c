@@ -1,6 +1,7 @@
 /* optim.c — AdamW / XAdam over a parameter group.  See optim.h for the exact semantics. */
 #include "train/optim.h"
 #include "autograd/util.h"
+#include "train/dist.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +76,9 @@ void optim_group_init_list(OptimGroup *g, const char *name, const OptimConfig *c
     g->chunks = xcalloc((size_t)nc, sizeof(OptimChunk));
     g->partial = xcalloc((size_t)nc, sizeof(double));
     g->n_chunks = nc;
+    g->own0 = 0;
+    g->own1 = nc;
+    g->world = 1;
     int c = 0;
     for (int k = 0; k < n; k++)
         for (long b = 0; b < g->p[k].t->n; b += OPTIM_CHUNK) {
@@ -127,13 +131,50 @@ double optim_lr_at(const OptimConfig *c, long s) {
 
 static double sumsq(const real *x, long n);
 
+/* first chunk of shard r: the first chunk with at least r/world of the elements before it */
+static int shard_start(const OptimGroup *g, int r, int world) {
+    if (r <= 0) return 0;
+    if (r >= world) return g->n_chunks;
+    const double want = (double)g->n_elems * r / world;
+    long before = 0;
+    for (int c = 0; c < g->n_chunks; c++) {
+        if ((double)before >= want) return c;
+        before += g->chunks[c].end - g->chunks[c].begin;
+    }
+    return g->n_chunks;
+}
+
+void optim_group_shard(OptimGroup *g, int rank, int world) {
+    for (int k = 1; k < g->n; k++)
+        if (g->p[k].t->grad < g->p[k - 1].t->grad) fatal("optimizer group '%s': parameters not in buffer order, cannot shard", g->name);
+    g->own0 = shard_start(g, rank, world);
+    g->own1 = shard_start(g, rank + 1, world);
+    g->world = world;
+}
+
+static long chunk_offset(const OptimGroup *g, int c) {
+    if (c >= g->n_chunks) {
+        const OptimParam *last = &g->p[g->n - 1];
+        return (long)(last->t->grad + last->t->n - g->p[0].t->grad);
+    }
+    return (long)(g->p[g->chunks[c].p].t->grad + g->chunks[c].begin - g->p[0].t->grad);
+}
+
+long optim_shard_span(const OptimGroup *g, int r, long *begin) {
+    const int world = g->world > 1 ? g->world : 1;
+    *begin = chunk_offset(g, shard_start(g, r, world));
+    return chunk_offset(g, shard_start(g, r + 1, world)) - *begin;
+}
+
 double optim_grad_norm(OptimGroup *g) {
-    const int nc = g->n_chunks;
+    const int nc = g->n_chunks, c0 = g->own0, c1 = g->own1;
+    if (g->world > 1) memset(g->partial, 0, (size_t)nc * sizeof(double));
 #pragma omp parallel for schedule(static)
-    for (int c = 0; c < nc; c++) {
+    for (int c = c0; c < c1; c++) {
         const OptimChunk *ch = &g->chunks[c];
         g->partial[c] = sumsq(g->p[ch->p].t->grad + ch->begin, ch->end - ch->begin);
     }
+    if (g->world > 1) dist_allreduce_double(g->partial, nc); /* x + 0 = x: every partial as one process has it */
     double s = 0;
     for (int c = 0; c < nc; c++) s += g->partial[c];
     return sqrt(s);
@@ -270,7 +311,6 @@ OptimStepResult optim_step(OptimGroup *g) {
     }
     const double lr = optim_lr_at(c, g->step);
     r.lr = lr;
-    const int nc = g->n_chunks;
     if (c->kind == OPTIM_ADAMW) {
         /* torch.nn.utils.clip_grad_norm_: clip_coef = max_norm/(norm + 1e-6), clamped to 1 */
         real gscale = 1;
@@ -285,7 +325,7 @@ OptimStepResult optim_step(OptimGroup *g) {
         const real b1 = (real)c->beta1, one_m_b1 = (real)(1.0 - c->beta1), b2 = (real)c->beta2, one_m_b2 = (real)(1.0 - c->beta2);
         const real bc2_sqrt = (real)sqrt(bc2), eps = (real)c->eps, neg_step = (real)(-(lr / bc1));
 #pragma omp parallel for schedule(static)
-        for (int k = 0; k < nc; k++) {
+        for (int k = g->own0; k < g->own1; k++) {
             const OptimChunk *ch = &g->chunks[k];
             const OptimParam *p = &g->p[ch->p];
             const long b = ch->begin;
@@ -299,7 +339,7 @@ OptimStepResult optim_step(OptimGroup *g) {
         const real b1 = (real)c->beta1, one_m_b1 = (real)(1.0 - c->beta1), b2 = (real)c->beta2, one_m_b2 = (real)(1.0 - c->beta2);
         const real rlr = (real)lr, wd = (real)c->weight_decay, eps = (real)c->eps;
 #pragma omp parallel for schedule(static)
-        for (int k = 0; k < nc; k++) {
+        for (int k = g->own0; k < g->own1; k++) {
             const OptimChunk *ch = &g->chunks[k];
             const OptimParam *p = &g->p[ch->p];
             const long b = ch->begin;

@@ -49,7 +49,8 @@ typedef enum { O_LONG, O_INT, O_U64, O_DOUBLE, O_MASK_MODE, O_OPTIMIZER } OptKin
 enum {
     O_RESUME_OK = 1, /* --resume accepts the flag (the rest come from the saved run) */
     O_SKIP_ZERO = 2, /* persisted only when not 0 */
-    O_CURRICULUM = 4, /* persisted only when the run has a curriculum (short_seq_len > 0) */
+    O_NO_FLAG = 4,   /* persisted only: no command-line flag sets it */
+    O_CURRICULUM = 8, /* persisted only when the run has a curriculum (short_seq_len > 0) */
 };
 
 typedef struct {
@@ -89,6 +90,8 @@ static const OptKey KEYS[] = {
     {"keep-every", NULL, "keep_every", O_LONG, F(keep_every), 0, 0, "an integer >= 0", O_SKIP_ZERO},
     {"short-seq-len", NULL, "short_seq_len", O_INT, F(short_seq_len), 0, 0, "an integer >= 0 (0 = no curriculum)", O_SKIP_ZERO},
     {"short-frac", NULL, "short_frac", O_DOUBLE, F(short_frac), 0, 1, "a number in [0, 1)", O_CURRICULUM},
+    {"ranks", NULL, "ranks", O_LONG, F(ranks), 0, 0, "", O_SKIP_ZERO | O_NO_FLAG},
+    {"zero", NULL, "zero", O_LONG, F(zero), 0, 1, "0 or 1", O_SKIP_ZERO},
     {"minutes", NULL, NULL, O_DOUBLE, F(minutes), 1e-3, 0, "a positive number", 0},
     {"threads", NULL, NULL, O_INT, F(threads), 1, 0, "a positive integer", O_RESUME_OK},
     {"stop-after", NULL, NULL, O_LONG, F(stop_after), 1, 0, "a positive integer", O_RESUME_OK},
@@ -152,6 +155,7 @@ static int set_checked(TrainOptions *o, const OptKey *k, const char *v) {
 int train_options_set_flag(TrainOptions *o, const char *flag, const char *value, int *resume_ok, char *err, size_t errlen) {
     for (int i = 0; i < N_KEYS; i++) {
         const OptKey *k = &KEYS[i];
+        if (k->flags & O_NO_FLAG) continue;
         if (strcmp(flag, k->flag) && !(k->alias && !strcmp(flag, k->alias))) continue;
         *resume_ok = (k->flags & O_RESUME_OK) != 0;
         if (set_checked(o, k, value)) return errf(err, errlen, "--%s wants %s, got '%s'", k->flag, k->want, value);

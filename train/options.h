@@ -32,6 +32,8 @@ typedef struct TrainOptions {
     double short_frac;      /*   round(short_frac · steps) steps use sequences of short_seq_len tokens, */
                             /*   batch·T/short_seq_len of them per micro-batch (about the same tokens) */
     long stop_after;        /* > 0: stop (with a checkpoint) after this many steps of this invocation (tests) */
+    long ranks;             /* data-parallel ranks of the run (0 = one process); set by the run, not a flag */
+    long zero;              /* 1: ZeRO-1, each rank keeps the AdamW moments of its shard only (data parallel) */
 } TrainOptions;
 
 void train_options_default(TrainOptions *o);

@@ -6,8 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "autograd/util.h"
 #include "train/checkpoint.h"
+#include "train/dist.h"
 #include "train/evaluate.h"
 #include "train/metrics.h"
 #include "train/step.h"
@@ -96,6 +99,7 @@ static void log_eval(Run *r, long step) {
     if (!r->val) return;
     char err[1024];
     EvalResult e = evaluate(&r->m, r->val, &r->t, r->o.batch, r->cfg.max_seq_len, r->o.eval_batches, r->o.seed);
+    if (dist_rank() != 0) return; /* every rank evaluates its slice; rank 0 writes */
     MetricsRecord rec;
     mrec_begin(&rec, M_KIND_EVAL, step);
     mrec_num(&rec, M_G_LOSS, e.mlm_loss);
@@ -151,7 +155,51 @@ static void setup_groups(Run *r) {
         optim_group_init(&r->groups[0], "all", &g, &r->m.ps, &r->moments, NULL);
         r->n_groups = 1;
     }
+    if (r->o.zero && dist_world() > 1)
+        for (int i = 0; i < r->n_groups; i++) optim_group_shard(&r->groups[i], dist_rank(), dist_world());
 }
+
+/* ZeRO-1: the moments outside this rank's shards go back to the system (they read as zero and are
+ * never used: rank 0 gathers the others' shards into them only to write a checkpoint).  Returns
+ * the bytes of moments this rank keeps. */
+static double zero_release_moments(Run *r) {
+    const long page = sysconf(_SC_PAGESIZE);
+    double kept = 0;
+    for (int i = 0; i < r->n_groups; i++) {
+        const OptimGroup *g = &r->groups[i];
+        const long base = r->groups[i].p[0].t->grad - r->m.ps.grad;
+        for (int q = 0; q < g->world; q++) {
+            long begin, n = optim_shard_span(g, q, &begin);
+            if (q == dist_rank()) {
+                kept += 2.0 * n * sizeof(real);
+                continue;
+            }
+            real *bufs[2] = {r->moments.m, r->moments.v};
+            for (int b = 0; b < 2; b++) {
+                uintptr_t a0 = (uintptr_t)(bufs[b] + base + begin), a1 = (uintptr_t)(bufs[b] + base + begin + n);
+                a0 = (a0 + page - 1) / page * page;
+                a1 = a1 / page * page;
+                if (a1 > a0) madvise((void *)a0, a1 - a0, MADV_DONTNEED);
+            }
+        }
+    }
+    return kept;
+}
+
+/* ZeRO-1, before a checkpoint: rank 0 gathers every shard's moments (every rank takes part). */
+static void zero_gather_moments(Run *r) {
+    for (int i = 0; i < r->n_groups; i++) {
+        const OptimGroup *g = &r->groups[i];
+        long *n = xmalloc((size_t)g->world * sizeof(long)), begin;
+        for (int q = 0; q < g->world; q++) n[q] = optim_shard_span(g, q, &begin);
+        const long base = g->p[0].t->grad - r->m.ps.grad;
+        dist_gather_real(r->moments.m + base, n);
+        dist_gather_real(r->moments.v + base, n);
+        free(n);
+    }
+}
+
+static int sharded(const Run *r) { return r->groups[0].world > 1; }
 
 static Loader *open_split(const Run *r, const char *split, int required, int T, int B) {
     LoaderConfig lc;
@@ -161,10 +209,12 @@ static Loader *open_split(const Run *r, const char *split, int required, int T, 
     lc.seed = r->o.seed;
     lc.mask_mode = r->o.mask_mode;
     lc.mask_prob = r->o.mask_prob;
+    lc.rank = dist_rank();
+    lc.world = dist_world();
     char err[1024];
     Loader *L = loader_open_err(r->o.data, split, &lc, err, sizeof err);
     if (!L && required) fatal("%s", err);
-    if (!L) warn("no validation data (%s); evaluation is skipped", err);
+    if (!L && dist_rank() == 0) warn("no validation data (%s); evaluation is skipped", err);
     return L;
 }
 
@@ -205,8 +255,39 @@ static long calibrate_steps(Run *r) {
     if (loader_set_state(step_loader(r, 0), &st, err, sizeof err)) fatal("%s", err);
     double per_step = dt * (1.0 + (double)r->o.eval_batches / (3.0 * MAX(1, r->o.eval_every)));
     long steps = (long)(r->o.minutes * 60.0 / per_step);
-    fprintf(stderr, "calibration: %.3f s per step -> %ld steps in %.1f minutes\n", dt, steps, r->o.minutes);
+    dist_bcast(&steps, sizeof steps, 0); /* rank 0's timing decides for every rank */
+    if (dist_rank() == 0) fprintf(stderr, "calibration: %.3f s per step -> %ld steps in %.1f minutes\n", dt, steps, r->o.minutes);
     return MAX(steps, 20);
+}
+
+/* Data parallel: every rank must run the same options on the same data from the same parameters;
+ * a mismatch ends every rank with one line (train/dist.h). */
+static void agree_on_run(Run *r) {
+    if (dist_world() == 1) return;
+    int64_t counts[3] = {loader_n_sequences(r->train), r->val ? loader_n_sequences(r->val) : -1, loader_vocab_size(r->train)};
+    size_t n_tok = 0;
+    uint8_t *tok = loader_tokenizer_bytes(r->train, &n_tok);
+    uint64_t h = dist_hash(dist_hash(DIST_HASH_INIT, counts, sizeof counts), tok, n_tok);
+    free(tok);
+    dist_agree("the data (sequence counts, tokenizer)", h, "every rank must read the same --data shards");
+    char *text = full_config_text(r), *all = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&all, &len);
+    if (!f) fatal("out of memory");
+    fprintf(f, "%sresume = %d\nstop_after = %ld\nminutes = %.17g\nout = %s\n", text, r->o.resume, r->o.stop_after, r->o.minutes, r->o.out);
+    fclose(f);
+    free(text);
+    dist_agree_text("the options", all, "launch every rank with the same flags");
+    free(all);
+    LoaderState ls;
+    loader_get_state(r->train, &ls);
+    const size_t bytes = (size_t)r->m.ps.total * sizeof(real);
+    h = dist_hash(DIST_HASH_INIT, &ls, sizeof ls);
+    h = dist_hash(h, r->m.ps.data, bytes);
+    h = dist_hash(h, r->moments.m, bytes);
+    h = dist_hash(h, r->moments.v, bytes);
+    for (int i = 0; i < r->n_groups; i++) h = dist_hash(h, &r->groups[i].step, sizeof r->groups[i].step);
+    dist_agree("the parameters, optimizer and loader state", h, "on --resume every rank must read the same RUNDIR/checkpoint.h5");
 }
 
 /* --resume, once the model is built: parameters, moments, optimizer counters and loader position
@@ -231,6 +312,9 @@ static void restore_run(Run *r, const char *path, CheckpointState *st, int argc,
     if (st->n_loader_state != LOADER_STATE_LEN) fatal("checkpoint %s: loader state has %ld entries, expected %d", path, st->n_loader_state, LOADER_STATE_LEN);
     memcpy(&ls, st->loader_state, sizeof ls);
     if (loader_set_state(step_loader(r, start), &ls, err, sizeof err)) fatal("checkpoint %s: %s", path, err);
+    agree_on_run(r);
+    if (sharded(r)) zero_release_moments(r);
+    if (dist_rank() != 0) return;
     if (metrics_open(&r->log, r->o.out, start, err, sizeof err)) fatal("%s", err);
     if (run_append_cmdline(r->o.out, argc, argv, err, sizeof err)) fatal("%s", err);
     fprintf(stderr, "resuming %s at step %ld of %ld\n", r->o.out, start, r->o.steps);
@@ -241,12 +325,15 @@ static void restore_run(Run *r, const char *path, CheckpointState *st, int argc,
 static void start_run(Run *r, int argc, char **argv) {
     char err[1024];
     setup_groups(r);
+    agree_on_run(r);
     if (r->o.minutes > 0) {
         r->o.steps = calibrate_steps(r);
         for (int i = 0; i < r->n_groups; i++) optim_group_free(&r->groups[i]);
         setup_groups(r);
         open_curriculum(r);
     }
+    if (sharded(r)) zero_release_moments(r);
+    if (dist_rank() != 0) return; /* rank 0 writes the run directory */
     char *text = full_config_text(r);
     if (run_write_text(r->o.out, "config.txt", text, err, sizeof err)) fatal("%s", err);
     free(text);
@@ -283,7 +370,10 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
     CheckpointState st;
     memset(&st, 0, sizeof st);
     long start = 0;
+    const int lead = dist_rank() == 0, world = dist_world();
 
+    /* ranks on one machine share its cores (unless --threads / OMP_NUM_THREADS says otherwise) */
+    if (r->o.threads <= 0 && world > 1) r->o.threads = MAX(1, omp_get_num_procs() / dist_local_size());
     if (r->o.threads > 0) {
         omp_set_num_threads(r->o.threads);
         openblas_set_num_threads(r->o.threads);
@@ -303,6 +393,13 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
         r->o.stop_after = keep.stop_after;
         r->o.resume = 1;
         memcpy(r->o.data, keep.data, sizeof r->o.data);
+        const long saved_ranks = r->o.ranks > 0 ? r->o.ranks : 1;
+        if (saved_ranks != world) {
+            char how[64] = "one process (without mpirun)";
+            if (saved_ranks > 1) snprintf(how, sizeof how, "mpirun -np %ld", saved_ranks);
+            fatal("--resume %s: the run was trained by %ld process%s (a global batch of %ld x %d sequences), this is %d; resume it with %s",
+                  r->o.out, saved_ranks, saved_ranks > 1 ? "es" : "", saved_ranks, r->o.batch, world, how);
+        }
         if (config_validate(&r->cfg, err, sizeof err)) fatal("checkpoint %s: %s", path, err);
         start = st.step;
     }
@@ -312,7 +409,8 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
         int V = loader_vocab_size(r->train);
         if (V != r->cfg.vocab_size) r->cfg.vocab_size = V; /* the model's vocabulary is the data's */
         if (config_validate(&r->cfg, err, sizeof err)) fatal("%s", err);
-        if (run_check_fresh(r->o.out, err, sizeof err) || run_mkdir(r->o.out, err, sizeof err)) fatal("%s", err);
+        r->o.ranks = world > 1 ? world : 0;
+        if (lead && (run_check_fresh(r->o.out, err, sizeof err) || run_mkdir(r->o.out, err, sizeof err))) fatal("%s", err);
     } else if (loader_vocab_size(r->train) != r->cfg.vocab_size) {
         fatal("data %s: vocabulary of %d tokens, but the checkpoint's model has %d (different tokenizer?)", r->o.data,
               loader_vocab_size(r->train), r->cfg.vocab_size);
@@ -334,51 +432,78 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
     else start_run(r, argc, argv);
     checkpoint_state_free(&st);
 
-    const long tokens_per_step = (long)r->o.batch * r->o.accum * r->cfg.max_seq_len;
-    fprintf(stderr, "model: generator %d layers, discriminator %d layers, hidden %d, vocab %d, %ld parameters; %s, %s\n",
+    const long tokens_per_step = (long)r->o.batch * r->o.accum * r->cfg.max_seq_len * world;
+    if (lead) fprintf(stderr, "model: generator %d layers, discriminator %d layers, hidden %d, vocab %d, %ld parameters; %s, %s\n",
             r->cfg.gen_num_hidden_layers, r->cfg.num_hidden_layers, r->cfg.hidden_size, r->cfg.vocab_size, params_count(&r->m.ps),
             config_sharing_str(r->cfg.embedding_sharing), config_mode_str(r->cfg.training_mode));
-    fprintf(stderr, "data: %lld train sequences of %d tokens; %ld steps of %ld tokens; %d threads\n",
-            (long long)loader_n_sequences(r->train), r->cfg.max_seq_len, r->o.steps, tokens_per_step, omp_get_max_threads());
-    if (r->train_short)
-        fprintf(stderr, "curriculum: steps 1-%ld read %d x %d-token sequences per micro-batch, then %d x %d\n", r->short_steps,
-                train_short_batch(&r->o, r->cfg.max_seq_len), r->o.short_seq_len, r->o.batch, r->cfg.max_seq_len);
-
-    progress_init(&r->prog, start, r->o.steps);
+    if (lead) {
+        fprintf(stderr, "data: %lld train sequences of %d tokens; %ld steps of %ld tokens; %d threads", (long long)loader_n_sequences(r->train),
+                r->cfg.max_seq_len, r->o.steps, tokens_per_step, omp_get_max_threads());
+        if (world > 1) fprintf(stderr, " per rank x %d ranks (%d sequences each per micro-batch)", world, r->o.batch);
+        fputc('\n', stderr);
+        if (r->train_short)
+            fprintf(stderr, "curriculum: steps 1-%ld read %d x %d-token sequences per micro-batch, then %d x %d\n", r->short_steps,
+                    train_short_batch(&r->o, r->cfg.max_seq_len), r->o.short_seq_len, r->o.batch, r->cfg.max_seq_len);
+        if (sharded(r)) {
+            const double all = 2.0 * r->m.ps.total * sizeof(real), kept = zero_release_moments(r);
+            fprintf(stderr, "ZeRO-1: rank 0 keeps %.2f of the %.2f MB of AdamW moments (%.2f MB saved per rank)\n", kept / 1e6, all / 1e6,
+                    (all - kept) / 1e6);
+        }
+        progress_init(&r->prog, start, r->o.steps);
+    }
     int bad = 0;
     long done_here = 0;
+    double step_s = 0, sync_s = 0; /* time in the steps, and in their collectives (data parallel) */
     for (long step = start; step < r->o.steps; step++) {
+        const double t_step = now_seconds();
         StepStats s = train_step(r, step, 1);
+        step_s += now_seconds() - t_step;
+        sync_s += s.phase[PHASE_SYNC];
         const long completed = step + 1;
         done_here++;
         if (s.skipped) {
             bad++;
-            progress_note(&r->prog, "step %ld skipped: %s (%d in a row)", completed, s.why, bad);
+            if (lead) progress_note(&r->prog, "step %ld skipped: %s (%d in a row)", completed, s.why, bad);
         } else {
             bad = 0;
         }
         const double rtd_acc = s.n_tokens ? (double)s.rtd_ok / s.n_tokens : NAN;
-        if (s.skipped || completed % r->o.log_every == 0 || completed == r->o.steps) log_train(r, completed, &s, rtd_acc);
-        progress_update(&r->prog, completed, s.g_loss, s.d_loss, rtd_acc, tokens_per_step);
-        if (bad >= r->o.max_bad_steps) {
+        if (lead && (s.skipped || completed % r->o.log_every == 0 || completed == r->o.steps)) log_train(r, completed, &s, rtd_acc);
+        if (lead) progress_update(&r->prog, completed, s.g_loss, s.d_loss, rtd_acc, tokens_per_step);
+        if (bad >= r->o.max_bad_steps) { /* the same decision on every rank: the statistics are global */
+            if (!lead) dist_exit(1);
             progress_done(&r->prog);
             fprintf(stderr, "error: %d consecutive steps had a non-finite loss or gradient norm (last at step %ld); stopping. "
                             "The last good checkpoint in %s is intact (try a lower --lr)\n", bad, completed, r->o.out);
             metrics_close(&r->log);
-            return 1;
+            dist_exit(1);
         }
         const int last = completed == r->o.steps;
         if ((r->o.eval_every > 0 && completed % r->o.eval_every == 0) || last) log_eval(r, completed);
         const int stop_now = r->o.stop_after > 0 && done_here >= r->o.stop_after;
         const int keep_now = r->o.keep_every > 0 && completed % r->o.keep_every == 0;
-        if ((r->o.save_every > 0 && completed % r->o.save_every == 0) || keep_now || last || stop_now) save_checkpoint(r, completed);
+        if ((r->o.save_every > 0 && completed % r->o.save_every == 0) || keep_now || last || stop_now) {
+            if (sharded(r)) zero_gather_moments(r);
+            if (lead) save_checkpoint(r, completed);
+            if (sharded(r) && lead) zero_release_moments(r);
+        }
         if (stop_now) {
+            if (!lead) break;
             progress_done(&r->prog);
             fprintf(stderr, "stopped after %ld steps (--stop-after); resume with --resume\n", done_here);
             break;
         }
     }
+    if (!lead) return 0;
     progress_done(&r->prog);
+    if (done_here > 0) {
+        fprintf(stderr, "speed: %.0f tokens/s, %.1f ms per step over the %ld steps of this invocation (evaluations and checkpoints excluded)",
+                done_here * tokens_per_step / step_s, step_s / done_here * 1e3, done_here);
+        if (world > 1)
+            fprintf(stderr, "; rank 0 spent %.1f ms per step = %.1f%% in the collectives (the transfers and the wait for the slowest rank)",
+                    sync_s / done_here * 1e3, 100.0 * sync_s / step_s);
+        fputc('\n', stderr);
+    }
     metrics_close(&r->log);
     fprintf(stderr, "run: %s (checkpoint.h5, metrics.jsonl, config.txt)\n", r->o.out);
     return 0;

@@ -14,6 +14,22 @@
  * streams by step·64 + micro, masking by the loader's own (seed, epoch, sequence).  With the loader
  * position, the optimizer counters and the parameters/moments in the checkpoint, a resumed run
  * computes exactly what an uninterrupted one would.
+ *
+ * Data parallel (train/dist.h, N ranks, micro-batches of B sequences each): micro-batch i of rank r
+ * is rows [r·B, (r+1)·B) of global micro-batch i (the loader's slice).  At the start of the step the
+ * ranks gather each other's counts of masked and real tokens per micro-batch, so that
+ *   - dropout of batch-shaped activations is drawn for global rows (ElectraInput.row0 = r·B) and the
+ *     relative-position table's dropout is the same on every rank (it is one tensor per micro-batch);
+ *   - the k-th masked position draws the replacement of masked position masked0 + k of the global
+ *     micro-batch (masked0 = masked positions of ranks 0..r-1);
+ *   - the losses are normalised by global counts: the MLM mean is over the global micro-batch's
+ *     masked tokens, the RTD mean over its real tokens (backward seeds n_local/n_global / accum);
+ *   - each model update sums the group's gradient over the ranks with one allreduce (in decoupled
+ *     mode the generator's after its backward, the discriminator's after its own), so the clipping
+ *     norm, the non-finite guard and the update are the same on every rank.  A rank whose loss is
+ *     not finite poisons its gradient with a NaN: every rank then sees a non-finite norm and skips.
+ * N ranks × B therefore compute what one process with N·B computes, up to the summation order of
+ * the gradient (the statistics below are global too).
  */
 #ifndef DEBERTA_TRAIN_STEP_H
 #define DEBERTA_TRAIN_STEP_H
@@ -26,16 +42,16 @@
 
 /* The model's view of a loader batch (the model takes plain arrays, not data/ types). */
 static inline ElectraInput electra_input(const Batch *b) {
-    return (ElectraInput){b->B, b->T, b->input_ids, b->attention_mask, b->labels};
+    return (ElectraInput){b->B, b->T, b->input_ids, b->attention_mask, b->labels, 0, 0};
 }
 
 /* Wall-clock phases of a step (seconds), for the benchmark.  Joint mode books the discriminator
  * forward (and the summed loss) under D_FWD, the one backward under D_BWD, the update under D_OPT. */
-enum { PHASE_G_FWD, PHASE_SAMPLE, PHASE_G_BWD, PHASE_G_OPT, PHASE_D_FWD, PHASE_D_BWD, PHASE_D_OPT, PHASE_COUNT };
+enum { PHASE_G_FWD, PHASE_SAMPLE, PHASE_G_BWD, PHASE_G_OPT, PHASE_D_FWD, PHASE_D_BWD, PHASE_D_OPT, PHASE_SYNC, PHASE_COUNT };
 
 typedef struct StepStats {
-    double g_loss, d_loss;      /* means over micro-batches (d_loss before λ) */
-    long mlm_ok, n_masked, rtd_ok, n_tokens;
+    double g_loss, d_loss;      /* means over micro-batches (d_loss before λ), over all ranks */
+    long mlm_ok, n_masked, rtd_ok, n_tokens; /* over all ranks */
     OptimStepResult g, d;
     int skipped;
     const char *why;

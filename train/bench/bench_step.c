@@ -106,7 +106,8 @@ static long peak_rss_kb(void) {
 }
 
 static const char *phase_names[PHASE_COUNT] = {"generator forward", "sampling", "generator backward", "generator update",
-                                               "discriminator forward", "discriminator backward", "discriminator update"};
+                                               "discriminator forward", "discriminator backward", "discriminator update",
+                                               "gradient allreduce"};
 
 typedef struct {
     int op, bwd;

@@ -15,6 +15,7 @@ static const BenchMode modes[] = {
     {"step", bench_step, "the full pretraining step: ms, tokens/s, GFLOP/s vs sgemm peak, RSS, per-op times (default)"},
     {"ops", bench_ops, "GFLOP/s of the matmul op (forward, backward) next to raw cblas gemm"},
     {"attention", bench_attention, "fwd+bwd ms of one attention block / one layer (vs scripts/bench-attention.sh)"},
+    {"allreduce", bench_allreduce, "under mpirun: ms of the step's gradient allreduces alone, and the bandwidth"},
 };
 
 static void bench_usage(FILE *f) {

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "autograd/util.h"
 #include "train/cli/cli.h"
+#include "train/dist.h"
 #include "train/pretrain.h"
 
 static void usage(FILE *f) {
@@ -39,6 +40,7 @@ static void usage(FILE *f) {
             "  --short-seq-len T1     sequence-length curriculum: the first --short-frac of the steps read\n"
             "                         T1-token sequences, batch x T / T1 per micro-batch (0 = none)  [0]\n"
             "  --short-frac F         share of the steps in the short phase                        [0.5]\n"
+            "  --zero 0|1             under mpirun: ZeRO-1, each rank keeps the AdamW moments of 1/N of the model [0]\n"
             "optimizer:\n"
             "  --optimizer adamw|xadam   torch AdamW (linear warm-up/decay) or the official XAdam [adamw]\n"
             "  --lr X                 peak learning rate                                   [%g]\n"
@@ -131,5 +133,8 @@ int cmd_pretrain(int argc, char **argv) {
             return 2;
         }
     }
-    return pretrain_run(&cfg, &o, argc, argv);
+    dist_init(&argc, &argv); /* under mpirun: one rank of a data-parallel run (train/dist.h) */
+    const int rc = pretrain_run(&cfg, &o, argc, argv);
+    dist_finalize();
+    return rc;
 }

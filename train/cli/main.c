@@ -1,6 +1,7 @@
 /* main.c — build/deberta: dispatches to the subcommands declared in cli.h (one train/cli/cmd_*.c
  * file per command). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "train/cli/cli.h"
 
@@ -31,6 +32,13 @@ int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(cmds, n);
         return argc < 2 ? 2 : 0;
+    }
+    /* several ranks of any other command would each do the whole work into the same files */
+    const char *ranks = getenv("OMPI_COMM_WORLD_SIZE");
+    const int parallel = !strcmp(argv[1], "pretrain") || (!strcmp(argv[1], "bench") && argc > 2 && !strcmp(argv[2], "allreduce"));
+    if (ranks && atoi(ranks) > 1 && !parallel) {
+        fprintf(stderr, "error: '%s' runs as one process; only 'pretrain' (and 'bench allreduce') run under mpirun\n", argv[1]);
+        return 2;
     }
     for (int i = 0; i < n; i++) {
         if (strcmp(argv[1], cmds[i].name) != 0) continue;
