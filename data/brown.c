@@ -9,14 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 const char *const brown_upos_names[UPOS_COUNT] = {"ADJ", "ADP", "ADV", "CONJ", "DET", "NOUN",
                                                   "NUM", "PRON", "PRT", "VERB", ".", "X"};
 const char brown_genre_letters[BROWN_N_GENRES + 1] = "abcdefghjklmnpr";
@@ -134,7 +126,7 @@ static void compute_spaces(BrownText *t, const uint8_t *open_q, const uint8_t *c
 int brown_parse(const char *name, const char *text, size_t len, BrownText *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (strlen(name) >= sizeof out->name || brown_split_of(name) < 0) {
-        set_err(err, errlen, "brown %s: not a Brown text name (expected c<genre letter><two digits>, e.g. ca01)", name);
+        errf(err, errlen, "brown %s: not a Brown text name (expected c<genre letter><two digits>, e.g. ca01)", name);
         return -1;
     }
     snprintf(out->name, sizeof out->name, "%s", name);
@@ -161,7 +153,7 @@ int brown_parse(const char *name, const char *text, size_t len, BrownText *out, 
             size_t slash = r;
             while (slash > q && text[slash - 1] != '/') slash--;
             if (slash == q || slash == r || slash - 1 == q) {
-                set_err(err, errlen, "brown %s: line %zu: token '%.*s' is not word/tag", name, line_no, (int)(r - q), text + q);
+                errf(err, errlen, "brown %s: line %zu: token '%.*s' is not word/tag", name, line_no, (int)(r - q), text + q);
                 goto fail;
             }
             char tag[64];
@@ -171,7 +163,7 @@ int brown_parse(const char *name, const char *text, size_t len, BrownText *out, 
             tag[tl] = 0;
             int u = brown_tag_to_upos(tag);
             if (u < 0) {
-                set_err(err, errlen, "brown %s: line %zu: unknown tag '%s' (word '%.*s')", name, line_no, tag,
+                errf(err, errlen, "brown %s: line %zu: unknown tag '%s' (word '%.*s')", name, line_no, tag,
                         (int)(slash - 1 - q), text + q);
                 goto fail;
             }
@@ -200,7 +192,7 @@ int brown_parse(const char *name, const char *text, size_t len, BrownText *out, 
         }
         p = e + 1;
     }
-    if (out->n_words == 0) { set_err(err, errlen, "brown %s: no tagged words", name); goto fail; }
+    if (out->n_words == 0) { errf(err, errlen, "brown %s: no tagged words", name); goto fail; }
     for (size_t i = 0; i < out->n_words; i++) out->word[i] = out->buf + (uintptr_t)out->word[i];
     out->space_before = xmalloc(out->n_words);
     compute_spaces(out, open_q, close_q);
@@ -226,7 +218,7 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 int brown_read_dir(const char *dir, BrownText **texts, size_t *n, char *err, size_t errlen) {
     *texts = NULL; *n = 0;
     DIR *d = opendir(dir);
-    if (!d) { set_err(err, errlen, "brown %s: cannot open folder (%s)", dir, strerror(errno)); return -1; }
+    if (!d) { errf(err, errlen, "brown %s: cannot open folder (%s)", dir, strerror(errno)); return -1; }
     char **names = NULL;
     size_t nn = 0, cap = 0;
     struct dirent *e;
@@ -237,7 +229,7 @@ int brown_read_dir(const char *dir, BrownText **texts, size_t *n, char *err, siz
     }
     closedir(d);
     if (nn == 0) {
-        set_err(err, errlen, "brown %s: no tagged Brown texts (files ca01 … cr09; scripts/fetch-corpus.sh writes them to DIR/brown-tagged)", dir);
+        errf(err, errlen, "brown %s: no tagged Brown texts (files ca01 … cr09; scripts/fetch-corpus.sh writes them to DIR/brown-tagged)", dir);
         return -1;
     }
     qsort(names, nn, sizeof(char *), cmp_str);
@@ -248,7 +240,7 @@ int brown_read_dir(const char *dir, BrownText **texts, size_t *n, char *err, siz
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, names[done]);
         FILE *f = fopen(path, "rb");
-        if (!f) { set_err(err, errlen, "brown %s: cannot open (%s)", path, strerror(errno)); rc = -1; break; }
+        if (!f) { errf(err, errlen, "brown %s: cannot open (%s)", path, strerror(errno)); rc = -1; break; }
         size_t cap_b = 1 << 16, len = 0;
         char *buf = xmalloc(cap_b);
         size_t k;
@@ -258,7 +250,7 @@ int brown_read_dir(const char *dir, BrownText **texts, size_t *n, char *err, siz
         }
         int bad = ferror(f);
         fclose(f);
-        if (bad) { set_err(err, errlen, "brown %s: read error", path); free(buf); rc = -1; break; }
+        if (bad) { errf(err, errlen, "brown %s: read error", path); free(buf); rc = -1; break; }
         if (brown_parse(names[done], buf, len, &t[done], err, errlen) != 0) rc = -1;
         free(buf);
         if (rc) break;

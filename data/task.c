@@ -1,5 +1,6 @@
 /* task.c — Brown task examples, task files, baselines.  See task.h and docs/FORMATS.md. */
 #include "data/task.h"
+#include "data/h5util.h"
 #include "autograd/util.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -9,14 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 const char *task_kind_name(TaskKind k) { return k == TASK_POS ? "pos" : "genre"; }
 int task_kind_parse(const char *s, TaskKind *k) {
@@ -72,8 +65,8 @@ static void add_example(Builder *b, const int32_t *ids, const int32_t *lab, size
 int task_build(TaskKind kind, const BrownText *texts, size_t n_texts, int split, const Tokenizer *tk, int T,
                TaskSet *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    if (T < 3) { set_err(err, errlen, "task: sequence length %d is too short (at least 3: [CLS] token [SEP])", T); return -1; }
-    if (split < 0 || split > 2) { set_err(err, errlen, "task: bad split %d", split); return -1; }
+    if (T < 3) { errf(err, errlen, "task: sequence length %d is too short (at least 3: [CLS] token [SEP])", T); return -1; }
+    if (split < 0 || split > 2) { errf(err, errlen, "task: bad split %d", split); return -1; }
     out->kind = kind;
     snprintf(out->split, sizeof out->split, "%s", brown_split_names[split]);
     out->T = T;
@@ -150,7 +143,7 @@ int task_build(TaskKind kind, const BrownText *texts, size_t n_texts, int split,
     free(ids.v); free(lab.v); free(wstart.v); free(wbuf);
     tok_encoder_free(enc);
     if (out->N == 0) {
-        set_err(err, errlen, "task %s: the %s split has no texts", task_kind_name(kind), out->split);
+        errf(err, errlen, "task %s: the %s split has no texts", task_kind_name(kind), out->split);
         task_free(out);
         return -1;
     }
@@ -158,15 +151,6 @@ int task_build(TaskKind kind, const BrownText *texts, size_t n_texts, int split,
 }
 
 /* ---------------------------------------------------------------- HDF5 helpers */
-
-typedef struct { H5E_auto2_t fn; void *data; } H5Quiet;
-static H5Quiet h5_quiet(void) {
-    H5Quiet q;
-    H5Eget_auto2(H5E_DEFAULT, &q.fn, &q.data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    return q;
-}
-static void h5_loud(H5Quiet q) { H5Eset_auto2(H5E_DEFAULT, q.fn, q.data); }
 
 static uint64_t fnv1a64(const uint8_t *p, size_t n) {
     uint64_t h = 0xcbf29ce484222325ull;
@@ -219,14 +203,15 @@ int task_write(const char *path, const TaskSet *ts, char *err, size_t errlen) {
     size_t tl = strlen(path) + 8;
     char *tmp = xmalloc(tl);
     snprintf(tmp, tl, "%s.tmp", path);
-    H5Quiet q = h5_quiet();
+    H5Quiet q;
+    h5_quiet(&q);
     int rc = -1;
     char *labels = NULL, *docs = NULL;
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
     H5Pset_obj_track_times(fcpl, 0);
     hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
     H5Pclose(fcpl);
-    if (file < 0) { set_err(err, errlen, "task %s: cannot create", tmp); goto out; }
+    if (file < 0) { errf(err, errlen, "task %s: cannot create", tmp); goto out; }
     labels = xcalloc((size_t)ts->n_labels, TASK_LABEL_LEN + 1);
     for (int l = 0; l < ts->n_labels; l++) { if (l) strcat(labels, "\n"); strcat(labels, ts->label_names[l]); }
     docs = xcalloc((size_t)ts->n_docs + 1, 9);
@@ -254,18 +239,11 @@ int task_write(const char *path, const TaskSet *ts, char *err, size_t errlen) {
     hsize_t dt[1] = {(hsize_t)ts->tokenizer_len};
     bad |= write_nd(file, "tokenizer", H5T_STD_U8LE, H5T_NATIVE_UINT8, ts->tokenizer, 1, dt);
     if (H5Fclose(file) < 0) bad = 1;
-    if (bad) { set_err(err, errlen, "task %s: HDF5 write failed (disk full?)", tmp); goto out; }
-    int fd = open(tmp, O_RDONLY);
-    if (fd < 0 || fsync(fd) != 0) {
-        set_err(err, errlen, "task %s: fsync failed (%s)", tmp, strerror(errno));
-        if (fd >= 0) close(fd);
-        goto out;
-    }
-    close(fd);
-    if (rename(tmp, path) != 0) { set_err(err, errlen, "task %s: rename failed (%s)", path, strerror(errno)); goto out; }
+    if (bad) { errf(err, errlen, "task %s: HDF5 write failed (disk full?)", tmp); goto out; }
+    if (durable_rename(tmp, path) != 0) { errf(err, errlen, "task %s: fsync or rename failed (%s)", path, strerror(errno)); goto out; }
     rc = 0;
 out:
-    h5_loud(q);
+    h5_loud(&q);
     if (rc) unlink(tmp);
     free(tmp); free(labels); free(docs);
     return rc;
@@ -312,23 +290,23 @@ static char *read_attr_str(hid_t f, const char *name) {
  * dims[] receives its shape. */
 static void *read_int_dataset(hid_t f, const char *path, const char *name, int rank, hid_t mtype, size_t esize,
                               hsize_t *dims, char *err, size_t errlen) {
-    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) { set_err(err, errlen, "task %s: dataset '%s' is missing (re-run deberta prep-task)", path, name); return NULL; }
+    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) { errf(err, errlen, "task %s: dataset '%s' is missing (re-run deberta prep-task)", path, name); return NULL; }
     hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-    if (d < 0) { set_err(err, errlen, "task %s: dataset '%s' cannot be opened (corrupt file?)", path, name); return NULL; }
+    if (d < 0) { errf(err, errlen, "task %s: dataset '%s' cannot be opened (corrupt file?)", path, name); return NULL; }
     hid_t t = H5Dget_type(d), sp = H5Dget_space(d);
     void *buf = NULL;
     int r = H5Sget_simple_extent_ndims(sp);
     if (H5Tget_class(t) != H5T_INTEGER) {
-        set_err(err, errlen, "task %s: dataset '%s' is not an integer dataset (re-run deberta prep-task)", path, name);
+        errf(err, errlen, "task %s: dataset '%s' is not an integer dataset (re-run deberta prep-task)", path, name);
     } else if (r != rank) {
-        set_err(err, errlen, "task %s: dataset '%s' has %d dimensions, expected %d", path, name, r, rank);
+        errf(err, errlen, "task %s: dataset '%s' has %d dimensions, expected %d", path, name, r, rank);
     } else {
         H5Sget_simple_extent_dims(sp, dims, NULL);
         size_t n = 1;
         for (int i = 0; i < rank; i++) n *= dims[i];
         buf = xmalloc((n ? n : 1) * esize);
         if (n && H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-            set_err(err, errlen, "task %s: dataset '%s' cannot be read (truncated or corrupt file?)", path, name);
+            errf(err, errlen, "task %s: dataset '%s' cannot be read (truncated or corrupt file?)", path, name);
             free(buf);
             buf = NULL;
         }
@@ -341,38 +319,39 @@ static void *read_int_dataset(hid_t f, const char *path, const char *name, int r
 
 int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
     memset(ts, 0, sizeof *ts);
-    if (access(path, R_OK) != 0) { set_err(err, errlen, "task %s: cannot open (%s)", path, strerror(errno)); return -1; }
-    H5Quiet q = h5_quiet();
+    if (access(path, R_OK) != 0) { errf(err, errlen, "task %s: cannot open (%s)", path, strerror(errno)); return -1; }
+    H5Quiet q;
+    h5_quiet(&q);
     int rc = -1;
     char *s = NULL;
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) { set_err(err, errlen, "task %s: not an HDF5 file, or truncated (re-run deberta prep-task)", path); goto out; }
+    if (f < 0) { errf(err, errlen, "task %s: not an HDF5 file, or truncated (re-run deberta prep-task)", path); goto out; }
     s = read_attr_str(f, "format");
     if (!s || strcmp(s, TASK_FORMAT)) {
-        set_err(err, errlen, "task %s: format is '%s', expected '%s' (is it a task file of deberta prep-task?)", path, s ? s : "(none)", TASK_FORMAT);
+        errf(err, errlen, "task %s: format is '%s', expected '%s' (is it a task file of deberta prep-task?)", path, s ? s : "(none)", TASK_FORMAT);
         goto out;
     }
     free(s); s = NULL;
     int64_t v, T, N, nl, nd, vocab;
     if (read_attr_i64(f, "version", &v) || v != TASK_VERSION) {
-        set_err(err, errlen, "task %s: version is not %d (re-run deberta prep-task)", path, TASK_VERSION);
+        errf(err, errlen, "task %s: version is not %d (re-run deberta prep-task)", path, TASK_VERSION);
         goto out;
     }
     s = read_attr_str(f, "task");
-    if (!s || task_kind_parse(s, &ts->kind)) { set_err(err, errlen, "task %s: attribute 'task' is '%s', expected 'pos' or 'genre'", path, s ? s : "(none)"); goto out; }
+    if (!s || task_kind_parse(s, &ts->kind)) { errf(err, errlen, "task %s: attribute 'task' is '%s', expected 'pos' or 'genre'", path, s ? s : "(none)"); goto out; }
     free(s);
     s = read_attr_str(f, "split");
-    if (!s || strlen(s) >= sizeof ts->split) { set_err(err, errlen, "task %s: attribute 'split' is missing", path); goto out; }
+    if (!s || strlen(s) >= sizeof ts->split) { errf(err, errlen, "task %s: attribute 'split' is missing", path); goto out; }
     snprintf(ts->split, sizeof ts->split, "%s", s);
     free(s); s = NULL;
-    if (read_attr_i64(f, "seq_len", &T) || T < 3 || T > 1 << 20) { set_err(err, errlen, "task %s: attribute 'seq_len' is missing or < 3", path); goto out; }
-    if (read_attr_i64(f, "n_examples", &N) || N < 1) { set_err(err, errlen, "task %s: attribute 'n_examples' is missing or < 1", path); goto out; }
+    if (read_attr_i64(f, "seq_len", &T) || T < 3 || T > 1 << 20) { errf(err, errlen, "task %s: attribute 'seq_len' is missing or < 3", path); goto out; }
+    if (read_attr_i64(f, "n_examples", &N) || N < 1) { errf(err, errlen, "task %s: attribute 'n_examples' is missing or < 1", path); goto out; }
     if (read_attr_i64(f, "n_labels", &nl) || nl < 2 || nl > TASK_MAX_LABELS) {
-        set_err(err, errlen, "task %s: attribute 'n_labels' is missing or outside [2, %d]", path, TASK_MAX_LABELS);
+        errf(err, errlen, "task %s: attribute 'n_labels' is missing or outside [2, %d]", path, TASK_MAX_LABELS);
         goto out;
     }
-    if (read_attr_i64(f, "n_docs", &nd) || nd < 1) { set_err(err, errlen, "task %s: attribute 'n_docs' is missing or < 1", path); goto out; }
-    if (read_attr_i64(f, "vocab_size", &vocab) || vocab <= TOK_N_SPECIAL) { set_err(err, errlen, "task %s: attribute 'vocab_size' is missing or too small", path); goto out; }
+    if (read_attr_i64(f, "n_docs", &nd) || nd < 1) { errf(err, errlen, "task %s: attribute 'n_docs' is missing or < 1", path); goto out; }
+    if (read_attr_i64(f, "vocab_size", &vocab) || vocab <= TOK_N_SPECIAL) { errf(err, errlen, "task %s: attribute 'vocab_size' is missing or too small", path); goto out; }
     ts->T = (int)T; ts->N = N; ts->n_labels = (int)nl; ts->n_docs = (int)nd; ts->vocab_size = vocab;
     s = read_attr_str(f, "label_names");
     {
@@ -382,7 +361,7 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
             if (k < TASK_MAX_LABELS) snprintf(ts->label_names[k], TASK_LABEL_LEN, "%s", tok);
             k++;
         }
-        if (k != nl) { set_err(err, errlen, "task %s: attribute 'label_names' has %d names for %lld labels", path, k, (long long)nl); goto out; }
+        if (k != nl) { errf(err, errlen, "task %s: attribute 'label_names' has %d names for %lld labels", path, k, (long long)nl); goto out; }
     }
     free(s);
     s = read_attr_str(f, "doc_names");
@@ -394,11 +373,11 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
             if (k < nd) snprintf(ts->doc_names[k], sizeof ts->doc_names[k], "%s", tok);
             k++;
         }
-        if (k != nd) { set_err(err, errlen, "task %s: attribute 'doc_names' has %d names for %lld texts", path, k, (long long)nd); goto out; }
+        if (k != nd) { errf(err, errlen, "task %s: attribute 'doc_names' has %d names for %lld texts", path, k, (long long)nd); goto out; }
     }
     free(s);
     s = read_attr_str(f, "tokenizer_hash");
-    if (!s || strlen(s) != 16) { set_err(err, errlen, "task %s: attribute 'tokenizer_hash' is missing", path); goto out; }
+    if (!s || strlen(s) != 16) { errf(err, errlen, "task %s: attribute 'tokenizer_hash' is missing", path); goto out; }
     snprintf(ts->tokenizer_hash, sizeof ts->tokenizer_hash, "%s", s);
     free(s); s = NULL;
 
@@ -406,7 +385,7 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
     ts->ids = read_int_dataset(f, path, "input_ids", 2, H5T_NATIVE_INT32, 4, dims, err, errlen);
     if (!ts->ids) goto out;
     if ((int64_t)dims[0] != N || (int64_t)dims[1] != T) {
-        set_err(err, errlen, "task %s: dataset 'input_ids' has shape [%llu, %llu], expected [%lld, %lld]", path,
+        errf(err, errlen, "task %s: dataset 'input_ids' has shape [%llu, %llu], expected [%lld, %lld]", path,
                 (unsigned long long)dims[0], (unsigned long long)dims[1], (long long)N, (long long)T);
         goto out;
     }
@@ -414,53 +393,53 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
     ts->labels = read_int_dataset(f, path, "labels", pos ? 2 : 1, H5T_NATIVE_INT32, 4, dims, err, errlen);
     if (!ts->labels) goto out;
     if ((int64_t)dims[0] != N || (pos && (int64_t)dims[1] != T)) {
-        set_err(err, errlen, "task %s: dataset 'labels' has the wrong shape (expected [%lld%s])", path, (long long)N, pos ? ", seq_len" : "");
+        errf(err, errlen, "task %s: dataset 'labels' has the wrong shape (expected [%lld%s])", path, (long long)N, pos ? ", seq_len" : "");
         goto out;
     }
     ts->doc = read_int_dataset(f, path, "doc", 1, H5T_NATIVE_INT32, 4, dims, err, errlen);
     if (!ts->doc) goto out;
-    if ((int64_t)dims[0] != N) { set_err(err, errlen, "task %s: dataset 'doc' has %llu entries, expected %lld", path, (unsigned long long)dims[0], (long long)N); goto out; }
+    if ((int64_t)dims[0] != N) { errf(err, errlen, "task %s: dataset 'doc' has %llu entries, expected %lld", path, (unsigned long long)dims[0], (long long)N); goto out; }
     ts->doc_fingerprints = read_int_dataset(f, path, "doc_fingerprints", 1, H5T_NATIVE_UINT64, 8, dims, err, errlen);
     if (!ts->doc_fingerprints) goto out;
-    if ((int64_t)dims[0] != nd) { set_err(err, errlen, "task %s: dataset 'doc_fingerprints' has %llu entries, expected %lld", path, (unsigned long long)dims[0], (long long)nd); goto out; }
+    if ((int64_t)dims[0] != nd) { errf(err, errlen, "task %s: dataset 'doc_fingerprints' has %llu entries, expected %lld", path, (unsigned long long)dims[0], (long long)nd); goto out; }
     ts->tokenizer = read_int_dataset(f, path, "tokenizer", 1, H5T_NATIVE_UINT8, 1, dims, err, errlen);
     if (!ts->tokenizer) goto out;
     ts->tokenizer_len = dims[0];
     char hash[17];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)fnv1a64(ts->tokenizer, ts->tokenizer_len));
     if (strcmp(hash, ts->tokenizer_hash)) {
-        set_err(err, errlen, "task %s: the embedded tokenizer hashes to %s, the file says %s (corrupt file?)", path, hash, ts->tokenizer_hash);
+        errf(err, errlen, "task %s: the embedded tokenizer hashes to %s, the file says %s (corrupt file?)", path, hash, ts->tokenizer_hash);
         goto out;
     }
     {
         char e2[512];
         Tokenizer *tk = tokenizer_from_bytes(ts->tokenizer, ts->tokenizer_len, path, e2, sizeof e2);
-        if (!tk) { set_err(err, errlen, "task %s: embedded tokenizer: %s", path, e2); goto out; }
+        if (!tk) { errf(err, errlen, "task %s: embedded tokenizer: %s", path, e2); goto out; }
         int tv = tokenizer_vocab_size(tk);
         tokenizer_free(tk);
-        if (tv != vocab) { set_err(err, errlen, "task %s: vocab_size is %lld but the embedded tokenizer has %d ids", path, (long long)vocab, tv); goto out; }
+        if (tv != vocab) { errf(err, errlen, "task %s: vocab_size is %lld but the embedded tokenizer has %d ids", path, (long long)vocab, tv); goto out; }
     }
     for (int64_t n = 0; n < N; n++) {
         const int32_t *row = ts->ids + n * T;
-        if (row[0] != TOK_CLS) { set_err(err, errlen, "task %s: input_ids[%lld, 0] = %d, every example must start with [CLS] = %d", path, (long long)n, row[0], TOK_CLS); goto out; }
+        if (row[0] != TOK_CLS) { errf(err, errlen, "task %s: input_ids[%lld, 0] = %d, every example must start with [CLS] = %d", path, (long long)n, row[0], TOK_CLS); goto out; }
         for (int64_t i = 0; i < T; i++)
             if (row[i] < 0 || row[i] >= vocab) {
-                set_err(err, errlen, "task %s: input_ids[%lld, %lld] = %d is outside the vocabulary [0, %lld)", path, (long long)n, (long long)i, row[i], (long long)vocab);
+                errf(err, errlen, "task %s: input_ids[%lld, %lld] = %d is outside the vocabulary [0, %lld)", path, (long long)n, (long long)i, row[i], (long long)vocab);
                 goto out;
             }
-        if (ts->doc[n] < 0 || ts->doc[n] >= nd) { set_err(err, errlen, "task %s: doc[%lld] = %d is outside [0, %lld)", path, (long long)n, ts->doc[n], (long long)nd); goto out; }
+        if (ts->doc[n] < 0 || ts->doc[n] >= nd) { errf(err, errlen, "task %s: doc[%lld] = %d is outside [0, %lld)", path, (long long)n, ts->doc[n], (long long)nd); goto out; }
         if (pos) {
             for (int64_t i = 0; i < T; i++) {
                 int32_t l = ts->labels[n * T + i];
                 if (l == TASK_IGNORE) continue;
                 if (l < 0 || l >= nl) {
-                    set_err(err, errlen, "task %s: labels[%lld, %lld] = %d is outside [0, %lld) (and not %d, ignored)", path, (long long)n, (long long)i, l, (long long)nl, TASK_IGNORE);
+                    errf(err, errlen, "task %s: labels[%lld, %lld] = %d is outside [0, %lld) and not the ignore value %d", path, (long long)n, (long long)i, l, (long long)nl, TASK_IGNORE);
                     goto out;
                 }
-                if (row[i] == TOK_PAD) { set_err(err, errlen, "task %s: labels[%lld, %lld] = %d sits on padding", path, (long long)n, (long long)i, l); goto out; }
+                if (row[i] == TOK_PAD) { errf(err, errlen, "task %s: labels[%lld, %lld] = %d sits on padding", path, (long long)n, (long long)i, l); goto out; }
             }
         } else if (ts->labels[n] < 0 || ts->labels[n] >= nl) {
-            set_err(err, errlen, "task %s: labels[%lld] = %d is outside [0, %lld)", path, (long long)n, ts->labels[n], (long long)nl);
+            errf(err, errlen, "task %s: labels[%lld] = %d is outside [0, %lld)", path, (long long)n, ts->labels[n], (long long)nl);
             goto out;
         }
     }
@@ -468,22 +447,22 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
 out:
     free(s);
     if (f >= 0) H5Fclose(f);
-    h5_loud(q);
+    h5_loud(&q);
     if (rc) task_free(ts);
     return rc;
 }
 
 int task_check_same(const TaskSet *a, const char *pa, const TaskSet *b, const char *pb, char *err, size_t errlen) {
-    if (a->kind != b->kind) { set_err(err, errlen, "task %s is '%s' but %s is '%s'", pb, task_kind_name(b->kind), pa, task_kind_name(a->kind)); return -1; }
-    if (a->T != b->T) { set_err(err, errlen, "task %s has seq_len %d but %s has %d", pb, b->T, pa, a->T); return -1; }
+    if (a->kind != b->kind) { errf(err, errlen, "task %s is '%s' but %s is '%s'", pb, task_kind_name(b->kind), pa, task_kind_name(a->kind)); return -1; }
+    if (a->T != b->T) { errf(err, errlen, "task %s has seq_len %d but %s has %d", pb, b->T, pa, a->T); return -1; }
     if (strcmp(a->tokenizer_hash, b->tokenizer_hash)) {
-        set_err(err, errlen, "task %s was made with tokenizer %s but %s with %s (re-run deberta prep-task)", pb, b->tokenizer_hash, pa, a->tokenizer_hash);
+        errf(err, errlen, "task %s was made with tokenizer %s but %s with %s (re-run deberta prep-task)", pb, b->tokenizer_hash, pa, a->tokenizer_hash);
         return -1;
     }
-    if (a->n_labels != b->n_labels) { set_err(err, errlen, "task %s has %d labels but %s has %d", pb, b->n_labels, pa, a->n_labels); return -1; }
+    if (a->n_labels != b->n_labels) { errf(err, errlen, "task %s has %d labels but %s has %d", pb, b->n_labels, pa, a->n_labels); return -1; }
     for (int l = 0; l < a->n_labels; l++)
         if (strcmp(a->label_names[l], b->label_names[l])) {
-            set_err(err, errlen, "task %s: label %d is '%s' but '%s' in %s", pb, l, b->label_names[l], a->label_names[l], pa);
+            errf(err, errlen, "task %s: label %d is '%s' but '%s' in %s", pb, l, b->label_names[l], a->label_names[l], pa);
             return -1;
         }
     return 0;

@@ -3,12 +3,15 @@
  * one test per bad task file, and the baselines. */
 #include "data/brown.h"
 #include "data/task.h"
+#include "data/prep.h"
+#include "data/shard.h"
 #include "data/tokenizer.h"
 #include "autograd/util.h"
 #include "tests/testutil.h"
 #include <hdf5.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 static char g_dir[128];
 
@@ -481,6 +484,108 @@ static void test_baselines(void **state) {
     assert_true(fabs(task_constant_accuracy(&h, 3) - 0.5) < 1e-12);
 }
 
+/* ASCII letters and digits of a text (what the fingerprint sees), as a string. */
+static char *alnum_of(const char *s, size_t n) {
+    char *o = xmalloc(n + 1);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')) o[k++] = s[i];
+    o[k] = 0;
+    return o;
+}
+
+/* Counts the dev/test texts whose letters and digits occur inside a document of DIR/<split>-*.h5
+ * (decoded with the shard's tokenizer). */
+static int held_texts_in(const char *dir, const char *split, const BrownText *bt, size_t nb) {
+    int found = 0;
+    char path[512], err[512];
+    for (int k = 0;; k++) {
+        snprintf(path, sizeof path, "%s/%s-%05d.h5", dir, split, k);
+        if (access(path, R_OK) != 0) break;
+        Shard *s = shard_open(path, 1, err, sizeof err);
+        if (!s) fail_msg("%s", err);
+        size_t tl;
+        uint8_t *tb = shard_read_tokenizer(s, &tl, err, sizeof err);
+        Tokenizer *tk = tokenizer_from_bytes(tb, tl, path, err, sizeof err);
+        if (!tk) fail_msg("%s", err);
+        int64_t nd = shard_n_docs(s), nt = shard_n_tokens(s);
+        int64_t *off = xmalloc((size_t)(nd + 1) * sizeof(int64_t));
+        int32_t *tok = xmalloc((size_t)nt * sizeof(int32_t));
+        assert_int_equal(shard_read_offsets(s, 0, nd + 1, off, err, sizeof err), 0);
+        assert_int_equal(shard_read_tokens(s, 0, nt, tok, err, sizeof err), 0);
+        for (int64_t d = 0; d < nd; d++) {
+            size_t len;
+            char *text = tokenizer_decode(tk, tok + off[d], (size_t)(off[d + 1] - off[d]), &len);
+            char *a = alnum_of(text, len);
+            for (size_t i = 0; i < nb; i++) {
+                if (bt[i].split == BROWN_TRAIN) continue;
+                char words[2048] = "";
+                for (size_t w = 0; w < bt[i].n_words; w++) strcat(words, bt[i].word[w]);
+                char *b = alnum_of(words, strlen(words));
+                found += strstr(a, b) != NULL;
+                free(b);
+            }
+            free(a); free(text);
+        }
+        free(off); free(tok); free(tb);
+        tokenizer_free(tk);
+        shard_close(s);
+    }
+    return found;
+}
+
+/* deberta prep with the holdout list: no dev/test text is in any train shard (checked by decoding
+ * the shards and searching the texts' letters and digits, not by fingerprint), all of them are in
+ * val; without the list they are in train (so the check can fail). */
+static void test_prep_holdout(void **state) {
+    (void)state;
+    char tagged[256], corpus[256], out[256], err[1024];
+    snprintf(tagged, sizeof tagged, "%s/brown-tagged", g_dir);
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", g_dir);
+    assert_int_equal(mkdir(tagged, 0777), 0);
+    FILE *c = fopen(corpus, "w");
+    for (int i = 0; i < 4; i++) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/%s", tagged, NAMES[i]);
+        FILE *f = fopen(p, "w");
+        fputs(TEXTS[i], f);
+        fclose(f);
+    }
+    BrownText *bt;
+    size_t nb;
+    if (brown_read_dir(tagged, &bt, &nb, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(nb, 4);
+    for (size_t i = 0; i < nb; i++) { /* the plain text as fetch-corpus.sh writes it */
+        for (size_t w = 0; w < bt[i].n_words; w++) fprintf(c, "%s%s", bt[i].space_before[w] ? " " : "", bt[i].word[w]);
+        fprintf(c, "\n\n");
+    }
+    for (int i = 0; i < 30; i++) fprintf(c, "Another document number %d about dogs, cats and houses.\n\n", i);
+    fclose(c);
+    uint64_t fp[4];
+    size_t nf = 0;
+    for (size_t i = 0; i < nb; i++) if (bt[i].split != BROWN_TRAIN) fp[nf++] = brown_fingerprint(&bt[i]);
+    assert_int_equal(nf, 2);
+    const char *inputs[1] = {corpus};
+    for (int with = 0; with < 2; with++) {
+        snprintf(out, sizeof out, "%s/shards-%d", g_dir, with);
+        PrepConfig pc = {.inputs = inputs, .n_inputs = 1, .out = out, .vocab_size = 300, .val_fraction = 0,
+                         .shard_tokens = 1 << 20, .seed = 1, .holdout = with ? fp : NULL, .n_holdout = with ? nf : 0};
+        PrepResult r;
+        if (prep_run(&pc, &r, err, sizeof err)) fail_msg("%s", err);
+        if (with) {
+            assert_int_equal(r.n_held_out, 2);
+            assert_int_equal(r.n_val, 2);
+            assert_int_equal(held_texts_in(out, "train", bt, nb), 0);
+            assert_int_equal(held_texts_in(out, "val", bt, nb), 2);
+        } else {
+            assert_int_equal(r.n_val, 0);
+            assert_int_equal(held_texts_in(out, "train", bt, nb), 2);
+        }
+    }
+    brown_free(bt, nb);
+    free(bt);
+}
+
 static int setup(void **state) {
     (void)state;
     return test_tmpdir(g_dir, sizeof g_dir, "task");
@@ -503,6 +608,7 @@ int main(void) {
         cmocka_unit_test(test_bad_ids_and_attrs),
         cmocka_unit_test(test_check_same),
         cmocka_unit_test(test_baselines),
+        cmocka_unit_test(test_prep_holdout),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
