@@ -37,7 +37,7 @@ static int cmp_u64(const void *a, const void *b) {
  * test text.  Returns the number of documents checked. */
 static long check_holdout(const char *data, const Tokenizer *tk, const BrownText *bt, size_t nb) {
     uint64_t *fp = xmalloc(nb * sizeof(uint64_t));
-    size_t *who = xmalloc(nb * sizeof(size_t)), nf = 0;
+    size_t nf = 0;
     for (size_t i = 0; i < nb; i++) if (bt[i].split != BROWN_TRAIN) fp[nf++] = brown_fingerprint(&bt[i]);
     qsort(fp, nf, sizeof(uint64_t), cmp_u64);
     char hash[17], err[1024], path[8192];
@@ -74,7 +74,7 @@ static long check_holdout(const char *data, const Tokenizer *tk, const BrownText
         shard_close(s);
     }
     if (!shards) fatal("prep-task: no train shards %s/train-00000.h5 (is --shards a deberta prep output?)", data);
-    free(fp); free(who);
+    free(fp);
     return docs;
 }
 
