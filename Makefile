@@ -41,7 +41,7 @@ HDRS     := $(wildcard autograd/*.h model/*.h data/*.h train/*.h train/cli/*.h t
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test test-one check-float check-double sanitize clean demo bench deps
+.PHONY: all test test-one check-float check-double sanitize clean demo demo-finetune bench deps
 
 all: $(BUILD)/deberta $(BUILD)/libdeberta.a
 
@@ -86,6 +86,10 @@ sanitize:
 
 demo:
 	@sh scripts/demo.sh
+
+# After (or instead of) `make demo`: a brief POS fine-tune, pretrained vs scratch (scripts/demo-finetune.sh).
+demo-finetune:
+	@sh scripts/demo-finetune.sh
 
 clean:
 	rm -rf build build-double build-asan

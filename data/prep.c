@@ -1,5 +1,6 @@
 /* prep.c — the text -> shards pipeline (see prep.h). */
 #include "data/prep.h"
+#include "data/brown.h"
 #include "data/corpus.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
@@ -96,9 +97,16 @@ static int write_split(const PrepConfig *c, const char *split, const Tokenizer *
     return n_shards;
 }
 
+static int cmp_u64(const void *a, const void *b) {
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* Deterministic split by document: the n_val documents with the smallest keys of the seed's stream
- * go to validation.  Fills train_idx / val_idx (ascending document order). */
-static void split_docs(const DocSet *ds, const PrepConfig *c, size_t *train_idx, size_t *n_train, size_t *val_idx, size_t *n_val) {
+ * go to validation, and so does every document whose fingerprint is in the holdout list.  Fills
+ * train_idx / val_idx (ascending document order). */
+static void split_docs(const DocSet *ds, const PrepConfig *c, size_t *train_idx, size_t *n_train, size_t *val_idx, size_t *n_val,
+                       size_t *n_held_out) {
     size_t nv = (size_t)llround(c->val_fraction * (double)ds->n);
     if (c->val_fraction > 0 && nv == 0 && ds->n >= 2) nv = 1;
     if (nv >= ds->n) nv = ds->n - 1;
@@ -109,6 +117,17 @@ static void split_docs(const DocSet *ds, const PrepConfig *c, size_t *train_idx,
     char *is_val = xcalloc(ds->n, 1);
     for (size_t i = 0; i < nv; i++) is_val[keys[i].idx] = 1;
     free(keys);
+    *n_held_out = 0;
+    if (c->n_holdout) {
+        uint64_t *h = xmalloc(c->n_holdout * sizeof(uint64_t));
+        memcpy(h, c->holdout, c->n_holdout * sizeof(uint64_t));
+        qsort(h, c->n_holdout, sizeof(uint64_t), cmp_u64);
+        for (size_t i = 0; i < ds->n; i++) {
+            uint64_t fp = text_fingerprint(ds->buf + ds->off[i], ds->len[i]);
+            if (bsearch(&fp, h, c->n_holdout, sizeof(uint64_t), cmp_u64)) { is_val[i] = 1; (*n_held_out)++; }
+        }
+        free(h);
+    }
     *n_train = *n_val = 0;
     for (size_t i = 0; i < ds->n; i++) {
         if (is_val[i]) val_idx[(*n_val)++] = i; else train_idx[(*n_train)++] = i;
@@ -154,7 +173,8 @@ int prep_run(const PrepConfig *c, PrepResult *r, char *err, size_t errlen) {
     /* 2. deterministic split by document */
     train_idx = xmalloc(ds.n * sizeof(size_t));
     val_idx = xmalloc(ds.n * sizeof(size_t));
-    split_docs(&ds, c, train_idx, &r->n_train, val_idx, &r->n_val);
+    split_docs(&ds, c, train_idx, &r->n_train, val_idx, &r->n_val, &r->n_held_out);
+    if (r->n_train == 0) { errf(err, errlen, "prep: every document is held out for validation; nothing is left to train on"); goto out; }
 
     /* 3. tokenizer */
     struct stat out_st;

@@ -18,6 +18,10 @@ typedef struct PrepConfig {
     double val_fraction;        /* in [0, 1) */
     long long shard_tokens;     /* start a new shard after this many tokens */
     uint64_t seed;              /* of the train/val split */
+    /* optional: documents whose fingerprint (data/brown.h, text_fingerprint) is one of these go to
+     * val as well, whatever the seed drew (the Brown texts the fine-tuning tasks use for dev/test) */
+    const uint64_t *holdout;
+    size_t n_holdout;
     /* optional: stage name and fraction done in [0, 1] (reading, tokenizer training, encoding) */
     void (*progress)(const char *stage, double frac, void *ctx);
     void *progress_ctx;
@@ -25,6 +29,7 @@ typedef struct PrepConfig {
 
 typedef struct PrepResult {
     size_t n_files, n_docs, n_train, n_val;
+    size_t n_held_out;          /* input documents found in the holdout list (all of them are in val) */
     size_t text_bytes;
     long long tokens_train, tokens_val;
     int shards_train, shards_val;

@@ -5,6 +5,7 @@
 #include "autograd/util.h"
 #include "model/encoder.h"
 #include "model/init.h"
+#include "model/task_head.h"
 
 enum { GB = 2, GT = 5 };
 /* batch 0: last position padded; batch 1: three padded positions */
@@ -126,6 +127,71 @@ SUBSET_CASES(c2p_p2c, ATT_C2P | ATT_P2C)
 SUBSET_CASES(all, ATT_ALL)
 static GCResult gradcheck_layer_fullpad(Tape *t) { return run_layer(t, ATT_ALL, MASK_FULLPAD); }
 
+/* ---- task heads: alone on a hidden-state leaf (dropout on, training mode), and on a 2-layer encoder ---- */
+typedef struct {
+    TaskHead head;
+    Encoder enc;
+    int use_enc, B, T;
+    const int32_t *labels;
+} HeadCtx;
+
+static Tensor *g_head(Tape *t, Tensor **x, int n, void *vctx) {
+    HeadCtx *c = vctx;
+    TaskHeadOut o;
+    if (c->use_enc) {
+        Tensor *h = encoder_forward(t, &c->enc, NULL, IDS, MASK, GB, GT, NULL);
+        return task_head_forward(t, &c->head, h, c->B, c->T, c->labels, &o);
+    }
+    int was = t->training;
+    t->training = 1;
+    Tensor *y = task_head_forward(t, &c->head, x[0], c->B, c->T, c->labels, &o);
+    t->training = was;
+    return y;
+}
+
+/* token labels: -100 on [CLS]-like position 0, on padding and on a second sub-token */
+static const int32_t TOKEN_LABELS[GB * GT] = {-100, 2, -100, 0, -100, -100, 3, -100, -100, -100};
+static const int32_t TOKEN_NONE[GB * GT] = {-100, -100, -100, -100, -100, -100, -100, -100, -100, -100};
+static const int32_t SEQ_LABELS[3] = {1, 3, 1};
+
+static GCResult run_head(Tape *t, HeadKind kind, int use_enc, const int32_t *labels) {
+    ModelConfig cfg;
+    small_config(&cfg, ATT_ALL);
+    HeadCtx c;
+    memset(&c, 0, sizeof c);
+    c.use_enc = use_enc;
+    c.labels = labels;
+    c.B = use_enc ? GB : (kind == HEAD_SEQUENCE ? 3 : GB);
+    c.T = GT;
+    ParamSet ps;
+    params_init(&ps);
+    if (use_enc) encoder_register(&c.enc, &ps, &cfg, 2, "deberta.", 0);
+    real p = use_enc ? 0 : (real)0.2;
+    task_head_register(&c.head, &ps, kind, cfg.hidden_size, 4, p, p, "");
+    params_finalize(&ps);
+    model_init_params(&ps, 0.3, 31);
+    model_perturb_params(&ps, 32);
+    const int s3[3] = {c.B, c.T, cfg.hidden_size};
+    Tensor **leaves = xcalloc(ps.n + 1, sizeof(Tensor *));
+    int nl = 0;
+    if (!use_enc) {
+        leaves[nl] = gradcheck_leaf(3, s3, 1, "hidden");
+        gradcheck_fill_uniform(leaves[nl++], 311, -1, 1);
+    }
+    for (int i = 0; i < ps.n; i++) leaves[nl++] = ps.params[i];
+    GCResult r = check(t, g_head, leaves, nl, &c);
+    if (!use_enc) gradcheck_leaf_free(leaves[0]);
+    free(leaves);
+    if (use_enc) encoder_free(&c.enc);
+    params_free(&ps);
+    return r;
+}
+static GCResult gradcheck_token_head(Tape *t) { return run_head(t, HEAD_TOKEN, 0, TOKEN_LABELS); }
+static GCResult gradcheck_token_head_none(Tape *t) { return run_head(t, HEAD_TOKEN, 0, TOKEN_NONE); }
+static GCResult gradcheck_token_head_enc(Tape *t) { return run_head(t, HEAD_TOKEN, 1, TOKEN_LABELS); }
+static GCResult gradcheck_seq_head(Tape *t) { return run_head(t, HEAD_SEQUENCE, 0, SEQ_LABELS); }
+static GCResult gradcheck_seq_head_enc(Tape *t) { return run_head(t, HEAD_SEQUENCE, 1, SEQ_LABELS); }
+
 const GCCase gradcheck_model_cases[] = {
     {"layer", "c2c, q != kv, padded", gradcheck_layer_c2c},
     {"layer", "c2p, q != kv, padded", gradcheck_layer_c2p},
@@ -142,5 +208,10 @@ const GCCase gradcheck_model_cases[] = {
     {"encoder2", "c2c|p2c, padded", gradcheck_encoder_c2c_p2c},
     {"encoder2", "c2p|p2c, padded", gradcheck_encoder_c2p_p2c},
     {"encoder2", "c2c|c2p|p2c, padded", gradcheck_encoder_all},
+    {"token_head", "[2,5,8] L4, -100s, dropout 0.2", gradcheck_token_head},
+    {"token_head", "[2,5,8] L4, every label -100", gradcheck_token_head_none},
+    {"token_head", "2-layer encoder + head, padded", gradcheck_token_head_enc},
+    {"seq_head", "[3,5,8] L4, dropout 0.2", gradcheck_seq_head},
+    {"seq_head", "2-layer encoder + pooler + head", gradcheck_seq_head_enc},
 };
 const int gradcheck_n_model_cases = (int)ARRAY_LEN(gradcheck_model_cases);

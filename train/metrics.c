@@ -207,6 +207,31 @@ void progress_update(Progress *p, long step, double g_loss, double d_loss, doubl
     p->t_last = t;
 }
 
+void progress_update_fields(Progress *p, long step, const char *fields, long long tokens) {
+    const double t = now_seconds(), el = t - p->t_start;
+    p->tokens += tokens;
+    const long done = step - p->start_step;
+    const int last = step >= p->total_steps;
+    if (p->tty) {
+        if (!last && p->shown && t - p->t_last < 0.1) return;
+    } else if (!last && p->printed_plain && t - p->t_last < p->interval) {
+        return;
+    }
+    const double tps = el > 0 ? (double)p->tokens / el : NAN;
+    const double eta = done > 0 ? el / (double)done * (double)(p->total_steps - step) : NAN;
+    char rate[32], e[32];
+    if (!isfinite(tps) || tps <= 0) snprintf(rate, sizeof rate, "?");
+    else if (tps >= 1e6) snprintf(rate, sizeof rate, "%.2fM", tps / 1e6);
+    else if (tps >= 1e3) snprintf(rate, sizeof rate, "%.1fk", tps / 1e3);
+    else snprintf(rate, sizeof rate, "%.0f", tps);
+    format_duration(eta, e, sizeof e);
+    if (p->tty) fprintf(p->out, "\rstep %ld/%ld | %s | %s tok/s | ETA %s\033[K", step, p->total_steps, fields, rate, e);
+    else fprintf(p->out, "step %ld/%ld | %s | %s tok/s | ETA %s\n", step, p->total_steps, fields, rate, e);
+    if (p->tty) p->shown = 1; else p->printed_plain = 1;
+    fflush(p->out);
+    p->t_last = t;
+}
+
 void progress_note(Progress *p, const char *fmt, ...) {
     if (p->tty && p->shown) fputs("\r\033[K", p->out);
     va_list ap;

@@ -78,6 +78,8 @@ void progress_init(Progress *p, long start_step, long total_steps);
 void progress_init_stream(Progress *p, FILE *out, int tty, long start_step, long total_steps);
 /* After step `step` (1-based count of completed steps) that processed `tokens` tokens. */
 void progress_update(Progress *p, long step, double g_loss, double d_loss, double rtd_acc, long long tokens);
+/* The same for any run: `fields` (e.g. "loss 0.412 | acc 0.871") stands where G, D and RTD acc stand. */
+void progress_update_fields(Progress *p, long step, const char *fields, long long tokens);
 /* A message on its own line that does not garble the live line (e.g. "step 37 skipped: ..."). */
 void progress_note(Progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Ends the live line (newline on a TTY). */

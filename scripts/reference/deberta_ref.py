@@ -71,10 +71,13 @@ def int_field(ds, name, path, shape=None, lo=None, hi=None):
 # encoder
 # ---------------------------------------------------------------------------------------------
 
-def run_encoder(cfg, P, ids, m, lw):
+def run_encoder(cfg, P, ids, m, lw, head=None, labels=None):
     enc = rm.encoder(P, "deberta.", cfg, cfg["num_hidden_layers"],
                      P["deberta.embeddings.word_embeddings.weight"], ids, m, training=False)
-    loss = (enc["layers"][-1] * lw).sum()
+    if head:
+        enc["logits"], loss = rm.task_head(P, head, enc["layers"][-1], labels)
+    else:
+        loss = (enc["layers"][-1] * lw).sum()
     names = list(P.keys())
     gs = torch.autograd.grad(loss, [P[n] for n in names], allow_unused=True)
     grads = {n: (torch.zeros_like(P[n]) if g is None else g) for n, g in zip(names, gs)}
@@ -110,7 +113,12 @@ def cmd_encoder(args):
             if missing:
                 die("%s: --model needs a full-model file (attribute(s) %s missing)" % (args.weights, ", ".join(missing)))
             cfg, raw = backbone_of(cfg, raw, args.model)
-        P = refio.select_params(raw, rm.encoder_shapes(cfg), args.weights, dtype)
+        shapes = rm.encoder_shapes(cfg)
+        if args.head:
+            if "classifier.weight" not in raw:
+                die("%s: --head needs classifier.weight in the weights" % args.weights)
+            shapes.update(rm.head_shapes(cfg, args.head, raw["classifier.weight"].shape[0]))
+        P = refio.select_params(raw, shapes, args.weights, dtype)
     except (refio.FileError, rm.ConfigError) as e:
         die(str(e))
     check_dropout(cfg, args)
@@ -120,14 +128,23 @@ def cmd_encoder(args):
         die("%s: input_ids must be [B,T]" % args.inputs)
     B, T = ids.shape
     m = int_field(ds, "attention_mask", args.inputs, shape=(B, T), lo=0, hi=2)
-    if "loss_weight" not in ds:
-        die("%s: dataset 'loss_weight' missing" % args.inputs)
-    lw = ds["loss_weight"]
-    if tuple(lw.shape) != (B, T, cfg["hidden_size"]):
-        die("%s: loss_weight has shape %s, expected %s" % (args.inputs, lw.shape, (B, T, cfg["hidden_size"])))
-    lw = torch.tensor(lw, dtype=dtype)
-    enc, loss, grads = run_encoder(cfg, P, ids, m, lw)
+    lw = labels = None
+    if args.head:
+        L = P["classifier.weight"].shape[0]
+        labels = int_field(ds, "labels", args.inputs, shape=(B, T) if args.head == "token" else (B,), lo=-100, hi=L)
+        if ((labels < 0) & (labels != -100)).any():
+            die("%s: labels must be in [0, %d) or -100" % (args.inputs, L))
+    else:
+        if "loss_weight" not in ds:
+            die("%s: dataset 'loss_weight' missing" % args.inputs)
+        lw = ds["loss_weight"]
+        if tuple(lw.shape) != (B, T, cfg["hidden_size"]):
+            die("%s: loss_weight has shape %s, expected %s" % (args.inputs, lw.shape, (B, T, cfg["hidden_size"])))
+        lw = torch.tensor(lw, dtype=dtype)
+    enc, loss, grads = run_encoder(cfg, P, ids, m, lw, args.head, labels)
     out = {"embedding_output": np_out(enc["emb"]), "loss": np_out(loss)}
+    if args.head:
+        out["logits"] = np_out(enc["logits"])
     for n, h in enumerate(enc["layers"]):
         out["hidden_states/layer_%d" % n] = np_out(h)
     for n, g in grads.items():
@@ -566,6 +583,9 @@ def main(argv=None):
     p.add_argument("--ignore-dropout", action="store_true", help="run with dropout off even if config says not")
     p.add_argument("--model", choices=("generator", "discriminator"),
                    help="run one backbone of a full-model weights file or checkpoint (GDES/ES tables materialised)")
+    p.add_argument("--head", choices=("token", "sequence"),
+                   help="a fine-tuning head (classifier.*, pooler.*) on top: loss = its cross-entropy on the "
+                        "inputs' labels (-100 ignored) instead of sum(last_hidden * loss_weight)")
     p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own)")
 
     p = sub.add_parser("dump", help="generator + discriminator: activations, logits, losses, gradients")

@@ -369,6 +369,31 @@ def encoder_shapes(cfg):
     return backbone_shapes(cfg, "deberta.", cfg["num_hidden_layers"])
 
 
+def head_shapes(cfg, kind, n_labels):
+    """Fine-tuning heads (names of HF DebertaV2ForTokenClassification / ...ForSequenceClassification)."""
+    H = cfg["hidden_size"]
+    s = {"classifier.weight": (n_labels, H), "classifier.bias": (n_labels,)}
+    if kind == "sequence":
+        s.update({"pooler.dense.weight": (H, H), "pooler.dense.bias": (H,)})
+    return s
+
+
+def task_head(P, kind, hidden, labels):
+    """Logits and loss of a fine-tuning head on the last hidden state [B, T, H] (dropout off).
+    token:    logits[b, i] = classifier(h[b, i]);                 labels [B, T]
+    sequence: p = gelu(pooler.dense(h[b, 0])) (the first token); logits[b] = classifier(p); labels [B]
+    loss:     mean cross-entropy over the labels that are not -100."""
+    if kind == "token":
+        logits = _lin(hidden.reshape(-1, hidden.shape[-1]), P, "classifier")
+    else:
+        logits = _lin(F.gelu(_lin(hidden[:, 0], P, "pooler.dense")), P, "classifier")
+    y = labels.reshape(-1)
+    keep = y != -100
+    lp = torch.log_softmax(logits[keep], dim=-1)
+    loss = -lp.gather(1, y[keep].unsqueeze(1)).sum() / max(int(keep.sum()), 1)
+    return logits, loss
+
+
 def full_shapes(cfg):
     H, V = cfg["hidden_size"], cfg["vocab_size"]
     s = backbone_shapes(cfg, "generator.deberta.", cfg["gen_num_hidden_layers"])

@@ -9,6 +9,10 @@
  *   deberta dump-encoder --weights W.h5 --inputs I.h5 --out O.h5
  *       forward (dropout off) of input_ids/attention_mask, loss = Σ last_hidden ⊙ loss_weight,
  *       backward; writes embedding_output, hidden_states/layer_N, loss, grad/<name>.
+ *   With a task head (--init --head token|sequence --num-labels L writes classifier.* and, for
+ *   sequence, pooler.dense.*; a weights file holding classifier.weight runs it): the loss is the
+ *   head's cross-entropy on the inputs' `labels` ([B,T] token, [B] sequence; -100 ignored) instead
+ *   of the loss_weight sum, and `logits` is written too.
  */
 #include <hdf5.h>
 #include <stdio.h>
@@ -17,6 +21,7 @@
 #include "autograd/util.h"
 #include "model/encoder.h"
 #include "model/init.h"
+#include "model/task_head.h"
 #include "train/cli/cli.h"
 #include "train/cli/h5io.h"
 
@@ -28,6 +33,7 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: deberta dump-encoder --init --out W.h5 [--preset tiny|xsmall|test] [--KEY VALUE ...] [--seed N] [--perturb]\n"
+               "                                  [--head token|sequence --num-labels L]\n"
                "       deberta dump-encoder --weights W.h5 --inputs I.h5 --out O.h5\n"
                "Encoder parity files (docs/FORMATS.md, \"Parity and dump files\"): --init writes a weights file\n"
                "(\"deberta.\" parameter names, config as root attributes); the second form runs the encoder with\n"
@@ -133,20 +139,44 @@ static int run_encoder(const char *wpath, const char *ipath, const char *opath) 
     params_init(&ps);
     Encoder e;
     encoder_register(&e, &ps, &cfg, cfg.num_hidden_layers, "deberta.", 0);
+    /* a task head when the weights file has one */
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    int has_head = 0, n_labels = 0;
+    HeadKind kind = HEAD_TOKEN;
+    TaskHead head;
+    {
+        hid_t wf = H5Fopen(wpath, H5F_ACC_RDONLY, H5P_DEFAULT);
+        if (wf >= 0 && H5Lexists(wf, "classifier.weight", H5P_DEFAULT) > 0) {
+            hid_t d = H5Dopen2(wf, "classifier.weight", H5P_DEFAULT), sp = H5Dget_space(d);
+            hsize_t dims[2] = {0, 0};
+            if (H5Sget_simple_extent_ndims(sp) == 2) H5Sget_simple_extent_dims(sp, dims, NULL);
+            H5Sclose(sp);
+            H5Dclose(d);
+            if (dims[0] < 1) fatal("weights %s: classifier.weight must be [num_labels, hidden]", wpath);
+            has_head = 1;
+            n_labels = (int)dims[0];
+            kind = H5Lexists(wf, "pooler.dense.weight", H5P_DEFAULT) > 0 ? HEAD_SEQUENCE : HEAD_TOKEN;
+        }
+        if (wf >= 0) H5Fclose(wf);
+    }
+    if (has_head) task_head_register(&head, &ps, kind, cfg.hidden_size, n_labels, 0, 0, "");
     params_finalize(&ps);
     if (h5io_read_params(wpath, &ps, err, sizeof err)) fatal("%s", err);
 
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     hid_t f = H5Fopen(ipath, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) fatal("inputs %s: cannot open as HDF5", ipath);
-    hsize_t di[2], dm[2], dw[3];
+    hsize_t di[2], dm[2], dw[3], dl[2];
     int32_t *ids = read_ds(f, ipath, "input_ids", 2, di, 0);
     int32_t *mask = read_ds(f, ipath, "attention_mask", 2, dm, 0);
-    real *lw = read_ds(f, ipath, "loss_weight", 3, dw, 1);
+    real *lw = has_head ? NULL : read_ds(f, ipath, "loss_weight", 3, dw, 1);
+    int32_t *labels = has_head ? read_ds(f, ipath, "labels", kind == HEAD_TOKEN ? 2 : 1, dl, 0) : NULL;
     H5Fclose(f);
     const int B = (int)di[0], T = (int)di[1], H = cfg.hidden_size;
     if (dm[0] != di[0] || dm[1] != di[1]) fatal("inputs %s: attention_mask shape differs from input_ids [%d, %d]", ipath, B, T);
-    if ((int)dw[0] != B || (int)dw[1] != T || (int)dw[2] != H) fatal("inputs %s: loss_weight must be [%d, %d, %d]", ipath, B, T, H);
+    if (!has_head && ((int)dw[0] != B || (int)dw[1] != T || (int)dw[2] != H)) fatal("inputs %s: loss_weight must be [%d, %d, %d]", ipath, B, T, H);
+    if (has_head && ((int)dl[0] != B || (kind == HEAD_TOKEN && (int)dl[1] != T)))
+        fatal("inputs %s: labels must be [%d%s]", ipath, B, kind == HEAD_TOKEN ? ", T" : "");
     for (long i = 0; i < (long)B * T; i++) {
         if (ids[i] < 0 || ids[i] >= cfg.vocab_size) fatal("inputs %s: input_ids[%ld] = %d outside [0, %d)", ipath, i, ids[i], cfg.vocab_size);
         if (mask[i] != 0 && mask[i] != 1) fatal("inputs %s: attention_mask[%ld] = %d (0 or 1)", ipath, i, mask[i]);
@@ -158,9 +188,16 @@ static int run_encoder(const char *wpath, const char *ipath, const char *opath) 
     EncoderOut out;
     Tensor *last = encoder_forward(&t, &e, NULL, ids, mask, B, T, &out);
     long double loss = 0; /* loss = Σ last ⊙ loss_weight; d loss / d last = loss_weight */
-    for (long i = 0; i < last->n; i++) loss += (long double)last->data[i] * lw[i];
     params_zero_grad(&ps);
-    tape_backward_from(&t, last, lw);
+    TaskHeadOut ho;
+    if (has_head) {
+        Tensor *l = task_head_forward(&t, &head, last, B, T, labels, &ho);
+        loss = l->data[0];
+        tape_backward(&t, l, 1);
+    } else {
+        for (long i = 0; i < last->n; i++) loss += (long double)last->data[i] * lw[i];
+        tape_backward_from(&t, last, lw);
+    }
 
     H5Writer w;
     if (h5w_open(&w, opath, err, sizeof err)) fatal("%s", err);
@@ -172,6 +209,7 @@ static int run_encoder(const char *wpath, const char *ipath, const char *opath) 
     }
     const real lv = (real)loss;
     h5w_real(&w, "loss", 0, NULL, &lv);
+    if (has_head) h5w_real(&w, "logits", 2, ho.logits->shape, ho.logits->data);
     for (int i = 0; i < ps.n; i++) {
         snprintf(name, sizeof name, "grad/%s", ps.params[i]->name);
         h5w_real(&w, name, ps.params[i]->ndim, ps.params[i]->shape, ps.params[i]->grad);
@@ -184,6 +222,7 @@ static int run_encoder(const char *wpath, const char *ipath, const char *opath) 
     free(ids);
     free(mask);
     free(lw);
+    free(labels);
     encoder_free(&e);
     params_free(&ps);
     return 0;
@@ -191,7 +230,8 @@ static int run_encoder(const char *wpath, const char *ipath, const char *opath) 
 
 int cmd_dump_encoder(int argc, char **argv) {
     const char *weights = NULL, *inputs = NULL, *out = NULL;
-    int init = 0, perturb = 0;
+    int init = 0, perturb = 0, n_labels = 0;
+    const char *head = NULL;
     unsigned long long seed = 1;
     ModelConfig cfg;
     config_defaults(&cfg);
@@ -209,6 +249,8 @@ int cmd_dump_encoder(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--init")) init = 1;
         else if (!strcmp(a, "--perturb")) perturb = 1;
+        else if (!strcmp(a, "--head") && i + 1 < argc) head = argv[++i];
+        else if (!strcmp(a, "--num-labels") && i + 1 < argc) n_labels = atoi(argv[++i]);
         else if (!strcmp(a, "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(a, "--weights") && i + 1 < argc) weights = argv[++i];
         else if (!strcmp(a, "--inputs") && i + 1 < argc) inputs = argv[++i];
@@ -232,6 +274,12 @@ int cmd_dump_encoder(int argc, char **argv) {
     params_init(&ps);
     Encoder e;
     encoder_register(&e, &ps, &cfg, cfg.num_hidden_layers, "deberta.", 0);
+    if (head) {
+        if ((strcmp(head, "token") && strcmp(head, "sequence")) || n_labels < 1)
+            fatal("dump-encoder: --head token|sequence needs --num-labels L >= 1");
+        TaskHead th;
+        task_head_register(&th, &ps, !strcmp(head, "token") ? HEAD_TOKEN : HEAD_SEQUENCE, cfg.hidden_size, n_labels, 0, 0, "");
+    }
     params_finalize(&ps);
     model_init_params(&ps, cfg.initializer_range, seed);
     if (perturb) model_perturb_params(&ps, seed + 1);

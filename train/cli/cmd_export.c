@@ -20,7 +20,9 @@
 #include "data/tokenizer.h"
 #include "model/electra.h"
 #include "model/safetensors.h"
+#include "data/task.h"
 #include "train/checkpoint.h"
+#include "train/finetune.h"
 #include "train/cli/cli.h"
 #include "train/cli/h5io.h"
 #include "train/cli/model_source.h"
@@ -29,6 +31,9 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: deberta export CHECKPOINT OUTDIR [--allow-no-c2c]\n"
             "\n"
+            "A fine-tuned model (deberta finetune's RUNDIR/best.h5 or checkpoint.h5) is written as one folder,\n"
+            "OUTDIR, of DebertaV2ForTokenClassification or DebertaV2ForSequenceClassification, with\n"
+            "id2label/label2id in config.json.  A pretraining checkpoint:\n"
             "Writes OUTDIR/generator and OUTDIR/discriminator as Hugging Face DebertaV2 folders:\n"
             "config.json, model.safetensors (F32) and tokenizer.json (when the checkpoint has the\n"
             "tokenizer).  CHECKPOINT is a training checkpoint (RUNDIR/checkpoint.h5) or a parity weights\n"
@@ -51,7 +56,8 @@ static void json_double(FILE *f, double v) {
 }
 
 /* config.json of spec §7.2 for one of the pair (n_layers: its depth). */
-static int write_config_json(const char *path, const ModelConfig *c, int n_layers, const char *arch, char *err, size_t errlen) {
+static int write_config_json(const char *path, const ModelConfig *c, int n_layers, const char *arch, const char *extra, char *err,
+                             size_t errlen) {
     AtomicFile af;
     if (atomic_open(&af, path) != 0) {
         snprintf(err, errlen, "export: cannot create %.900s.tmp (%s)", path, strerror(errno));
@@ -78,8 +84,8 @@ static int write_config_json(const char *path, const ModelConfig *c, int n_layer
     if (c->att_terms & ATT_P2C) fprintf(f, "%s\"p2c\"", k++ ? ", " : "");
     if (c->att_terms & ATT_C2P) fprintf(f, "%s\"c2p\"", k++ ? ", " : "");
     fprintf(f, "],\n  \"position_biased_input\": false,\n  \"pad_token_id\": %d,\n", c->pad_id);
-    fprintf(f, "  \"pooler_hidden_size\": %d,\n  \"pooler_dropout\": 0,\n  \"pooler_hidden_act\": \"gelu\",\n  \"legacy\": true\n}\n",
-            c->hidden_size);
+    fprintf(f, "  \"pooler_hidden_size\": %d,\n  \"pooler_dropout\": 0,\n  \"pooler_hidden_act\": \"gelu\",\n%s  \"legacy\": true\n}\n",
+            c->hidden_size, extra ? extra : "");
     if (atomic_commit(&af) != 0) {
         snprintf(err, errlen, "export: cannot write %.900s (%s)", path, strerror(errno));
         return -1;
@@ -123,6 +129,86 @@ static void entries_free(Entries *es) {
     memset(es, 0, sizeof *es);
 }
 
+/* ---- a fine-tuned model (deberta finetune): one folder OUTDIR with the head's HF class ---- */
+
+typedef struct { char head[16]; char labels[TASK_MAX_LABELS * (TASK_LABEL_LEN + 1)]; } FtKeys;
+static int ft_key(const char *key, const char *v, void *ctx) {
+    FtKeys *k = ctx;
+    if (!strcmp(key, "ft_head") && v) snprintf(k->head, sizeof k->head, "%s", v);
+    if (!strcmp(key, "ft_labels") && v) snprintf(k->labels, sizeof k->labels, "%s", v);
+    return 0;
+}
+
+static void json_str(char *buf, size_t cap, size_t *k, const char *s) {
+    *k += (size_t)snprintf(buf + *k, cap - *k, "\"");
+    for (; *s && *k + 8 < cap; s++) {
+        if (*s == '"' || *s == '\\') *k += (size_t)snprintf(buf + *k, cap - *k, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20) *k += (size_t)snprintf(buf + *k, cap - *k, "\\u%04x", *s);
+        else buf[(*k)++] = *s;
+    }
+    *k += (size_t)snprintf(buf + *k, cap - *k, "\"");
+}
+
+static int export_finetuned(const char *src, const char *outdir, CheckpointState *st, ModelConfig *cfg) {
+    char err[1024], path[4200];
+    FtKeys keys = {"", ""};
+    config_text_each(st->config, ft_key, &keys);
+    HeadKind kind;
+    if (!strcmp(keys.head, "token")) kind = HEAD_TOKEN;
+    else if (!strcmp(keys.head, "sequence")) kind = HEAD_SEQUENCE;
+    else fatal("checkpoint %s: ft_head is '%s', expected token or sequence", src, keys.head);
+    char names[TASK_MAX_LABELS][TASK_LABEL_LEN];
+    int L = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(keys.labels, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (L == TASK_MAX_LABELS) fatal("checkpoint %s: more than %d labels", src, TASK_MAX_LABELS);
+        snprintf(names[L++], TASK_LABEL_LEN, "%s", t);
+    }
+    if (L < 2) fatal("checkpoint %s: ft_labels names %d labels (at least 2 expected)", src, L);
+    FtModel m;
+    ft_model_build(&m, cfg, kind, L, 0, 0);
+    CheckpointState st2;
+    memset(&st2, 0, sizeof st2);
+    if (checkpoint_load(src, &m.ps, NULL, &st2, err, sizeof err)) fatal("%s", err);
+    if (mkdir_p(outdir)) fatal("export: cannot create %s (%s)", outdir, strerror(errno));
+    Entries es = {0};
+    for (int i = 0; i < m.ps.n; i++) add_entry(&es, m.ps.params[i]->name, m.ps.params[i], NULL);
+    snprintf(path, sizeof path, "%s/model.safetensors", outdir);
+    if (safetensors_write(path, es.e, es.n, err, sizeof err)) fatal("export: %s", err);
+    size_t cap = 256 + (size_t)L * 2 * (2 * TASK_LABEL_LEN + 16), k = 0;
+    char *extra = xmalloc(cap);
+    k += (size_t)snprintf(extra + k, cap - k, "  \"num_labels\": %d,\n  \"id2label\": {", L);
+    for (int l = 0; l < L; l++) {
+        k += (size_t)snprintf(extra + k, cap - k, "%s\"%d\": ", l ? ", " : "", l);
+        json_str(extra, cap, &k, names[l]);
+    }
+    k += (size_t)snprintf(extra + k, cap - k, "},\n  \"label2id\": {");
+    for (int l = 0; l < L; l++) {
+        if (l) k += (size_t)snprintf(extra + k, cap - k, ", ");
+        json_str(extra, cap, &k, names[l]);
+        k += (size_t)snprintf(extra + k, cap - k, ": %d", l);
+    }
+    snprintf(extra + k, cap - k, "},\n");
+    const char *arch = kind == HEAD_TOKEN ? "DebertaV2ForTokenClassification" : "DebertaV2ForSequenceClassification";
+    snprintf(path, sizeof path, "%s/config.json", outdir);
+    if (write_config_json(path, cfg, cfg->num_hidden_layers, arch, extra, err, sizeof err)) fatal("%s", err);
+    free(extra);
+    const char *tok_note = "no tokenizer in the checkpoint: tokenizer.json not written";
+    if (st2.n_tokenizer > 0) {
+        Tokenizer *tk = tokenizer_from_bytes(st2.tokenizer, st2.n_tokenizer, src, err, sizeof err);
+        if (!tk) fatal("checkpoint %s: tokenizer: %s", src, err);
+        snprintf(path, sizeof path, "%s/tokenizer.json", outdir);
+        if (tokenizer_write_hf_json(tk, path, err, sizeof err)) fatal("export: %s", err);
+        tokenizer_free(tk);
+        tok_note = "tokenizer.json written";
+    }
+    printf("export: %s (fine-tuned, %s, %d labels) -> %s: %d tensors; %s\n", src, arch, L, outdir, es.n, tok_note);
+    entries_free(&es);
+    checkpoint_state_free(&st2);
+    ft_model_free(&m);
+    return 0;
+}
+
 int cmd_export(int argc, char **argv) {
     const char *src = NULL, *outdir = NULL;
     int allow_no_c2c = 0;
@@ -149,6 +235,22 @@ int cmd_export(int argc, char **argv) {
     ModelSource ms;
     model_source_config(&ms, src, 1, &cfg);
     const int ckpt = ms.is_checkpoint;
+    if (ckpt) { /* a fine-tuned model (deberta finetune) is one folder of its own */
+        CheckpointState fst;
+        memset(&fst, 0, sizeof fst);
+        if (checkpoint_read_state(src, &fst, err, sizeof err)) fatal("%s", err);
+        if (fst.config && strstr(fst.config, "ft_task")) {
+            if (config_validate(&cfg, err, sizeof err)) fatal("export %s: %s", src, err);
+            if (!(cfg.att_terms & ATT_C2C) && !allow_no_c2c)
+                fatal("export: the model was trained without the c2c attention term; Hugging Face DeBERTa-V2 always computes c2c "
+                      "(pass --allow-no-c2c to export anyway)");
+            const int rc = export_finetuned(src, outdir, &fst, &cfg);
+            checkpoint_state_free(&fst);
+            model_source_free(&ms);
+            return rc;
+        }
+        checkpoint_state_free(&fst);
+    }
     if (config_validate(&cfg, err, sizeof err)) fatal("export %s: %s", src, err);
     if (cfg.disc_position_biased_input)
         fatal("export %s: the discriminator adds absolute positions at its input (disc_position_biased_input = true, an "
@@ -203,9 +305,9 @@ int cmd_export(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/model.safetensors", ddir);
     if (safetensors_write(path, de.e, de.n, err, sizeof err)) fatal("export: %s", err);
     snprintf(path, sizeof path, "%s/config.json", gdir);
-    if (write_config_json(path, &cfg, m.gen.n_layers, "DebertaV2ForMaskedLM", err, sizeof err)) fatal("%s", err);
+    if (write_config_json(path, &cfg, m.gen.n_layers, "DebertaV2ForMaskedLM", NULL, err, sizeof err)) fatal("%s", err);
     snprintf(path, sizeof path, "%s/config.json", ddir);
-    if (write_config_json(path, &cfg, m.disc.n_layers, "DebertaV2Model", err, sizeof err)) fatal("%s", err);
+    if (write_config_json(path, &cfg, m.disc.n_layers, "DebertaV2Model", NULL, err, sizeof err)) fatal("%s", err);
 
     const char *tok_note = "no tokenizer in the source: tokenizer.json not written";
     if (ckpt && st->n_tokenizer > 0) {

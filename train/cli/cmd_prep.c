@@ -3,6 +3,7 @@
  */
 #include "train/cli/cli.h"
 #include "data/prep.h"
+#include "data/brown.h"
 #include "data/tokenizer.h"
 #include "autograd/util.h"
 #include <errno.h>
@@ -32,6 +33,8 @@ static void usage(FILE *f) {
             "  --shard-tokens N     start a new shard after this many tokens (default %lld)\n"
             "  --tokenizer FILE     reuse this tokenizer.bin instead of training one\n"
             "  --seed S             seed of the train/val split (default %d)\n"
+            "  --holdout-brown DIR  the tagged Brown texts (fetch-corpus.sh's DIR/brown-tagged): the texts that\n"
+            "                       deberta prep-task uses for dev and test go to val, never to train\n"
             "  --threads N          OpenMP threads (default: all cores)\n"
             "  --help               this text\n"
             "\n"
@@ -61,7 +64,7 @@ static void progress_line(const char *stage, double frac, void *ctx) {
 int cmd_prep(int argc, char **argv) {
     const char **inputs = xmalloc((size_t)argc * sizeof(char *));
     int n_inputs = 0;
-    const char *out = NULL, *tok_path = NULL;
+    const char *out = NULL, *tok_path = NULL, *holdout_dir = NULL;
     long long vocab = DEFAULT_VOCAB, shard_tokens = DEFAULT_SHARD_TOKENS, seed = DEFAULT_SEED, threads = 0;
     double val_fraction = DEFAULT_VAL_FRACTION;
     int vocab_given = 0;
@@ -80,6 +83,7 @@ int cmd_prep(int argc, char **argv) {
         long long x;
         if (!strcmp(a, "--out")) out = v;
         else if (!strcmp(a, "--tokenizer")) tok_path = v;
+        else if (!strcmp(a, "--holdout-brown")) holdout_dir = v;
         else if (!strcmp(a, "--vocab-size")) {
             if (parse_ll(v, &x) || x < TOK_FIRST_CHAR + 1 || x > (1 << 24)) {
                 free(inputs);
@@ -111,11 +115,29 @@ int cmd_prep(int argc, char **argv) {
     g_tty = isatty(2);
     double t_start = now_seconds();
     char err[2048];
-    PrepConfig pc = {inputs, n_inputs, out, tok_path, vocab, val_fraction, shard_tokens, (uint64_t)seed, progress_line, NULL};
+    PrepConfig pc = {.inputs = inputs, .n_inputs = n_inputs, .out = out, .tokenizer = tok_path, .vocab_size = vocab,
+                     .val_fraction = val_fraction, .shard_tokens = shard_tokens, .seed = (uint64_t)seed,
+                     .progress = progress_line, .progress_ctx = NULL};
+    uint64_t *holdout = NULL;
+    if (holdout_dir) { /* the Brown texts of the fine-tuning tasks' dev and test splits */
+        BrownText *bt;
+        size_t nb;
+        if (brown_read_dir(holdout_dir, &bt, &nb, err, sizeof err)) fatal("--holdout-brown: %s", err);
+        holdout = xmalloc(nb * sizeof(uint64_t));
+        for (size_t i = 0; i < nb; i++)
+            if (bt[i].split != BROWN_TRAIN) holdout[pc.n_holdout++] = brown_fingerprint(&bt[i]);
+        brown_free(bt, nb);
+        free(bt);
+        pc.holdout = holdout;
+    }
     PrepResult r;
     const int rc = prep_run(&pc, &r, err, sizeof err);
     free(inputs);
+    free(holdout);
     if (rc != 0) fatal("%s", err);
+    if (holdout_dir)
+        printf("prep: %zu documents are dev/test texts of the Brown tasks (%s): %zu of them were in the inputs, now in val\n",
+               pc.n_holdout, holdout_dir, r.n_held_out);
     if (tok_path && vocab_given && vocab != r.vocab_size)
         warn("prep: --vocab-size %lld ignored; %s has %d tokens", vocab, tok_path, r.vocab_size);
     if (!tok_path && r.vocab_size < vocab)

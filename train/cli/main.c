@@ -26,6 +26,8 @@ int main(int argc, char **argv) {
         {"dump", cmd_dump, "every activation, loss and gradient of one batch into HDF5"},
         {"dump-encoder", cmd_dump_encoder, "encoder parity files: init a weights file, or run one on given inputs"},
         {"export", cmd_export, "checkpoint -> Hugging Face folders (config.json, model.safetensors)"},
+        {"prep-task", cmd_prep_task, "tagged Brown texts -> task files for fine-tuning (pos, genre)"},
+        {"finetune", cmd_finetune, "an encoder + task head fine-tuned on a task, tested beside the baselines"},
         {"bench", cmd_bench, "timings of the training step and its parts"},
     };
     const int n = (int)(sizeof(cmds) / sizeof(cmds[0]));

@@ -1,0 +1,67 @@
+/* task_head.c — token and sequence classification heads; see task_head.h. */
+#include "model/task_head.h"
+#include <stdio.h>
+#include <string.h>
+#include "autograd/ops.h"
+#include "autograd/util.h"
+
+static Tensor *add(ParamSet *ps, const char *prefix, const char *name, int ndim, int d0, int d1) {
+    char full[256];
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    const int shape[2] = {d0, d1};
+    return params_add(ps, full, ndim, shape);
+}
+
+void task_head_register(TaskHead *h, ParamSet *ps, HeadKind kind, int H, int n_labels, real p_pool, real p_cls,
+                        const char *prefix) {
+    memset(h, 0, sizeof *h);
+    if (n_labels < 1 || H < 1) fatal("task head: %d labels over width %d", n_labels, H);
+    h->kind = kind;
+    h->H = H;
+    h->n_labels = n_labels;
+    h->p_pool = p_pool;
+    h->p_cls = p_cls;
+    if (!prefix) prefix = "";
+    if (kind == HEAD_SEQUENCE) {
+        h->pool_w = add(ps, prefix, "pooler.dense.weight", 2, H, H);
+        h->pool_b = add(ps, prefix, "pooler.dense.bias", 1, H, 0);
+    }
+    h->cls_w = add(ps, prefix, "classifier.weight", 2, n_labels, H);
+    h->cls_b = add(ps, prefix, "classifier.bias", 1, n_labels, 0);
+}
+
+Tensor *task_head_forward(Tape *t, const TaskHead *h, Tensor *hidden, int B, int T, const int32_t *labels, TaskHeadOut *out) {
+    memset(out, 0, sizeof *out);
+    if (hidden->ndim != 3 || hidden->shape[0] != B || hidden->shape[1] != T || hidden->shape[2] != h->H)
+        fatal("task head: hidden state has the wrong shape (expected [%d, %d, %d])", B, T, h->H);
+    const int L = h->n_labels, n_rows = h->kind == HEAD_TOKEN ? B * T : B;
+    Tensor *x;
+    if (h->kind == HEAD_TOKEN) {
+        const int s2[2] = {B * T, h->H};
+        x = op_reshape(t, hidden, 2, s2);                        /* [B·T, H] */
+    } else {
+        int32_t *first = arena_alloc(&t->arena, (size_t)B * sizeof(int32_t));
+        for (int b = 0; b < B; b++) first[b] = b * T;            /* h[b, 0] */
+        const int s2[2] = {B * T, h->H};
+        Tensor *c = op_index_select(t, op_reshape(t, hidden, 2, s2), first, B);   /* [B, H] */
+        c = op_dropout(t, c, h->p_pool);
+        x = op_gelu(t, op_linear(t, c, h->pool_w, h->pool_b));   /* ContextPooler */
+    }
+    x = op_dropout(t, x, h->p_cls);
+    out->logits = op_linear(t, x, h->cls_w, h->cls_b);           /* [n_rows, L] */
+    if (!labels) return out->logits;
+    int32_t *rows = arena_alloc(&t->arena, (size_t)n_rows * sizeof(int32_t));
+    int32_t *tg = arena_alloc(&t->arena, (size_t)n_rows * sizeof(int32_t));
+    int n = 0;
+    for (int r = 0; r < n_rows; r++) {
+        int32_t l = labels[r];
+        if (l == HEAD_IGNORE) continue;
+        if (l < 0 || l >= L) fatal("task head: label %d of row %d is outside [0, %d) (and not %d)", l, r, L, HEAD_IGNORE);
+        rows[n] = r;
+        tg[n++] = l;
+    }
+    out->n_counted = n;
+    Tensor *sel = n == n_rows ? out->logits : op_index_select(t, out->logits, rows, n);
+    out->loss = op_cross_entropy(t, sel, tg);
+    return out->loss;
+}

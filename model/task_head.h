@@ -1,0 +1,44 @@
+/* task_head.h — the fine-tuning heads on top of an encoder's last hidden state, as Hugging Face
+ * DebertaV2ForTokenClassification / DebertaV2ForSequenceClassification define them:
+ *
+ *   token     logits[b, i] = W_c · Dropout_h(h[b, i]) + b_c                        [B·T, L]
+ *   sequence  p = GELU(W_p · Dropout_p(h[b, 0]) + b_p)    (ContextPooler: the first token, [CLS])
+ *             logits[b] = W_c · Dropout_h(p) + b_c                                  [B, L]
+ *   loss      mean cross-entropy over the rows whose label is not HEAD_IGNORE (-100), as torch's
+ *             CrossEntropyLoss(ignore_index=-100); 0 when no row counts.
+ *
+ * Parameters (names after a caller-given prefix, "" for the HF folders):
+ *   classifier.weight [L, H], classifier.bias [L];  sequence also pooler.dense.weight [H, H], pooler.dense.bias [H].
+ * Labels are plain int32 arrays: token [B·T], sequence [B].
+ */
+#ifndef DEBERTA_MODEL_TASK_HEAD_H
+#define DEBERTA_MODEL_TASK_HEAD_H
+#include <stdint.h>
+#include "autograd/tape.h"
+
+#define HEAD_IGNORE (-100)
+
+typedef enum { HEAD_TOKEN = 0, HEAD_SEQUENCE = 1 } HeadKind;
+
+typedef struct TaskHead {
+    HeadKind kind;
+    int H, n_labels;
+    real p_pool, p_cls;        /* dropout before the pooler dense and before the classifier */
+    Tensor *pool_w, *pool_b;   /* pooler.dense (sequence only, else NULL) */
+    Tensor *cls_w, *cls_b;     /* classifier */
+} TaskHead;
+
+/* Registers the head's parameters in ps (not yet finalized). */
+void task_head_register(TaskHead *h, ParamSet *ps, HeadKind kind, int H, int n_labels, real p_pool, real p_cls,
+                        const char *prefix);
+
+typedef struct TaskHeadOut {
+    Tensor *logits;            /* token [B·T, L]; sequence [B, L] */
+    Tensor *loss;              /* scalar (NULL without labels) */
+    int n_counted;             /* rows that entered the loss */
+} TaskHeadOut;
+
+/* hidden [B, T, H] -> logits (and the loss when labels != NULL).  Labels outside [0, L) other than
+ * HEAD_IGNORE end the process with one error line.  Returns out->loss (or the logits without labels). */
+Tensor *task_head_forward(Tape *t, const TaskHead *h, Tensor *hidden, int B, int T, const int32_t *labels, TaskHeadOut *out);
+#endif

@@ -1,0 +1,136 @@
+#!/bin/sh
+# Fine-tuning end to end on a small synthetic tagged corpus in the Brown format (two genres, five
+# texts each: ..2 dev, ..3 test): prep without --holdout-brown -> prep-task refuses (the test texts
+# are in the train shards); prep with it -> prep-task pos and genre; a 4-step pretraining; finetune
+# from its discriminator (pos) and from scratch (genre), each printing test accuracy beside the
+# baselines; an interrupted + resumed run equal byte for byte to an uninterrupted one (checkpoint,
+# best model, metrics, results); bad input, each one error line and exit status 1: task windows
+# longer than the model's positions, a checkpoint whose tokenizer differs from the task files', task
+# labels out of range; export of the fine-tuned model as a DebertaV2ForTokenClassification folder.
+# Exit 0 pass, anything else fail.
+cd "$(dirname "$0")/.." || exit 1
+BUILD=${BUILD:-build}
+BIN=$BUILD/deberta
+[ -x "$BIN" ] || { echo "FAIL: $BIN is not built"; exit 1; }
+TMP=$(mktemp -d /tmp/deberta-e2e-finetune-XXXXXX) || exit 1
+trap 'rm -rf "$TMP"' EXIT
+export OMP_NUM_THREADS=1
+fail() { echo "FAIL: $*"; exit 1; }
+# one error line, status 1:  expect_error WHAT NEEDLE cmd...
+expect_error() {
+    what=$1 needle=$2; shift 2
+    "$@" >"$TMP/out" 2>"$TMP/err"; rc=$?
+    [ $rc -eq 1 ] || { cat "$TMP/err"; fail "$what: exit status $rc, expected 1"; }
+    [ "$(wc -l <"$TMP/err")" -eq 1 ] || { cat "$TMP/err"; fail "$what: expected exactly one line on stderr"; }
+    grep -q "^error: .*$needle" "$TMP/err" || { cat "$TMP/err"; fail "$what: the error line does not mention '$needle'"; }
+    echo "ok   $what: $(cut -c1-150 "$TMP/err")"
+}
+
+# ---- a synthetic tagged corpus and its plain text
+C=$TMP/corpus
+mkdir -p "$C/brown-tagged"
+for g in a b; do
+    for n in 1 2 3 4 5; do
+        awk -v seed="$n$g" -v genre=$g 'BEGIN {
+            srand(length(seed) * 7 + (genre == "a" ? 11 : 29) + substr(seed, 1, 1) * 3);
+            split("the a this every", DT, " "); split("big small red old quiet", JJ, " ");
+            split(genre == "a" ? "dog cat house tree man car" : "ship star planet engine pilot moon", NN, " ");
+            split("saw liked took found moved", VB, " "); split("in on near under", IN, " ");
+            for (s = 0; s < 25; s++) {
+                printf "\n\n\t%s/at %s/jj %s/nn %s/vbd %s/at %s/nn %s/in %s/at %s/nn ./.\n",
+                    DT[int(rand()*4)+1], JJ[int(rand()*5)+1], NN[int(rand()*6)+1], VB[int(rand()*5)+1],
+                    DT[int(rand()*4)+1], NN[int(rand()*6)+1], IN[int(rand()*4)+1], DT[int(rand()*4)+1], NN[int(rand()*6)+1]
+            } }' > "$C/brown-tagged/c${g}0$n"
+    done
+done
+for f in "$C"/brown-tagged/c*; do  # plain form: tags stripped, words joined by spaces
+    tr -s ' \t\n' '\n' <"$f" | grep . | sed 's|/[^/]*$||' | tr '\n' ' ' | sed 's/ $//'; printf '\n\n'
+done > "$C/brown.txt"
+for i in $(seq 1 40); do echo "Other text number $i: a dog and a ship met near the old house."; echo; done > "$C/other.txt"
+
+# ---- the hold-out rule
+"$BIN" prep --input "$C/brown.txt" "$C/other.txt" --out "$TMP/leaky" --vocab-size 400 --val-fraction 0 >/dev/null 2>&1 ||
+    fail "prep (without hold-out)"
+expect_error "prep-task on shards that hold test texts" "is the Brown text c.0[23], a dev/test text" \
+    "$BIN" prep-task --task pos --brown "$C/brown-tagged" --shards "$TMP/leaky" --out "$TMP/x"
+"$BIN" prep --input "$C/brown.txt" "$C/other.txt" --out "$TMP/data" --vocab-size 400 --holdout-brown "$C/brown-tagged" \
+    >"$TMP/prep.out" 2>&1 || { cat "$TMP/prep.out"; fail "prep --holdout-brown"; }
+grep -q "4 documents are dev/test texts of the Brown tasks .*: 4 of them were in the inputs, now in val" "$TMP/prep.out" ||
+    { cat "$TMP/prep.out"; fail "prep did not report the 4 held-out texts"; }
+for t in pos genre; do
+    "$BIN" prep-task --task $t --brown "$C/brown-tagged" --shards "$TMP/data" --out "$TMP/task-$t" --seq-len 24 \
+        >"$TMP/pt-$t.out" 2>&1 || { cat "$TMP/pt-$t.out"; fail "prep-task $t"; }
+    grep -q "none of the dev/test texts is among" "$TMP/pt-$t.out" || { cat "$TMP/pt-$t.out"; fail "prep-task $t summary"; }
+done
+echo "ok   prep --holdout-brown + prep-task: $(sed -n 3p "$TMP/pt-pos.out" | sed 's/^ *//')"
+
+# ---- pretrain 4 steps, fine-tune its discriminator on pos
+"$BIN" pretrain --data "$TMP/data" --out "$TMP/pre" --preset test --steps 4 --batch 4 --max_seq_len 32 >/dev/null 2>&1 ||
+    fail "pretrain"
+F="--task pos --data $TMP/task-pos --steps 12 --batch 4 --eval-every 4 --lr 1e-3"
+"$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --out "$TMP/ft" >"$TMP/ft.out" 2>"$TMP/ft.err" ||
+    { cat "$TMP/ft.err"; fail "finetune from the pretrained discriminator"; }
+grep -q "^pos test (best dev step [0-9]*, dev acc [01]\.[0-9]*): acc [01]\.[0-9]*  macro-F1 [01]\.[0-9]* .* | baselines: majority class '[A-Z.]*' [01]\.[0-9]*, most frequent tag per word [01]\.[0-9]* | init .*discriminator$" \
+    "$TMP/ft.out" || { cat "$TMP/ft.out"; fail "finetune result line"; }
+cmp -s "$TMP/ft.out" "$TMP/ft/results.txt" || fail "results.txt differs from the printed result line"
+grep -q '"kind":"test"' "$TMP/ft/metrics.jsonl" || fail "no test line in metrics.jsonl"
+[ "$(grep -c '"kind":"eval"' "$TMP/ft/metrics.jsonl")" -eq 3 ] || fail "expected 3 dev evaluations (steps 4, 8, 12)"
+[ -s "$TMP/ft/best.h5" ] || fail "no best.h5"
+echo "ok   finetune (pretrained): $(cat "$TMP/ft.out")"
+"$BIN" finetune --init "$TMP/pre/checkpoint.h5" --init-model generator $F --steps 4 --out "$TMP/ftg" >"$TMP/ftg.out" 2>&1 ||
+    { cat "$TMP/ftg.out"; fail "finetune from the generator"; }
+grep -q "init .*generator$" "$TMP/ftg.out" || fail "finetune --init-model generator"
+
+# ---- exact resume: 5 steps, stop, resume to 12 == 12 uninterrupted steps
+"$BIN" finetune --init scratch --preset test $F --out "$TMP/a" >/dev/null 2>&1 || fail "finetune scratch (uninterrupted)"
+"$BIN" finetune --init scratch --preset test $F --out "$TMP/b" --stop-after 5 >/dev/null 2>"$TMP/b.err" || { cat "$TMP/b.err"; fail "finetune --stop-after"; }
+[ ! -e "$TMP/b/results.txt" ] || fail "an interrupted run wrote results"
+"$BIN" finetune --resume "$TMP/b" >/dev/null 2>"$TMP/b.err" || { cat "$TMP/b.err"; fail "finetune --resume"; }
+for f in checkpoint.h5 best.h5 metrics.jsonl results.txt; do
+    cmp -s "$TMP/a/$f" "$TMP/b/$f" || fail "resumed run: $f differs from the uninterrupted run's"
+done
+echo "ok   resume: checkpoint.h5, best.h5, metrics.jsonl, results.txt identical to the uninterrupted run"
+
+# ---- genre from scratch
+"$BIN" finetune --init scratch --preset test --task genre --data "$TMP/task-genre" --steps 6 --batch 4 --out "$TMP/g" \
+    >"$TMP/g.out" 2>"$TMP/g.err" || { cat "$TMP/g.err"; fail "finetune genre"; }
+grep -q "^genre test .*macro-F1 [01]\.[0-9]* .* | baselines: majority class '[a-z-]*' [01]\.[0-9]* | init scratch$" "$TMP/g.out" ||
+    { cat "$TMP/g.out"; fail "genre result line"; }
+echo "ok   finetune genre (scratch): $(cat "$TMP/g.out")"
+
+# ---- bad input
+"$BIN" prep-task --task genre --brown "$C/brown-tagged" --shards "$TMP/data" --out "$TMP/task-long" --seq-len 64 >/dev/null 2>&1 ||
+    fail "prep-task --seq-len 64"
+expect_error "genre windows longer than max_position_embeddings" "sequences of 64 tokens are longer than the model's max_position_embeddings 32" \
+    "$BIN" finetune --init scratch --preset test --task genre --data "$TMP/task-long" --out "$TMP/bad1"
+"$BIN" prep --input "$C/brown.txt" "$C/other.txt" --out "$TMP/data2" --vocab-size 350 --holdout-brown "$C/brown-tagged" >/dev/null 2>&1 ||
+    fail "prep (second tokenizer)"
+"$BIN" pretrain --data "$TMP/data2" --out "$TMP/pre2" --preset test --steps 1 --batch 2 --max_seq_len 32 >/dev/null 2>&1 || fail "pretrain 2"
+expect_error "checkpoint tokenizer differs from the task files'" "was pretrained with tokenizer [0-9a-f]*, but the task files .* use tokenizer" \
+    "$BIN" finetune --init "$TMP/pre2/checkpoint.h5" $F --out "$TMP/bad2"
+expect_error "task file of another task" "holds the 'genre' task, not 'pos'" \
+    "$BIN" finetune --init scratch --preset test --task pos --data "$TMP/task-genre" --out "$TMP/bad3"
+if /usr/bin/python3 -c "import h5py, numpy" 2>/dev/null; then
+    cp -r "$TMP/task-pos" "$TMP/task-bad"
+    /usr/bin/python3 -c "
+import h5py, numpy as np, sys
+with h5py.File(sys.argv[1], 'r+') as f:
+    y = f['labels'][()]; y[0, 1] = 12; f['labels'][...] = y" "$TMP/task-bad/train.h5"
+    expect_error "task labels out of range" "labels\[0, 1\] = 12 is outside \[0, 12) and not the ignore value -100" \
+        "$BIN" finetune --init scratch --preset test --task pos --data "$TMP/task-bad" --out "$TMP/bad4"
+else
+    echo "note: /usr/bin/python3 without h5py: the out-of-range label file case is covered by tests/test_task.c only"
+fi
+
+# ---- export
+"$BIN" export "$TMP/ft/best.h5" "$TMP/hf" >"$TMP/exp.out" 2>&1 || { cat "$TMP/exp.out"; fail "export of the fine-tuned model"; }
+grep -q '"architectures": \["DebertaV2ForTokenClassification"\]' "$TMP/hf/config.json" || fail "export: architectures"
+grep -q '"id2label": {"0": "ADJ", .*"10": ".", "11": "X"}' "$TMP/hf/config.json" || fail "export: id2label"
+grep -q '"label2id": {"ADJ": 0, .*"X": 11}' "$TMP/hf/config.json" || fail "export: label2id"
+[ -s "$TMP/hf/model.safetensors" ] && [ -s "$TMP/hf/tokenizer.json" ] || fail "export: files missing"
+grep -q 'classifier.weight' "$TMP/hf/model.safetensors" || fail "export: no classifier.weight in model.safetensors"
+"$BIN" export "$TMP/g/best.h5" "$TMP/hfg" >/dev/null 2>&1 || fail "export genre"
+grep -q '"architectures": \["DebertaV2ForSequenceClassification"\]' "$TMP/hfg/config.json" || fail "export genre: architectures"
+grep -q 'pooler.dense.weight' "$TMP/hfg/model.safetensors" || fail "export genre: no pooler in model.safetensors"
+echo "ok   export: $(cat "$TMP/exp.out")"
+echo "e2e-finetune: all checks passed"

@@ -1,0 +1,202 @@
+/* test_finetune.c — the fine-tuning library: initialisation from a pretraining checkpoint (the
+ * discriminator's tables as an export writes them under GDES / ES / NES, the generator's encoder),
+ * macro-F1, the options' text round trip, and evaluation counting exactly the labelled positions. */
+#include "train/finetune.h"
+#include "train/checkpoint.h"
+#include "train/pretrain.h"
+#include "model/electra.h"
+#include "model/init.h"
+#include "autograd/util.h"
+#include "tests/testutil.h"
+#include <string.h>
+
+static char g_dir[128];
+
+static void test_config(ModelConfig *c, int sharing) {
+    char err[256];
+    config_defaults(c);
+    config_preset(c, "test");
+    c->embedding_sharing = sharing;
+    if (sharing == SHARE_ES) c->training_mode = TRAIN_JOINT;
+    c->vocab_size = 40;
+    if (config_validate(c, err, sizeof err)) fail_msg("%s", err);
+}
+
+/* Writes a pretraining checkpoint of a perturbed pair; returns the pair (caller frees). */
+static Electra *write_pair(const char *dir, int sharing) {
+    ModelConfig c;
+    test_config(&c, sharing);
+    Electra *m = xcalloc(1, sizeof *m);
+    electra_build(m, &c, 5);
+    model_perturb_params(&m->ps, 6);
+    CheckpointState st;
+    memset(&st, 0, sizeof st);
+    st.step = 3;
+    st.seed = 5;
+    st.config = config_to_text(&c);
+    static const uint8_t tok[4] = {1, 2, 3, 4};
+    st.tokenizer = (unsigned char *)tok;
+    st.n_tokenizer = 4;
+    char err[1024];
+    if (mkdir_p(dir)) fail_msg("cannot create %s", dir);
+    if (checkpoint_save(dir, &m->ps, NULL, &st, 0, err, sizeof err)) fail_msg("%s", err);
+    free(st.config);
+    return m;
+}
+
+static void expect_equal(const Tensor *a, const real *want, const char *what) {
+    for (long i = 0; i < a->n; i++)
+        if (a->data[i] != want[i]) fail_msg("%s: element %ld is %g, expected %g", what, i, (double)a->data[i], (double)want[i]);
+}
+
+static void check_init(int sharing, const char *which) {
+    char dir[256], path[300], err[1024];
+    snprintf(dir, sizeof dir, "%s/pair-%d-%s", g_dir, sharing, which);
+    Electra *m = write_pair(dir, sharing);
+    snprintf(path, sizeof path, "%s/checkpoint.h5", dir);
+    ModelConfig cfg;
+    uint8_t *tok;
+    size_t n_tok;
+    if (ft_init_config(path, which, &cfg, &tok, &n_tok, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(n_tok, 4);
+    assert_int_equal(tok[3], 4);
+    free(tok);
+    const int gen = !strcmp(which, "generator");
+    assert_int_equal(cfg.num_hidden_layers, gen ? m->cfg.gen_num_hidden_layers : m->cfg.num_hidden_layers);
+    FtModel f;
+    ft_model_build(&f, &cfg, HEAD_TOKEN, 7, 0.1, 9);
+    Tensor *cls = params_find(&f.ps, "classifier.weight");
+    real *cls_before = xmalloc((size_t)cls->n * sizeof(real));
+    memcpy(cls_before, cls->data, (size_t)cls->n * sizeof(real));
+    if (ft_model_load_pretrained(&f, path, which, err, sizeof err)) fail_msg("%s", err);
+    expect_equal(cls, cls_before, "classifier.weight (must stay freshly initialised)");
+    free(cls_before);
+    for (int i = 0; i < f.ps.n; i++) {
+        Tensor *p = f.ps.params[i];
+        if (strncmp(p->name, "deberta.", 8)) continue;
+        char name[512];
+        snprintf(name, sizeof name, "%s.%s", which, p->name);
+        Tensor *src = params_find(&m->ps, name);
+        if (src) { expect_equal(p, src->data, p->name); continue; }
+        assert_false(gen);
+        /* the discriminator's word/position tables under GDES (E_G + E_delta) and ES (E_G) */
+        const int word = strstr(p->name, "word_embeddings") != NULL;
+        Tensor *g = word ? m->gen.word : m->gen.position;
+        Tensor *d = word ? m->word_delta : m->pos_delta;
+        assert_non_null(g);
+        real *want = xmalloc((size_t)g->n * sizeof(real));
+        for (long k = 0; k < g->n; k++) want[k] = g->data[k] + (sharing == SHARE_GDES ? d->data[k] : 0);
+        expect_equal(p, want, p->name);
+        free(want);
+    }
+    ft_model_free(&f);
+    electra_free(m);
+    free(m);
+}
+
+static void test_init_from_pretrained(void **state) {
+    (void)state;
+    check_init(SHARE_GDES, "discriminator");
+    check_init(SHARE_ES, "discriminator");
+    check_init(SHARE_NES, "discriminator");
+    check_init(SHARE_GDES, "generator");
+}
+
+static void test_macro_f1(void **state) {
+    (void)state;
+    /* 3 labels; label 2 never gold nor predicted (left out of the average) */
+    long cm[9] = {3, 1, 0,   /* gold 0: 3 right, 1 as 1 */
+                  2, 4, 0,   /* gold 1 */
+                  0, 0, 0};
+    double f0 = 2.0 * 3 / (4 + 5), f1 = 2.0 * 4 / (6 + 5);
+    assert_true(fabs(ft_macro_f1(cm, 3) - (f0 + f1) / 2) < 1e-12);
+    /* a label predicted but never gold counts with F1 = 0 */
+    cm[2] = 1; cm[0] = 2;
+    f0 = 2.0 * 2 / (4 + 4);
+    assert_true(fabs(ft_macro_f1(cm, 3) - (f0 + f1 + 0) / 3) < 1e-12);
+    long zero[4] = {0, 0, 0, 0};
+    assert_true(ft_macro_f1(zero, 2) == 0.0);
+}
+
+static void test_options_text(void **state) {
+    (void)state;
+    FinetuneOptions a, b;
+    finetune_options_default(&a);
+    snprintf(a.task, sizeof a.task, "genre");
+    snprintf(a.init, sizeof a.init, "runs/x/checkpoint.h5");
+    snprintf(a.init_model, sizeof a.init_model, "generator");
+    snprintf(a.data, sizeof a.data, "data/tasks/genre");
+    a.steps = 77; a.batch = 5; a.seed = 123456789012345ull; a.lr = 3.25e-5; a.weight_decay = 0.125; a.max_grad_norm = 2;
+    a.dropout = 0.05; a.warmup = 9; a.eval_every = 11; a.log_every = 3; a.save_every = 13;
+    char *text = finetune_options_to_text(&a);
+    finetune_options_default(&b);
+    char err[256];
+    assert_int_equal(finetune_options_from_text(&b, text, err, sizeof err), 0);
+    assert_string_equal(b.task, "genre");
+    assert_string_equal(b.init, a.init);
+    assert_string_equal(b.init_model, "generator");
+    assert_string_equal(b.data, a.data);
+    assert_int_equal(b.steps, 77);
+    assert_int_equal(b.batch, 5);
+    assert_true(b.seed == a.seed);
+    assert_true(b.lr == a.lr && b.weight_decay == a.weight_decay && b.max_grad_norm == a.max_grad_norm && b.dropout == a.dropout);
+    assert_int_equal(b.warmup, 9);
+    assert_int_equal(b.eval_every, 11);
+    assert_int_equal(b.log_every, 3);
+    assert_int_equal(b.save_every, 13);
+    free(text);
+    assert_int_equal(finetune_options_from_text(&b, "ft_bogus = 1\n", err, sizeof err), -1);
+    assert_non_null(strstr(err, "ft_bogus"));
+}
+
+/* ft_evaluate counts exactly the labelled positions; a perfectly confident head scores 1.0 */
+static void test_evaluate_counts(void **state) {
+    (void)state;
+    ModelConfig c;
+    test_config(&c, SHARE_GDES);
+    FtModel m;
+    ft_model_build(&m, &c, HEAD_TOKEN, 3, 0, 1);
+    /* the classifier ignores the hidden state and always prefers label 1 */
+    Tensor *w = params_find(&m.ps, "classifier.weight"), *b = params_find(&m.ps, "classifier.bias");
+    memset(w->data, 0, (size_t)w->n * sizeof(real));
+    b->data[0] = 0; b->data[1] = 5; b->data[2] = 0;
+    TaskSet ts = {0};
+    ts.kind = TASK_POS;
+    ts.T = 6;
+    ts.N = 3;
+    ts.n_labels = 3;
+    int32_t ids[18] = {1, 7, 8, 2, 0, 0, 1, 9, 2, 0, 0, 0, 1, 7, 7, 7, 7, 2};
+    int32_t lab[18] = {-100, 1, 0, -100, -100, -100, -100, 1, -100, -100, -100, -100, -100, 1, -100, 2, 1, -100};
+    ts.ids = ids;
+    ts.labels = lab;
+    Tape t;
+    tape_init(&t, 1 << 20);
+    for (int B = 1; B <= 4; B++) { /* any batch size, including a last partial batch */
+        FtEval e = ft_evaluate(&m, &t, &ts, B);
+        assert_int_equal(e.n, 6);
+        assert_true(fabs(e.acc - 4.0 / 6.0) < 1e-12);
+        /* gold 1 (4): all right; gold 0 (1), gold 2 (1) predicted as 1: F1(1) = 8/10, F1(0) = F1(2) = 0 */
+        assert_true(fabs(e.macro_f1 - 0.8 / 3) < 1e-12);
+    }
+    tape_free(&t);
+    ft_model_free(&m);
+}
+
+static int setup(void **state) {
+    (void)state;
+    return test_tmpdir(g_dir, sizeof g_dir, "finetune");
+}
+static int teardown(void **state) {
+    (void)state;
+    return test_rmtree(g_dir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_init_from_pretrained),
+        cmocka_unit_test(test_macro_f1),
+        cmocka_unit_test(test_options_text),
+        cmocka_unit_test(test_evaluate_counts),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

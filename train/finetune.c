@@ -1,0 +1,592 @@
+/* finetune.c — the fine-tuning loop, evaluation and initialisation; see finetune.h. */
+#include "train/finetune.h"
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "autograd/ops.h"
+#include "autograd/rng.h"
+#include "autograd/util.h"
+#include "model/electra.h"
+#include "model/init.h"
+#include "train/checkpoint.h"
+#include "train/metrics.h"
+#include "train/optim.h"
+#include "train/pretrain.h"
+
+#define FT_STATE_VERSION 1
+#define FT_STATE_LEN 4 /* /loader_state of a fine-tuning checkpoint: version, best step, best dev score bits, N */
+
+void finetune_options_default(FinetuneOptions *o) {
+    memset(o, 0, sizeof *o);
+    snprintf(o->init_model, sizeof o->init_model, "discriminator");
+    snprintf(o->preset, sizeof o->preset, "tiny");
+    o->steps = 1000;
+    o->batch = 16;
+    o->seed = 1234;
+    o->lr = 1e-4;
+    o->weight_decay = 0.01;
+    o->max_grad_norm = 1.0;
+    o->dropout = -1;
+    o->warmup = -1;
+    o->eval_every = 200;
+    o->log_every = 10;
+    o->save_every = 200;
+}
+
+/* ---------------------------------------------------------------- options as text */
+
+char *finetune_options_to_text(const FinetuneOptions *o) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) fatal("out of memory");
+    fprintf(f, "ft_task = %s\nft_init = %s\nft_init_model = %s\nft_preset = %s\nft_data = %s\n", o->task, o->init,
+            o->init_model, o->preset, o->data);
+    fprintf(f, "ft_steps = %ld\nft_batch = %d\nft_seed = %llu\nft_lr = %.17g\nft_weight_decay = %.17g\n", o->steps, o->batch,
+            (unsigned long long)o->seed, o->lr, o->weight_decay);
+    fprintf(f, "ft_max_grad_norm = %.17g\nft_dropout = %.17g\nft_warmup = %ld\nft_eval_every = %ld\nft_log_every = %ld\n",
+            o->max_grad_norm, o->dropout, o->warmup, o->eval_every, o->log_every);
+    fprintf(f, "ft_save_every = %ld\n", o->save_every);
+    fclose(f);
+    return buf;
+}
+
+typedef struct { FinetuneOptions *o; char *err; size_t errlen; } FromText;
+
+static int option_line(const char *key, const char *v, void *ctx) {
+    FromText *x = ctx;
+    FinetuneOptions *o = x->o;
+    if (strncmp(key, "ft_", 3) || !v) return 0;
+    const char *k = key + 3;
+#define STR(name) else if (!strcmp(k, #name)) snprintf(o->name, sizeof o->name, "%s", v)
+    if (0) {}
+    STR(task); STR(init); STR(init_model); STR(preset); STR(data);
+#undef STR
+    else if (!strcmp(k, "steps")) o->steps = atol(v);
+    else if (!strcmp(k, "batch")) o->batch = atoi(v);
+    else if (!strcmp(k, "seed")) o->seed = strtoull(v, NULL, 10);
+    else if (!strcmp(k, "lr")) o->lr = atof(v);
+    else if (!strcmp(k, "weight_decay")) o->weight_decay = atof(v);
+    else if (!strcmp(k, "max_grad_norm")) o->max_grad_norm = atof(v);
+    else if (!strcmp(k, "dropout")) o->dropout = atof(v);
+    else if (!strcmp(k, "warmup")) o->warmup = atol(v);
+    else if (!strcmp(k, "eval_every")) o->eval_every = atol(v);
+    else if (!strcmp(k, "log_every")) o->log_every = atol(v);
+    else if (!strcmp(k, "save_every")) o->save_every = atol(v);
+    else if (!strcmp(k, "head") || !strcmp(k, "labels")) {} /* written for readers (export), not options */
+    else { snprintf(x->err, x->errlen, "unknown fine-tuning option '%s' in the checkpoint", key); return 1; }
+    return 0;
+}
+
+int finetune_options_from_text(FinetuneOptions *o, const char *text, char *err, size_t errlen) {
+    FromText x = {o, err, errlen};
+    const int rc = config_text_each(text, option_line, &x);
+    if (rc < 0) snprintf(err, errlen, "out of memory reading the fine-tuning options");
+    return rc ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- the model */
+
+void ft_model_build(FtModel *m, const ModelConfig *cfg, HeadKind kind, int n_labels, double dropout, uint64_t seed) {
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    params_init(&m->ps);
+    encoder_register(&m->enc, &m->ps, &m->cfg, m->cfg.num_hidden_layers, "deberta.", 0);
+    task_head_register(&m->head, &m->ps, kind, m->cfg.hidden_size, n_labels, (real)dropout, (real)dropout, "");
+    params_finalize(&m->ps);
+    model_init_params(&m->ps, m->cfg.initializer_range, seed);
+}
+
+void ft_model_free(FtModel *m) {
+    encoder_free(&m->enc);
+    params_free(&m->ps);
+    memset(m, 0, sizeof *m);
+}
+
+int ft_init_config(const char *path, const char *which, ModelConfig *cfg, uint8_t **tok, size_t *n_tok, char *err, size_t errlen) {
+    CheckpointState st;
+    memset(&st, 0, sizeof st);
+    if (checkpoint_read_state(path, &st, err, errlen)) return -1;
+    if (st.config && strstr(st.config, "ft_task")) {
+        errf(err, errlen, "checkpoint %s is a fine-tuned model; --init wants a pretraining checkpoint", path);
+        checkpoint_state_free(&st);
+        return -1;
+    }
+    config_defaults(cfg);
+    char e[512];
+    if (config_from_text(cfg, st.config ? st.config : "", path, e, sizeof e) || config_validate(cfg, e, sizeof e)) {
+        errf(err, errlen, "checkpoint %s: %s", path, e);
+        checkpoint_state_free(&st);
+        return -1;
+    }
+    if (!strcmp(which, "generator")) cfg->num_hidden_layers = cfg->gen_num_hidden_layers;
+    *n_tok = st.n_tokenizer;
+    *tok = NULL;
+    if (st.n_tokenizer) {
+        *tok = xmalloc(st.n_tokenizer);
+        memcpy(*tok, st.tokenizer, st.n_tokenizer);
+    }
+    checkpoint_state_free(&st);
+    return 0;
+}
+
+/* dst = a (+ b) elementwise over n reals */
+static void copy_sum(real *dst, const Tensor *a, const Tensor *b) {
+    for (long i = 0; i < a->n; i++) dst[i] = a->data[i] + (b ? b->data[i] : 0);
+}
+
+int ft_model_load_pretrained(FtModel *m, const char *path, const char *which, char *err, size_t errlen) {
+    CheckpointState st;
+    memset(&st, 0, sizeof st);
+    if (checkpoint_read_state(path, &st, err, errlen)) return -1;
+    ModelConfig pc;
+    config_defaults(&pc);
+    char e[512];
+    if (config_from_text(&pc, st.config ? st.config : "", path, e, sizeof e) || config_validate(&pc, e, sizeof e)) {
+        errf(err, errlen, "checkpoint %s: %s", path, e);
+        checkpoint_state_free(&st);
+        return -1;
+    }
+    checkpoint_state_free(&st);
+    Electra *pair = xcalloc(1, sizeof *pair);
+    electra_build(pair, &pc, 0);
+    int rc = -1;
+    if (checkpoint_load(path, &pair->ps, NULL, &st, err, errlen)) goto out;
+    const int gen = !strcmp(which, "generator");
+    const char *pre = gen ? "generator." : "discriminator.";
+    for (int i = 0; i < m->ps.n; i++) {
+        Tensor *p = m->ps.params[i];
+        if (strncmp(p->name, "deberta.", 8)) continue; /* the head stays freshly initialised */
+        char name[512];
+        snprintf(name, sizeof name, "%s%s", pre, p->name);
+        Tensor *src = params_find(&pair->ps, name), *delta = NULL;
+        if (!src && !gen) {
+            /* the discriminator's tables under GDES (E_G + E_Δ) and ES (E_G), as an export writes them */
+            const char *tail = p->name + 8;
+            if (!strcmp(tail, "embeddings.word_embeddings.weight") || !strcmp(tail, "embeddings.position_embeddings.weight")) {
+                snprintf(name, sizeof name, "generator.%s", p->name);
+                src = params_find(&pair->ps, name);
+                char dn[512];
+                snprintf(dn, sizeof dn, "discriminator.%.*s._weight", (int)(strlen(p->name) - 7), p->name);
+                delta = params_find(&pair->ps, dn);
+            }
+        }
+        if (!src || src->n != p->n) {
+            errf(err, errlen, "checkpoint %s: no tensor '%s' of %ld elements for the fine-tuning model's '%s'", path, name, p->n, p->name);
+            goto out;
+        }
+        copy_sum(p->data, src, delta);
+    }
+    rc = 0;
+out:
+    checkpoint_state_free(&st);
+    electra_free(pair);
+    free(pair);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- evaluation */
+
+double ft_macro_f1(const long *cm, int L) {
+    double sum = 0;
+    int n = 0;
+    for (int l = 0; l < L; l++) {
+        long tp = cm[l * L + l], gold = 0, pred = 0;
+        for (int k = 0; k < L; k++) { gold += cm[l * L + k]; pred += cm[k * L + l]; }
+        if (gold == 0 && pred == 0) continue;
+        sum += 2.0 * (double)tp / (double)(gold + pred);
+        n++;
+    }
+    return n ? sum / n : 0.0;
+}
+
+static int argmax_row(const real *row, int L) {
+    int b = 0;
+    for (int k = 1; k < L; k++) if (row[k] > row[b]) b = k;
+    return b;
+}
+
+/* Copies examples idx[0..B) of ts into ids/mask/labels (labels: token [B·T], sequence [B]). */
+static void fill_batch(const TaskSet *ts, const int64_t *idx, int B, int32_t *ids, int32_t *mask, int32_t *labels) {
+    const int T = ts->T;
+    for (int b = 0; b < B; b++) {
+        const int32_t *row = ts->ids + idx[b] * T;
+        memcpy(ids + (size_t)b * T, row, (size_t)T * sizeof(int32_t));
+        for (int i = 0; i < T; i++) mask[(size_t)b * T + i] = row[i] != TOK_PAD;
+        if (ts->kind == TASK_POS) memcpy(labels + (size_t)b * T, ts->labels + idx[b] * T, (size_t)T * sizeof(int32_t));
+        else labels[b] = ts->labels[idx[b]];
+    }
+}
+
+FtEval ft_evaluate(FtModel *m, Tape *t, const TaskSet *ts, int B) {
+    const int T = ts->T, L = m->head.n_labels;
+    int32_t *ids = xmalloc((size_t)B * T * sizeof(int32_t)), *mask = xmalloc((size_t)B * T * sizeof(int32_t));
+    int32_t *labels = xmalloc((size_t)B * T * sizeof(int32_t));
+    int64_t *idx = xmalloc((size_t)B * sizeof(int64_t));
+    long *cm = xcalloc((size_t)L * L, sizeof(long));
+    double loss_sum = 0;
+    long n = 0, ok = 0;
+    const int was = t->training;
+    t->training = 0;
+    for (int64_t s = 0; s < ts->N; s += B) {
+        const int nb = (int)MIN((int64_t)B, ts->N - s);
+        for (int b = 0; b < nb; b++) idx[b] = s + b;
+        fill_batch(ts, idx, nb, ids, mask, labels);
+        tape_reset(t);
+        tape_nograd_begin(t);
+        Tensor *h = encoder_forward(t, &m->enc, NULL, ids, mask, nb, T, NULL);
+        TaskHeadOut o;
+        task_head_forward(t, &m->head, h, nb, T, labels, &o);
+        tape_nograd_end(t);
+        loss_sum += (double)o.loss->data[0] * o.n_counted;
+        const int rows = ts->kind == TASK_POS ? nb * T : nb;
+        for (int r = 0; r < rows; r++) {
+            if (labels[r] == TASK_IGNORE) continue;
+            const int p = argmax_row(o.logits->data + (size_t)r * L, L);
+            cm[labels[r] * L + p]++;
+            ok += p == labels[r];
+            n++;
+        }
+    }
+    tape_reset(t);
+    t->training = was;
+    FtEval e = {n ? loss_sum / n : NAN, n ? (double)ok / n : NAN, ft_macro_f1(cm, L), n};
+    free(ids); free(mask); free(labels); free(idx); free(cm);
+    return e;
+}
+
+/* ---------------------------------------------------------------- the run */
+
+typedef struct FtRun {
+    FinetuneOptions o;
+    FtModel m;
+    TaskSet train, dev, test;
+    char paths[3][4200];
+    Tape t;
+    OptimGroup g;
+    OptimMoments moments;
+    MetricsLog log;
+    Progress prog;
+    int64_t *perm, perm_epoch;
+    int32_t *ids, *mask, *labels;
+    int64_t *idx;
+    long best_step;
+    double best_dev;
+} FtRun;
+
+/* Example index of global position q: number q mod N of the permutation of epoch q div N. */
+static int64_t example_at(FtRun *r, int64_t q) {
+    const int64_t N = r->train.N, e = q / N;
+    if (e != r->perm_epoch) {
+        for (int64_t i = 0; i < N; i++) r->perm[i] = i;
+        const uint64_t stream = rng_stream(RNG_SHUFFLE, (uint64_t)e, 11);
+        for (int64_t i = N - 1; i > 0; i--) {
+            const int64_t j = (int64_t)(rng_u64(r->o.seed, stream, (uint64_t)i) % (uint64_t)(i + 1));
+            const int64_t x = r->perm[i]; r->perm[i] = r->perm[j]; r->perm[j] = x;
+        }
+        r->perm_epoch = e;
+    }
+    return r->perm[q % N];
+}
+
+static char *run_config_text(const FtRun *r) {
+    char *a = config_to_text(&r->m.cfg), *b = finetune_options_to_text(&r->o);
+    size_t cap = strlen(a) + strlen(b) + 64 + (size_t)r->train.n_labels * (TASK_LABEL_LEN + 1);
+    char *s = xmalloc(cap);
+    int k = snprintf(s, cap, "%s%sft_head = %s\nft_labels = ", a, b, r->m.head.kind == HEAD_TOKEN ? "token" : "sequence");
+    for (int l = 0; l < r->train.n_labels; l++) k += snprintf(s + k, cap - (size_t)k, "%s%s", l ? "," : "", r->train.label_names[l]);
+    snprintf(s + k, cap - (size_t)k, "\n");
+    free(a); free(b);
+    return s;
+}
+
+static void fill_state(const FtRun *r, CheckpointState *st, long step, int64_t *ls) {
+    memset(st, 0, sizeof *st);
+    st->step = step;
+    st->seed = r->o.seed;
+    checkpoint_set_group_step(st, "finetune", r->g.step);
+    int64_t bits;
+    memcpy(&bits, &r->best_dev, sizeof bits);
+    ls[0] = FT_STATE_VERSION; ls[1] = r->best_step; ls[2] = bits; ls[3] = r->train.N;
+    st->loader_state = ls;
+    st->n_loader_state = FT_STATE_LEN;
+    st->config = run_config_text(r);
+    st->tokenizer = r->train.tokenizer;
+    st->n_tokenizer = r->train.tokenizer_len;
+}
+
+static void save(FtRun *r, long step, const char *file) {
+    CheckpointState st;
+    int64_t ls[FT_STATE_LEN];
+    fill_state(r, &st, step, ls);
+    char err[1024], path[10000];
+    snprintf(path, sizeof path, "%s/%s", r->o.out, file);
+    /* best.h5 is a model, not a training state: no moments (written as zeros) */
+    int rc = !strcmp(file, "checkpoint.h5") ? checkpoint_save(r->o.out, &r->m.ps, &r->moments, &st, 0, err, sizeof err)
+                                            : checkpoint_write(path, &r->m.ps, NULL, &st, err, sizeof err);
+    free(st.config);
+    st.tokenizer = NULL;
+    st.loader_state = NULL;
+    if (rc) fatal("%s", err);
+}
+
+static void load_task(FtRun *r, int k, const char *split) {
+    char err[1024];
+    snprintf(r->paths[k], sizeof r->paths[k], "%s/%s.h5", r->o.data, split);
+    TaskSet *ts = k == 0 ? &r->train : k == 1 ? &r->dev : &r->test;
+    if (task_read(r->paths[k], ts, err, sizeof err)) fatal("%s", err);
+    if (strcmp(ts->split, split)) fatal("task %s: its split is '%s', expected '%s'", r->paths[k], ts->split, split);
+    if (k && task_check_same(&r->train, r->paths[0], ts, r->paths[k], err, sizeof err)) fatal("%s", err);
+}
+
+static void log_eval(FtRun *r, long step, const FtEval *e, int best) {
+    char err[1024];
+    MetricsRecord rec;
+    mrec_begin(&rec, "eval", step);
+    mrec_str(&rec, "split", "dev");
+    mrec_num(&rec, "loss", e->loss);
+    mrec_num(&rec, "acc", e->acc);
+    mrec_num(&rec, "macro_f1", e->macro_f1);
+    mrec_int(&rec, "n", e->n);
+    mrec_int(&rec, "best", best);
+    if (metrics_write(&r->log, &rec, err, sizeof err)) fatal("%s", err);
+    progress_note(&r->prog, "eval @%ld: dev loss %.4f acc %.4f macro-F1 %.4f%s", step, e->loss, e->acc, e->macro_f1,
+                  best ? " (best so far)" : "");
+}
+
+int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
+    static FtRun R;
+    FtRun *r = &R;
+    memset(r, 0, sizeof *r);
+    r->o = *o_in;
+    char err[1024], path[10000];
+    CheckpointState st;
+    memset(&st, 0, sizeof st);
+    long start = 0;
+    if (r->o.threads > 0) {
+        omp_set_num_threads(r->o.threads);
+        openblas_set_num_threads(r->o.threads);
+    }
+    ModelConfig cfg;
+    if (r->o.resume) {
+        snprintf(path, sizeof path, "%.4000s/checkpoint.h5", r->o.out);
+        if (checkpoint_read_state(path, &st, err, sizeof err)) fatal("%s (nothing to resume)", err);
+        FinetuneOptions keep = r->o;
+        config_defaults(&cfg);
+        if (config_from_text(&cfg, st.config, path, err, sizeof err) || finetune_options_from_text(&r->o, st.config, err, sizeof err))
+            fatal("checkpoint %s: %s", path, err);
+        if (!strstr(st.config, "ft_task")) fatal("checkpoint %s is not a fine-tuning checkpoint", path);
+        r->o.resume = 1;
+        r->o.threads = keep.threads;
+        r->o.stop_after = keep.stop_after;
+        if (keep.data[0]) snprintf(r->o.data, sizeof r->o.data, "%s", keep.data);
+        if (config_validate(&cfg, err, sizeof err)) fatal("checkpoint %s: %s", path, err);
+        start = st.step;
+    }
+    load_task(r, 0, "train");
+    load_task(r, 1, "dev");
+    load_task(r, 2, "test");
+    TaskKind want;
+    if (task_kind_parse(r->o.task, &want)) fatal("finetune: --task must be pos or genre (got '%s')", r->o.task);
+    if (want != r->train.kind)
+        fatal("task %s holds the '%s' task, not '%s' (see deberta prep-task --task)", r->paths[0], task_kind_name(r->train.kind), r->o.task);
+    const int T = r->train.T;
+
+    uint8_t *tok = NULL;
+    size_t n_tok = 0;
+    if (!r->o.resume) {
+        if (!strcmp(r->o.init, "scratch")) {
+            config_defaults(&cfg);
+            if (config_preset(&cfg, r->o.preset)) fatal("finetune: unknown --preset '%s' (tiny, xsmall, test)", r->o.preset);
+            cfg.vocab_size = (int)r->train.vocab_size;
+        } else {
+            if (strcmp(r->o.init_model, "discriminator") && strcmp(r->o.init_model, "generator"))
+                fatal("finetune: --init-model must be discriminator or generator (got '%s')", r->o.init_model);
+            if (ft_init_config(r->o.init, r->o.init_model, &cfg, &tok, &n_tok, err, sizeof err)) fatal("%s", err);
+            if (!n_tok) fatal("checkpoint %s has no tokenizer; cannot check that the task files use its tokenizer", r->o.init);
+            char h[17];
+            uint64_t hv = 0xcbf29ce484222325ull;
+            for (size_t i = 0; i < n_tok; i++) { hv ^= tok[i]; hv *= 0x100000001b3ull; }
+            snprintf(h, sizeof h, "%016llx", (unsigned long long)hv);
+            if (strcmp(h, r->train.tokenizer_hash))
+                fatal("checkpoint %s was pretrained with tokenizer %s, but the task files in %s use tokenizer %s (re-run deberta "
+                      "prep-task with --shards of the pretraining data)", r->o.init, h, r->o.data, r->train.tokenizer_hash);
+            if (cfg.vocab_size != r->train.vocab_size)
+                fatal("checkpoint %s has a vocabulary of %d ids, the task files %lld", r->o.init, cfg.vocab_size, (long long)r->train.vocab_size);
+            free(tok);
+        }
+        if (r->o.dropout >= 0) cfg.hidden_dropout_prob = r->o.dropout;
+    }
+    if (T > cfg.max_position_embeddings)
+        fatal("task %s: sequences of %d tokens are longer than the model's max_position_embeddings %d (re-run deberta prep-task "
+              "with --seq-len %d or less)", r->paths[0], T, cfg.max_position_embeddings, cfg.max_position_embeddings);
+    cfg.max_seq_len = T;
+    if (config_validate(&cfg, err, sizeof err)) fatal("finetune: %s", err);
+    if (r->o.batch < 1 || r->o.steps < 1) fatal("finetune: --batch and --steps must be positive");
+
+    ft_model_build(&r->m, &cfg, r->train.kind == TASK_POS ? HEAD_TOKEN : HEAD_SEQUENCE, r->train.n_labels, cfg.hidden_dropout_prob,
+                   r->o.seed);
+    if (!r->o.resume && strcmp(r->o.init, "scratch") && ft_model_load_pretrained(&r->m, r->o.init, r->o.init_model, err, sizeof err))
+        fatal("%s", err);
+
+    OptimConfig oc;
+    optim_config_default(&oc, OPTIM_ADAMW);
+    oc.lr = r->o.lr;
+    oc.weight_decay = r->o.weight_decay;
+    oc.max_grad_norm = r->o.max_grad_norm;
+    oc.total_steps = r->o.steps;
+    oc.warmup_steps = r->o.warmup >= 0 ? r->o.warmup : r->o.steps / 10;
+    optim_moments_init(&r->moments, &r->m.ps);
+    optim_group_init(&r->g, "finetune", &oc, &r->m.ps, &r->moments, NULL);
+    r->best_dev = -1;
+    r->best_step = -1;
+
+    if (r->o.resume) {
+        checkpoint_state_free(&st);
+        if (checkpoint_load(path, &r->m.ps, &r->moments, &st, err, sizeof err)) fatal("%s", err);
+        if (st.n_tokenizer != r->train.tokenizer_len || memcmp(st.tokenizer, r->train.tokenizer, st.n_tokenizer))
+            fatal("task files %s: their tokenizer differs from the one in checkpoint %s", r->o.data, path);
+        int64_t gs = checkpoint_group_step(&st, "finetune");
+        if (gs < 0) fatal("checkpoint %s: no optimizer counter for group 'finetune'", path);
+        r->g.step = gs;
+        if (st.n_loader_state != FT_STATE_LEN || st.loader_state[0] != FT_STATE_VERSION)
+            fatal("checkpoint %s: fine-tuning state has %ld entries, expected %d", path, st.n_loader_state, FT_STATE_LEN);
+        if (st.loader_state[3] != r->train.N)
+            fatal("checkpoint %s was trained on %lld examples, %s has %lld (other task files?)", path, (long long)st.loader_state[3],
+                  r->paths[0], (long long)r->train.N);
+        r->best_step = st.loader_state[1];
+        memcpy(&r->best_dev, &st.loader_state[2], sizeof r->best_dev);
+        if (metrics_open(&r->log, r->o.out, start, err, sizeof err)) fatal("%s", err);
+        if (run_append_cmdline(r->o.out, argc, argv, err, sizeof err)) fatal("%s", err);
+        fprintf(stderr, "resuming %s at step %ld of %ld\n", r->o.out, start, r->o.steps);
+    } else {
+        if (run_check_fresh(r->o.out, err, sizeof err) || run_mkdir(r->o.out, err, sizeof err)) fatal("%s", err);
+        char *text = run_config_text(r);
+        if (run_write_text(r->o.out, "config.txt", text, err, sizeof err)) fatal("%s", err);
+        free(text);
+        if (run_append_cmdline(r->o.out, argc, argv, err, sizeof err)) fatal("%s", err);
+        if (metrics_open(&r->log, r->o.out, -1, err, sizeof err)) fatal("%s", err);
+    }
+    checkpoint_state_free(&st);
+
+    tape_init(&r->t, (size_t)64 << 20);
+    r->t.seed = r->o.seed;
+    const int B = r->o.batch, L = r->train.n_labels;
+    r->perm = xmalloc((size_t)r->train.N * sizeof(int64_t));
+    r->perm_epoch = -1;
+    r->ids = xmalloc((size_t)B * T * sizeof(int32_t));
+    r->mask = xmalloc((size_t)B * T * sizeof(int32_t));
+    r->labels = xmalloc((size_t)B * T * sizeof(int32_t));
+    r->idx = xmalloc((size_t)B * sizeof(int64_t));
+
+    fprintf(stderr, "model: %s, %d layers, hidden %d, vocab %d, %ld parameters; init %s%s%s\n",
+            r->m.head.kind == HEAD_TOKEN ? "token classification" : "sequence classification", cfg.num_hidden_layers, cfg.hidden_size,
+            cfg.vocab_size, params_count(&r->m.ps), r->o.init, strcmp(r->o.init, "scratch") ? " " : "",
+            strcmp(r->o.init, "scratch") ? r->o.init_model : "");
+    fprintf(stderr, "task %s: %lld train / %lld dev / %lld test examples of %d tokens, %d labels; %ld steps of %d; %d threads\n",
+            task_kind_name(r->train.kind), (long long)r->train.N, (long long)r->dev.N, (long long)r->test.N, T, L, r->o.steps, B,
+            omp_get_max_threads());
+
+    progress_init(&r->prog, start, r->o.steps);
+    long done_here = 0;
+    for (long step = start; step < r->o.steps; step++) {
+        for (int b = 0; b < B; b++) r->idx[b] = example_at(r, (int64_t)step * B + b);
+        fill_batch(&r->train, r->idx, B, r->ids, r->mask, r->labels);
+        optim_zero_grad(&r->g);
+        tape_reset(&r->t);
+        r->t.training = 1;
+        r->t.step = (uint64_t)step;
+        Tensor *h = encoder_forward(&r->t, &r->m.enc, NULL, r->ids, r->mask, B, T, NULL);
+        TaskHeadOut out;
+        Tensor *loss = task_head_forward(&r->t, &r->m.head, h, B, T, r->labels, &out);
+        const double lv = loss->data[0];
+        long ok = 0;
+        const int rows = r->train.kind == TASK_POS ? B * T : B;
+        for (int i = 0; i < rows; i++)
+            if (r->labels[i] != TASK_IGNORE) ok += argmax_row(out.logits->data + (size_t)i * L, L) == r->labels[i];
+        OptimStepResult s = {0, 0, 1};
+        if (isfinite(lv)) {
+            tape_backward(&r->t, loss, 1);
+            s = optim_step(&r->g);
+        }
+        tape_reset(&r->t);
+        const long completed = step + 1;
+        done_here++;
+        if (s.skipped) progress_note(&r->prog, "step %ld skipped: non-finite loss or gradient norm", completed);
+        const double acc = out.n_counted ? (double)ok / out.n_counted : NAN;
+        if (s.skipped || completed % r->o.log_every == 0 || completed == r->o.steps) {
+            MetricsRecord rec;
+            mrec_begin(&rec, M_KIND_TRAIN, completed);
+            mrec_num(&rec, "loss", lv);
+            mrec_num(&rec, "acc", acc);
+            mrec_num(&rec, "lr", s.lr);
+            mrec_num(&rec, "grad_norm", s.grad_norm);
+            mrec_int(&rec, M_SKIPPED, s.skipped);
+            mrec_num(&rec, "epoch", (double)((int64_t)completed * B / r->train.N));
+            if (metrics_write(&r->log, &rec, err, sizeof err)) fatal("%s", err);
+        }
+        char fields[128];
+        snprintf(fields, sizeof fields, "loss %.4f | acc %.3f", lv, acc);
+        progress_update_fields(&r->prog, completed, fields, (long long)B * T);
+        const int last = completed == r->o.steps;
+        if ((r->o.eval_every > 0 && completed % r->o.eval_every == 0) || last) {
+            FtEval e = ft_evaluate(&r->m, &r->t, &r->dev, B);
+            const int best = e.acc > r->best_dev;
+            if (best) {
+                r->best_dev = e.acc;
+                r->best_step = completed;
+                save(r, completed, "best.h5");
+            }
+            log_eval(r, completed, &e, best);
+        }
+        const int stop_now = r->o.stop_after > 0 && done_here >= r->o.stop_after;
+        if ((r->o.save_every > 0 && completed % r->o.save_every == 0) || last || stop_now) save(r, completed, "checkpoint.h5");
+        if (stop_now && !last) {
+            progress_done(&r->prog);
+            fprintf(stderr, "stopped after %ld steps (--stop-after); resume with --resume\n", done_here);
+            metrics_close(&r->log);
+            return 0;
+        }
+    }
+    progress_done(&r->prog);
+
+    /* the best dev model on test, beside the baselines */
+    snprintf(path, sizeof path, "%.4000s/best.h5", r->o.out);
+    if (checkpoint_load(path, &r->m.ps, NULL, &st, err, sizeof err)) fatal("%s", err);
+    checkpoint_state_free(&st);
+    FtEval te = ft_evaluate(&r->m, &r->t, &r->test, B);
+    const int maj = task_majority_label(&r->train);
+    const double base_maj = task_constant_accuracy(&r->test, maj);
+    const double base_word = r->train.kind == TASK_POS ? task_word_tag_accuracy(&r->train, &r->test) : NAN;
+    MetricsRecord rec;
+    mrec_begin(&rec, "test", r->best_step);
+    mrec_num(&rec, "loss", te.loss);
+    mrec_num(&rec, "acc", te.acc);
+    mrec_num(&rec, "macro_f1", te.macro_f1);
+    mrec_num(&rec, "dev_acc", r->best_dev);
+    mrec_num(&rec, "baseline_majority_acc", base_maj);
+    if (r->train.kind == TASK_POS) mrec_num(&rec, "baseline_word_tag_acc", base_word);
+    mrec_int(&rec, "n", te.n);
+    if (metrics_write(&r->log, &rec, err, sizeof err)) fatal("%s", err);
+    metrics_close(&r->log);
+    char res[1024];
+    int k = snprintf(res, sizeof res,
+                     "%s test (best dev step %ld, dev acc %.4f): acc %.4f  macro-F1 %.4f  (n %ld) | baselines: majority class "
+                     "'%s' %.4f",
+                     task_kind_name(r->train.kind), r->best_step, r->best_dev, te.acc, te.macro_f1, te.n, r->train.label_names[maj], base_maj);
+    if (r->train.kind == TASK_POS) k += snprintf(res + k, sizeof res - (size_t)k, ", most frequent tag per word %.4f", base_word);
+    snprintf(res + k, sizeof res - (size_t)k, " | init %s%s%s\n", r->o.init, strcmp(r->o.init, "scratch") ? " " : "",
+             strcmp(r->o.init, "scratch") ? r->o.init_model : "");
+    fputs(res, stdout);
+    if (run_write_text(r->o.out, "results.txt", res, err, sizeof err)) fatal("%s", err);
+    fprintf(stderr, "run: %s (checkpoint.h5, best.h5, metrics.jsonl, results.txt)\n", r->o.out);
+    tape_free(&r->t);
+    optim_group_free(&r->g);
+    optim_moments_free(&r->moments);
+    ft_model_free(&r->m);
+    task_free(&r->train); task_free(&r->dev); task_free(&r->test);
+    free(r->perm); free(r->ids); free(r->mask); free(r->labels); free(r->idx);
+    return 0;
+}

@@ -1,0 +1,82 @@
+/* finetune.h — fine-tuning an encoder + task head on a task (data/task.h) and evaluating it.
+ *
+ * The model: a DeBERTa-V3 encoder registered as "deberta.*" with its own word and position tables,
+ * plus the task head (model/task_head.h: "classifier.*", and "pooler.*" for sequence tasks) — the
+ * parameter names of Hugging Face DebertaV2ForTokenClassification / …ForSequenceClassification.
+ * Initialised from a pretraining checkpoint (the discriminator's encoder by default, or the
+ * generator's; the discriminator's tables as an export materialises them: E_G + E_Δ under GDES, E_G
+ * under ES) or from scratch (spec §4.8 init of a preset); the head is always freshly initialised.
+ *
+ * One step: B examples at global positions step·B … (example q is number q mod N of epoch q div N, in
+ * the order of a Fisher–Yates permutation drawn from (seed, epoch)); encoder + head forward with
+ * dropout (stream (seed, step)), mean cross-entropy over labelled positions, backward, AdamW with
+ * linear warm-up and decay (train/optim.h), clipping.  The state is the parameters, the moments, the
+ * step and the best dev score, so a resumed run computes exactly what an uninterrupted one would.
+ *
+ * RUNDIR: config.txt, cmdline.txt, metrics.jsonl, checkpoint.h5 (latest), best.h5 (the parameters of
+ * the best dev evaluation so far), results.txt (the final test results and the baselines).
+ */
+#ifndef DEBERTA_TRAIN_FINETUNE_H
+#define DEBERTA_TRAIN_FINETUNE_H
+#include <stdint.h>
+#include "autograd/tape.h"
+#include "data/task.h"
+#include "model/config.h"
+#include "model/encoder.h"
+#include "model/task_head.h"
+
+typedef struct FinetuneOptions {
+    char init[4096];          /* RUN/checkpoint.h5, or "scratch" */
+    char init_model[16];      /* "discriminator" (default) or "generator" */
+    char preset[32];          /* scratch: model preset */
+    char data[4096];          /* task folder: train.h5, dev.h5, test.h5 */
+    char out[4096];
+    char task[16];            /* "pos" | "genre": must match the task files */
+    int resume;
+    long steps;
+    int batch;
+    uint64_t seed;
+    int threads;
+    double lr, weight_decay, max_grad_norm;
+    double dropout;           /* < 0: the model config's hidden_dropout_prob */
+    long warmup;              /* < 0: 10% of steps */
+    long eval_every, log_every, save_every;
+    long stop_after;          /* > 0: stop (with a checkpoint) after this many steps of this invocation */
+} FinetuneOptions;
+
+void finetune_options_default(FinetuneOptions *o);
+/* The persisted options as `ft_<key> = value` lines, and back (resume). */
+char *finetune_options_to_text(const FinetuneOptions *o);
+int finetune_options_from_text(FinetuneOptions *o, const char *text, char *err, size_t errlen);
+
+typedef struct FtModel {
+    ModelConfig cfg;
+    ParamSet ps;
+    Encoder enc;
+    TaskHead head;
+} FtModel;
+
+/* Registers and initialises (spec §4.8, seed) encoder + head.  cfg validated. */
+void ft_model_build(FtModel *m, const ModelConfig *cfg, HeadKind kind, int n_labels, double dropout, uint64_t seed);
+void ft_model_free(FtModel *m);
+/* Copies the encoder of pretraining checkpoint `path` ("discriminator" or "generator") into m (its
+ * cfg must be the one ft_init_config returned for it).  0, or -1 with a message. */
+int ft_model_load_pretrained(FtModel *m, const char *path, const char *which, char *err, size_t errlen);
+/* The model config of a pretraining checkpoint's encoder (num_hidden_layers = that model's depth) and
+ * its tokenizer bytes (malloc'd; *n_tok may be 0).  0, or -1 with a message. */
+int ft_init_config(const char *path, const char *which, ModelConfig *cfg, uint8_t **tok, size_t *n_tok, char *err, size_t errlen);
+
+typedef struct FtEval {
+    double loss, acc, macro_f1;
+    long n;                   /* labelled positions (pos) or examples (genre) */
+} FtEval;
+
+/* Metrics on a whole split (no gradients, no dropout), in batches of B. */
+FtEval ft_evaluate(FtModel *m, Tape *t, const TaskSet *ts, int B);
+/* Macro-F1 of an L×L confusion matrix (rows gold, columns predicted) over the labels that occur as
+ * gold or predicted (as scikit-learn's f1_score(average="macro")). */
+double ft_macro_f1(const long *confusion, int L);
+
+/* Runs (or resumes) a fine-tuning run.  argc/argv go to RUNDIR/cmdline.txt.  Returns the exit code. */
+int finetune_run(const FinetuneOptions *o, int argc, char **argv);
+#endif
