@@ -26,6 +26,7 @@ int main(int argc, char **argv) {
         {"dump-encoder", cmd_dump_encoder, "encoder parity files: init a weights file, or run one on given inputs"},
         {"export", cmd_export, "checkpoint -> Hugging Face folders (config.json, model.safetensors)"},
         {"bench", cmd_bench, "timings of the training step and its parts"},
+        {"encode", cmd_encode, "text lines -> token ids (SentencePiece .model or tokenizer.bin)"},
     };
     const int n = (int)(sizeof(cmds) / sizeof(cmds[0]));
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
