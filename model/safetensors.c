@@ -259,9 +259,21 @@ static int dtype_of(const char *s, int *bytes) {
     if (!strcmp(s, "F32")) return *bytes = 4, ST_F32;
     if (!strcmp(s, "F16")) return *bytes = 2, ST_F16;
     if (!strcmp(s, "BF16")) return *bytes = 2, ST_BF16;
+    if (!strcmp(s, "F64")) return *bytes = 8, ST_F64;
+    static const struct { const char *n; int b; } other[] = {{"I64", 8}, {"U64", 8}, {"I32", 4}, {"U32", 4}, {"I16", 2}, {"U16", 2},
+                                                             {"I8", 1}, {"U8", 1}, {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++)
+        if (!strcmp(s, other[i].n)) return *bytes = other[i].b, ST_OTHER;
     return -1;
 }
-const char *safetensors_dtype_name(int d) { return d == ST_F32 ? "F32" : d == ST_F16 ? "F16" : "BF16"; }
+static int dtype_bytes(const StTensor *t) {
+    int b = 0;
+    dtype_of(t->dtype_name, &b);
+    return b;
+}
+const char *safetensors_dtype_name(int d) {
+    return d == ST_F32 ? "F32" : d == ST_F16 ? "F16" : d == ST_BF16 ? "BF16" : d == ST_F64 ? "F64" : "non-float";
+}
 
 void safetensors_close(StFile *f) {
     if (!f) return;
@@ -308,12 +320,9 @@ static int parse_entry(Js *j, StTensor *t) {
                     return -1;
                 }
                 t->dtype = dtype_of(d, &bytes);
+                snprintf(t->dtype_name, sizeof t->dtype_name, "%s", d);
                 if (t->dtype < 0) {
-                    static const char *known[] = {"F64", "I64", "I32", "I16", "I8", "U8", "U16", "U32", "U64", "BOOL", "F8_E4M3", "F8_E5M2", "C64"};
-                    int kn = 0;
-                    for (size_t q = 0; q < sizeof known / sizeof *known; q++) kn |= !strcmp(d, known[q]);
-                    snprintf(m, sizeof m, "tensor '%.200s' has %s dtype '%.40s' (only F32, F16 and BF16 can be read)", t->name,
-                             kn ? "the unsupported" : "an unknown", d);
+                    snprintf(m, sizeof m, "tensor '%.200s' has an unknown dtype '%.40s'", t->name, d);
                     free(d);
                     free(k);
                     js_fail(j, m);
@@ -440,7 +449,7 @@ StFile *safetensors_open(const char *path, char *err, size_t errlen) {
     const uint64_t data_len = f->size - f->data_start;
     for (int i = 0; i < f->n; i++) {
         StTensor *t = &f->t[i];
-        int bytes = t->dtype == ST_F32 ? 4 : 2;
+        int bytes = dtype_bytes(t);
         uint64_t n = 1;
         for (int d = 0; d < t->ndim; d++) {
             if (t->shape[d] > 0 && n > (1ull << 40) / (uint64_t)t->shape[d]) {
@@ -455,7 +464,7 @@ StFile *safetensors_open(const char *path, char *err, size_t errlen) {
                      "safetensors %.900s: tensor '%.200s': data_offsets [%llu, %llu] hold %lld bytes but %s x %lld elements need %llu "
                      "(the header lies about sizes)",
                      path, t->name, (unsigned long long)t->begin, (unsigned long long)t->end,
-                     (long long)(t->end >= t->begin ? (long long)(t->end - t->begin) : -1), safetensors_dtype_name(t->dtype), (long long)n,
+                     (long long)(t->end >= t->begin ? (long long)(t->end - t->begin) : -1), t->dtype_name, (long long)n,
                      (unsigned long long)(n * (uint64_t)bytes));
             return st_fail(f);
         }
@@ -523,6 +532,14 @@ void safetensors_read(const StFile *f, const StTensor *t, real *out) {
     const uint8_t *p = f->map + f->data_start + t->begin;
     for (int64_t i = 0; i < t->numel; i++) {
         float x;
+        if (t->dtype == ST_F64) {
+            uint64_t u = 0;
+            for (int k = 0; k < 8; k++) u |= (uint64_t)p[8 * i + k] << (8 * k);
+            double dv;
+            memcpy(&dv, &u, 8);
+            out[i] = (real)dv;
+            continue;
+        }
         if (t->dtype == ST_F32) {
             uint32_t u = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 | (uint32_t)p[4 * i + 3] << 24;
             memcpy(&x, &u, 4);

@@ -8,7 +8,7 @@
   spm-ref.py hard OUT                          writes the hard strings, one per line (UTF-8)
   spm-ref.py encode MODEL TEXT                 ids of every line of TEXT (split at '\\n' only), one line each,
                                                as `deberta encode --tokenizer MODEL TEXT` prints them
-  spm-ref.py time MODEL TEXT                   seconds to encode the lines of TEXT (one thread), printed
+  spm-ref.py time MODEL TEXT                   wall and CPU seconds to encode the lines of TEXT (one thread)
 """
 import sys
 import time
@@ -65,10 +65,11 @@ def main():
     elif cmd == "time":
         sp = spm.SentencePieceProcessor(model_file=sys.argv[2])
         lines = lines_of(sys.argv[3])
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
+        n = 0
         for line in lines:
-            sp.encode(line)
-        print("%.3f" % (time.perf_counter() - t))
+            n += len(sp.encode(line))
+        print("%d lines, %d ids: %.3f s wall, %.3f s CPU" % (len(lines), n, time.perf_counter() - t, time.process_time() - c))
     else:
         sys.exit("usage: see the docstring of " + sys.argv[0])
 

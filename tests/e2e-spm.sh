@@ -20,9 +20,8 @@ fail() { echo "FAIL: $*"; fails=$((fails+1)); }
 
 # the text: this repository's documents (always present), a corpus slice when fetched, hard strings
 cat README.md docs/*.md > "$T/text.txt"
-for c in data/corpus/nlp-corpus.txt /work/exp/data/corpus/nlp-corpus.txt; do
-    [ -s "$c" ] && { head -n 1500 "$c" >> "$T/text.txt"; break; }
-done
+c=${CORPUS_DIR:-data/corpus}/nlp-corpus.txt   # scripts/fetch-corpus.sh puts it there
+[ -s "$c" ] && head -n 1500 "$c" >> "$T/text.txt"
 "$PY" scripts/spm-ref.py hard "$T/hard.txt" || fail "spm-ref.py hard"
 cat "$T/hard.txt" >> "$T/text.txt"
 

@@ -105,6 +105,27 @@ static void round_trip_with_writer(void **state) {
 
 static const uint8_t Z[64];
 
+static void f64_and_non_float(void **state) {
+    (void)state;
+    uint8_t d[24] = {0};
+    double q = 2.5;
+    memcpy(d + 16, &q, 8);
+    d[0] = 7; /* p = [7, 0] as int64 */
+    char err[1500];
+    StFile *f = safetensors_open(write_st("mixed", "{\"p\":{\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[0,16]},"
+                                                   "\"q\":{\"dtype\":\"F64\",\"shape\":[],\"data_offsets\":[16,24]}}", -1, d, 24),
+                                 err, sizeof err);
+    if (!f) fail_msg("%s", err);
+    assert_int_equal(safetensors_find(f, "p")->dtype, ST_OTHER);
+    const StTensor *t = safetensors_find(f, "q");
+    assert_int_equal(t->dtype, ST_F64);
+    assert_int_equal(t->ndim, 0);
+    real o[1];
+    safetensors_read(f, t, o);
+    assert_true(o[0] == (real)2.5);
+    safetensors_close(f);
+}
+
 static void bad_files(void **state) {
     (void)state;
     const char *ok = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
@@ -123,7 +144,7 @@ static void bad_files(void **state) {
     expect_refused(write_st("lie", "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", -1, Z, 8), "lies about sizes");
     expect_refused(write_st("rev", "{\"a\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,0]}}", -1, Z, 8), "lies about sizes");
     expect_refused(write_st("dtype", "{\"a\":{\"dtype\":\"Q4\",\"shape\":[2],\"data_offsets\":[0,8]}}", -1, Z, 8), "unknown dtype 'Q4'");
-    expect_refused(write_st("f64", "{\"a\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]}}", -1, Z, 8), "unsupported dtype 'F64'");
+    expect_refused(write_st("i64", "{\"a\":{\"dtype\":\"I64\",\"shape\":[3],\"data_offsets\":[0,8]}}", -1, Z, 8), "I64 x 3 elements need 24");
     expect_refused(write_st("overlap",
                             "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
                             "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
@@ -153,6 +174,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reads_f32_f16_bf16),
         cmocka_unit_test(round_trip_with_writer),
+        cmocka_unit_test(f64_and_non_float),
         cmocka_unit_test(bad_files),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -13,5 +13,6 @@ int cmd_dump(int argc, char **argv);      /* every activation/gradient of one ba
 int cmd_dump_encoder(int argc, char **argv); /* encoder parity files                (train/cli/cmd_dump_encoder.c) */
 int cmd_export(int argc, char **argv);    /* Hugging Face folder                     (train/cli/cmd_export.c) */
 int cmd_bench(int argc, char **argv);     /* timings                                 (train/cli/cmd_bench.c) */
+int cmd_import(int argc, char **argv);    /* Hugging Face DebertaV2 -> run directory (train/cli/cmd_import.c) */
 int cmd_encode(int argc, char **argv);    /* text lines -> token ids                 (train/cli/cmd_encode.c) */
 #endif

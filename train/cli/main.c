@@ -26,6 +26,7 @@ int main(int argc, char **argv) {
         {"dump-encoder", cmd_dump_encoder, "encoder parity files: init a weights file, or run one on given inputs"},
         {"export", cmd_export, "checkpoint -> Hugging Face folders (config.json, model.safetensors)"},
         {"bench", cmd_bench, "timings of the training step and its parts"},
+        {"import", cmd_import, "Hugging Face DebertaV2 folder(s) -> run directory (checkpoint.h5, config.txt)"},
         {"encode", cmd_encode, "text lines -> token ids (SentencePiece .model or tokenizer.bin)"},
     };
     const int n = (int)(sizeof(cmds) / sizeof(cmds[0]));
