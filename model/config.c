@@ -61,7 +61,7 @@ void config_defaults(ModelConfig *c) {
     c->vocab_size = 8192;
     c->max_position_embeddings = 512;
     c->position_buckets = 64;
-    c->max_relative_positions = 128;
+    c->max_relative_positions = -1; /* -> max_position_embeddings: no distance clamp below it, as Hugging Face */
     c->att_terms = ATT_ALL;
     c->share_att_key = 1;
     c->norm_rel_ebd = 1;

@@ -88,3 +88,467 @@ int safetensors_write(const char *path, const StEntry *entries, int n, char *err
     }
     return 0;
 }
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Reader.                                                                                         */
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+typedef struct {
+    const char *p, *end;
+    const char *path;
+    char *err;
+    size_t errlen;
+    int failed;
+} Js;
+
+static void js_fail(Js *j, const char *what) {
+    if (j->failed) return;
+    j->failed = 1;
+    snprintf(j->err, j->errlen, "safetensors %.900s: header JSON: %s", j->path, what);
+}
+static void js_ws(Js *j) {
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')) j->p++;
+}
+static int js_lit(Js *j, char c) {
+    js_ws(j);
+    if (j->p < j->end && *j->p == c) {
+        j->p++;
+        return 1;
+    }
+    return 0;
+}
+static int hexv(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+static void put_utf8(Buf *b, uint32_t cp) {
+    char t[5] = {0};
+    if (cp < 0x80) t[0] = (char)cp;
+    else if (cp < 0x800) t[0] = (char)(0xC0 | cp >> 6), t[1] = (char)(0x80 | (cp & 0x3F));
+    else if (cp < 0x10000) t[0] = (char)(0xE0 | cp >> 12), t[1] = (char)(0x80 | ((cp >> 6) & 0x3F)), t[2] = (char)(0x80 | (cp & 0x3F));
+    else t[0] = (char)(0xF0 | cp >> 18), t[1] = (char)(0x80 | ((cp >> 12) & 0x3F)), t[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), t[3] = (char)(0x80 | (cp & 0x3F));
+    buf_put(b, "%s", t);
+}
+/* A JSON string (decoded, malloc'd), or NULL after js_fail. */
+static char *js_string(Js *j) {
+    js_ws(j);
+    if (j->p >= j->end || *j->p != '"') {
+        js_fail(j, "expected a string");
+        return NULL;
+    }
+    j->p++;
+    Buf b = {xmalloc(64), 0, 64};
+    b.s[0] = 0;
+    while (j->p < j->end && *j->p != '"') {
+        unsigned char c = (unsigned char)*j->p++;
+        if (c < 0x20) {
+            js_fail(j, "control character inside a string");
+            break;
+        }
+        if (c != '\\') {
+            if (b.len + 2 > b.cap) b.s = xrealloc(b.s, b.cap *= 2);
+            b.s[b.len++] = (char)c;
+            b.s[b.len] = 0;
+            continue;
+        }
+        if (j->p >= j->end) break;
+        char e = *j->p++;
+        const char *simple = strchr("\"\\/bfnrt", e);
+        if (simple && e) {
+            static const char out[] = "\"\\/\b\f\n\r\t";
+            char t[2] = {out[simple - "\"\\/bfnrt"], 0};
+            buf_put(&b, "%s", t);
+        } else if (e == 'u') {
+            uint32_t cp = 0;
+            for (int k = 0; k < 4; k++) {
+                int h = j->p < j->end ? hexv(*j->p++) : -1;
+                if (h < 0) {
+                    js_fail(j, "bad \\u escape");
+                    free(b.s);
+                    return NULL;
+                }
+                cp = cp << 4 | (uint32_t)h;
+            }
+            if (cp >= 0xD800 && cp < 0xDC00 && j->end - j->p >= 6 && j->p[0] == '\\' && j->p[1] == 'u') {
+                uint32_t lo = 0;
+                int ok = 1;
+                for (int k = 0; k < 4; k++) {
+                    int h = hexv(j->p[2 + k]);
+                    if (h < 0) ok = 0;
+                    lo = lo << 4 | (uint32_t)(h < 0 ? 0 : h);
+                }
+                if (ok && lo >= 0xDC00 && lo < 0xE000) {
+                    j->p += 6;
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                }
+            }
+            if (cp == 0 || (cp >= 0xD800 && cp < 0xE000)) {
+                js_fail(j, "a \\u escape of NUL or a lone surrogate");
+                free(b.s);
+                return NULL;
+            }
+            put_utf8(&b, cp);
+        } else {
+            js_fail(j, "bad escape in a string");
+            free(b.s);
+            return NULL;
+        }
+    }
+    if (j->failed || j->p >= j->end) {
+        js_fail(j, "unterminated string");
+        free(b.s);
+        return NULL;
+    }
+    j->p++;
+    return b.s;
+}
+/* A non-negative JSON integer (no fraction, no exponent) that fits in 2^53. */
+static int js_uint(Js *j, uint64_t *v, const char *what) {
+    js_ws(j);
+    const char *s = j->p;
+    uint64_t r = 0;
+    while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
+        r = r * 10 + (uint64_t)(*j->p++ - '0');
+        if (r > (1ull << 53)) break;
+    }
+    if (j->p == s || r > (1ull << 53) || (j->p < j->end && strchr(".eE-", *j->p)) || (*s == '0' && j->p - s > 1)) {
+        char m[160];
+        snprintf(m, sizeof m, "%s must be non-negative integers below 2^53", what);
+        js_fail(j, m);
+        return -1;
+    }
+    *v = r;
+    return 0;
+}
+/* Skips any JSON value (the __metadata__ object). */
+static void js_skip(Js *j, int depth) {
+    js_ws(j);
+    if (depth > 32) {
+        js_fail(j, "nested too deeply");
+        return;
+    }
+    if (j->p >= j->end) {
+        js_fail(j, "unexpected end");
+        return;
+    }
+    char c = *j->p;
+    if (c == '"') {
+        free(js_string(j));
+    } else if (c == '{' || c == '[') {
+        j->p++;
+        char close = c == '{' ? '}' : ']';
+        if (js_lit(j, close)) return;
+        do {
+            if (c == '{') {
+                free(js_string(j));
+                if (!js_lit(j, ':')) js_fail(j, "expected ':'");
+            }
+            js_skip(j, depth + 1);
+        } while (!j->failed && js_lit(j, ','));
+        if (!js_lit(j, close)) js_fail(j, "expected ',' or the end of an object/array");
+    } else {
+        const char *s = j->p;
+        while (j->p < j->end && strchr("+-.0123456789eEtruefalsn", *j->p)) j->p++;
+        if (j->p == s) js_fail(j, "unexpected character");
+    }
+}
+
+static int dtype_of(const char *s, int *bytes) {
+    if (!strcmp(s, "F32")) return *bytes = 4, ST_F32;
+    if (!strcmp(s, "F16")) return *bytes = 2, ST_F16;
+    if (!strcmp(s, "BF16")) return *bytes = 2, ST_BF16;
+    if (!strcmp(s, "F64")) return *bytes = 8, ST_F64;
+    static const struct { const char *n; int b; } other[] = {{"I64", 8}, {"U64", 8}, {"I32", 4}, {"U32", 4}, {"I16", 2}, {"U16", 2},
+                                                             {"I8", 1}, {"U8", 1}, {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++)
+        if (!strcmp(s, other[i].n)) return *bytes = other[i].b, ST_OTHER;
+    return -1;
+}
+static int dtype_bytes(const StTensor *t) {
+    int b = 0;
+    dtype_of(t->dtype_name, &b);
+    return b;
+}
+const char *safetensors_dtype_name(int d) {
+    return d == ST_F32 ? "F32" : d == ST_F16 ? "F16" : d == ST_BF16 ? "BF16" : d == ST_F64 ? "F64" : "non-float";
+}
+
+void safetensors_close(StFile *f) {
+    if (!f) return;
+    for (int i = 0; i < f->n; i++) free(f->t[i].name);
+    free(f->t);
+    if (f->map && f->size) munmap((void *)f->map, f->size);
+    free(f->path);
+    free(f);
+}
+
+static int cmp_range(const void *a, const void *b) {
+    const StTensor *x = *(StTensor *const *)a, *y = *(StTensor *const *)b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->end > y->end) - (x->end < y->end);
+}
+
+static StFile *st_fail(StFile *f) {
+    safetensors_close(f);
+    return NULL;
+}
+
+/* One tensor entry: {"dtype":..., "shape":[...], "data_offsets":[b,e]} in any order. */
+static int parse_entry(Js *j, StTensor *t) {
+    int have_d = 0, have_s = 0, have_o = 0;
+    char m[1200];
+    if (!js_lit(j, '{')) {
+        snprintf(m, sizeof m, "tensor '%.200s' is not an object", t->name);
+        js_fail(j, m);
+        return -1;
+    }
+    int closed = js_lit(j, '}');
+    if (!closed) do {
+            char *k = js_string(j);
+            if (!k) return -1;
+            if (!js_lit(j, ':')) {
+                free(k);
+                js_fail(j, "expected ':'");
+                return -1;
+            }
+            if (!strcmp(k, "dtype")) {
+                char *d = js_string(j);
+                int bytes;
+                if (!d) {
+                    free(k);
+                    return -1;
+                }
+                t->dtype = dtype_of(d, &bytes);
+                snprintf(t->dtype_name, sizeof t->dtype_name, "%s", d);
+                if (t->dtype < 0) {
+                    snprintf(m, sizeof m, "tensor '%.200s' has an unknown dtype '%.40s'", t->name, d);
+                    free(d);
+                    free(k);
+                    js_fail(j, m);
+                    return -1;
+                }
+                free(d);
+                have_d = 1;
+            } else if (!strcmp(k, "shape")) {
+                if (!js_lit(j, '[')) {
+                    free(k);
+                    js_fail(j, "shape must be an array");
+                    return -1;
+                }
+                t->ndim = 0;
+                if (!js_lit(j, ']')) {
+                    do {
+                        uint64_t v;
+                        if (t->ndim == 8) {
+                            free(k);
+                            js_fail(j, "a shape has more than 8 dimensions");
+                            return -1;
+                        }
+                        if (js_uint(j, &v, "shape entries")) {
+                            free(k);
+                            return -1;
+                        }
+                        t->shape[t->ndim++] = (int64_t)v;
+                    } while (js_lit(j, ','));
+                    if (!js_lit(j, ']')) {
+                        free(k);
+                        js_fail(j, "expected ',' or ']' in a shape");
+                        return -1;
+                    }
+                }
+                have_s = 1;
+            } else if (!strcmp(k, "data_offsets")) {
+                uint64_t b, e;
+                if (!js_lit(j, '[') || js_uint(j, &b, "data_offsets") || !js_lit(j, ',') || js_uint(j, &e, "data_offsets") ||
+                    !js_lit(j, ']')) {
+                    free(k);
+                    js_fail(j, "data_offsets must be [begin, end]");
+                    return -1;
+                }
+                t->begin = b, t->end = e;
+                have_o = 1;
+            } else {
+                snprintf(m, sizeof m, "tensor '%.200s' has an unknown key '%.100s'", t->name, k);
+                free(k);
+                js_fail(j, m);
+                return -1;
+            }
+            free(k);
+        } while (js_lit(j, ','));
+    if (!closed && !j->failed && !js_lit(j, '}')) js_fail(j, "expected ',' or '}' in a tensor entry");
+    if (j->failed) return -1;
+    if (!have_d || !have_s || !have_o) {
+        snprintf(m, sizeof m, "tensor '%.200s' lacks %s", t->name, !have_d ? "dtype" : !have_s ? "shape" : "data_offsets");
+        js_fail(j, m);
+        return -1;
+    }
+    return 0;
+}
+
+StFile *safetensors_open(const char *path, char *err, size_t errlen) {
+    StFile *f = xcalloc(1, sizeof *f);
+    f->path = xstrdup(path);
+    int fd = open(path, O_RDONLY);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        snprintf(err, errlen, "safetensors %.900s: cannot open (%s)", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return st_fail(f);
+    }
+    f->size = (size_t)sb.st_size;
+    if (f->size < 8) {
+        close(fd);
+        snprintf(err, errlen, "safetensors %.900s: %zu bytes, shorter than the 8-byte header length (truncated?)", path, f->size);
+        return st_fail(f);
+    }
+    void *p = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        f->size = 0;
+        snprintf(err, errlen, "safetensors %.900s: cannot map (%s)", path, strerror(errno));
+        return st_fail(f);
+    }
+    f->map = p;
+    uint64_t hl = 0;
+    for (int i = 0; i < 8; i++) hl |= (uint64_t)f->map[i] << (8 * i);
+    if (hl > f->size - 8 || hl > (100u << 20)) {
+        snprintf(err, errlen, "safetensors %.900s: the header claims %llu bytes but the file has %zu after the length field%s", path,
+                 (unsigned long long)hl, f->size - 8, hl > (100u << 20) ? " (over the 100 MB limit)" : " (truncated?)");
+        return st_fail(f);
+    }
+    f->data_start = 8 + (size_t)hl;
+    Js j = {(const char *)f->map + 8, (const char *)f->map + 8 + hl, path, err, errlen, 0};
+    int cap = 0, closed = 0;
+    if (!js_lit(&j, '{')) js_fail(&j, "the header is not a JSON object");
+    else if (!(closed = js_lit(&j, '}'))) do {
+            char *name = js_string(&j);
+            if (!name) break;
+            if (!js_lit(&j, ':')) {
+                free(name);
+                js_fail(&j, "expected ':'");
+                break;
+            }
+            if (!strcmp(name, "__metadata__")) {
+                free(name);
+                js_skip(&j, 0);
+                continue;
+            }
+            if (f->n == cap) f->t = xrealloc(f->t, (size_t)(cap = cap ? 2 * cap : 64) * sizeof(StTensor));
+            StTensor *t = &f->t[f->n++];
+            memset(t, 0, sizeof *t);
+            t->name = name;
+            if (parse_entry(&j, t)) break;
+        } while (!j.failed && js_lit(&j, ','));
+    if (!j.failed && !closed && !js_lit(&j, '}')) js_fail(&j, "expected ',' or '}' after a tensor entry");
+    js_ws(&j);
+    if (!j.failed && j.p != j.end) js_fail(&j, "text after the closing '}'");
+    if (j.failed) return st_fail(f);
+
+    /* sizes, ranges, names */
+    const uint64_t data_len = f->size - f->data_start;
+    for (int i = 0; i < f->n; i++) {
+        StTensor *t = &f->t[i];
+        int bytes = dtype_bytes(t);
+        uint64_t n = 1;
+        for (int d = 0; d < t->ndim; d++) {
+            if (t->shape[d] > 0 && n > (1ull << 40) / (uint64_t)t->shape[d]) {
+                snprintf(err, errlen, "safetensors %.900s: tensor '%.200s' has an absurd shape", path, t->name);
+                return st_fail(f);
+            }
+            n *= (uint64_t)t->shape[d];
+        }
+        t->numel = (int64_t)n;
+        if (t->end < t->begin || t->end - t->begin != n * (uint64_t)bytes) {
+            snprintf(err, errlen,
+                     "safetensors %.900s: tensor '%.200s': data_offsets [%llu, %llu] hold %lld bytes but %s x %lld elements need %llu "
+                     "(the header lies about sizes)",
+                     path, t->name, (unsigned long long)t->begin, (unsigned long long)t->end,
+                     (long long)(t->end >= t->begin ? (long long)(t->end - t->begin) : -1), t->dtype_name, (long long)n,
+                     (unsigned long long)(n * (uint64_t)bytes));
+            return st_fail(f);
+        }
+        if (t->end > data_len) {
+            snprintf(err, errlen, "safetensors %.900s: tensor '%.200s' ends at data byte %llu but the file has %llu data bytes (truncated?)",
+                     path, t->name, (unsigned long long)t->end, (unsigned long long)data_len);
+            return st_fail(f);
+        }
+    }
+    StTensor **order = xmalloc((size_t)(f->n ? f->n : 1) * sizeof *order);
+    for (int i = 0; i < f->n; i++) order[i] = &f->t[i];
+    qsort(order, (size_t)f->n, sizeof *order, cmp_range);
+    uint64_t at = 0;
+    for (int i = 0; i < f->n; i++) {
+        if (order[i]->begin < at) {
+            snprintf(err, errlen, "safetensors %.900s: tensors '%.200s' and '%.200s' overlap (data bytes %llu..%llu)", path,
+                     order[i - 1]->name, order[i]->name, (unsigned long long)order[i]->begin, (unsigned long long)at);
+            free(order);
+            return st_fail(f);
+        }
+        if (order[i]->begin > at) {
+            snprintf(err, errlen, "safetensors %.900s: data bytes %llu..%llu belong to no tensor (before '%.200s')", path,
+                     (unsigned long long)at, (unsigned long long)order[i]->begin, order[i]->name);
+            free(order);
+            return st_fail(f);
+        }
+        at = order[i]->end;
+    }
+    free(order);
+    if (at != data_len) {
+        snprintf(err, errlen, "safetensors %.900s: %llu data bytes after the last tensor", path, (unsigned long long)(data_len - at));
+        return st_fail(f);
+    }
+    for (int i = 0; i < f->n; i++)
+        for (int k = 0; k < i; k++)
+            if (!strcmp(f->t[i].name, f->t[k].name)) {
+                snprintf(err, errlen, "safetensors %.900s: tensor '%.200s' appears twice", path, f->t[i].name);
+                return st_fail(f);
+            }
+    return f;
+}
+
+const StTensor *safetensors_find(const StFile *f, const char *name) {
+    for (int i = 0; i < f->n; i++)
+        if (!strcmp(f->t[i].name, name)) return &f->t[i];
+    return NULL;
+}
+
+static float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1F, m = h & 0x3FF, u;
+    if (e == 0x1F) u = sign | 0x7F800000u | (m << 13); /* inf / NaN (payload kept) */
+    else if (e) u = sign | ((e + 112) << 23) | (m << 13);
+    else if (!m) u = sign;
+    else { /* subnormal: normalise */
+        int s = 0;
+        while (!(m & 0x400)) m <<= 1, s++;
+        u = sign | ((uint32_t)(113 - s) << 23) | ((m & 0x3FF) << 13);
+    }
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+void safetensors_read(const StFile *f, const StTensor *t, real *out) {
+    const uint8_t *p = f->map + f->data_start + t->begin;
+    for (int64_t i = 0; i < t->numel; i++) {
+        float x;
+        if (t->dtype == ST_F64) {
+            uint64_t u = 0;
+            for (int k = 0; k < 8; k++) u |= (uint64_t)p[8 * i + k] << (8 * k);
+            double dv;
+            memcpy(&dv, &u, 8);
+            out[i] = (real)dv;
+            continue;
+        }
+        if (t->dtype == ST_F32) {
+            uint32_t u = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 | (uint32_t)p[4 * i + 3] << 24;
+            memcpy(&x, &u, 4);
+        } else if (t->dtype == ST_F16) {
+            x = half_to_float((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
+        } else {
+            uint32_t u = (uint32_t)(p[2 * i] | p[2 * i + 1] << 8) << 16;
+            memcpy(&x, &u, 4);
+        }
+        out[i] = (real)x;
+    }
+}

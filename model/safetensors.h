@@ -1,4 +1,5 @@
-/* safetensors.h — a minimal writer of the safetensors format (F32 only), used by `deberta export`.
+/* safetensors.h — the safetensors format: a writer (F32 only, used by `deberta export`) and a
+ * validating reader (F32, F16, BF16, F64 -> real, used by `deberta import`).
  *
  * Layout: u64 little-endian header length N, N bytes of JSON header (padded with spaces to a multiple
  * of 8), then the raw little-endian data of each tensor in header order, back to back.  The header
@@ -18,4 +19,40 @@ typedef struct StEntry {
 
 /* Writes the file atomically (temp file + rename).  Returns 0, or -1 with a message in err. */
 int safetensors_write(const char *path, const StEntry *entries, int n, char *err, size_t errlen);
+
+/* ---- reader ---- */
+enum { ST_F32 = 0, ST_F16 = 1, ST_BF16 = 2, ST_F64 = 3, ST_OTHER = 4 /* a valid non-float dtype: not convertible */ };
+
+typedef struct StTensor {
+    char *name;
+    int dtype;                 /* ST_F32 / ST_F16 / ST_BF16 / ST_F64, or ST_OTHER (I64, U8, BOOL, ...) */
+    char dtype_name[12];       /* as in the header */
+    int ndim;                  /* 0..8 */
+    int64_t shape[8];
+    int64_t numel;
+    uint64_t begin, end;       /* byte range relative to the start of the data */
+} StTensor;
+
+typedef struct StFile {
+    char *path;
+    const uint8_t *map;        /* the whole file, mapped read-only */
+    size_t size;
+    size_t data_start;         /* 8 + header length */
+    int n;
+    StTensor *t;               /* in header order */
+} StFile;
+
+/* Opens and validates the whole header: the length field against the file size, JSON syntax, every
+ * entry an object with exactly dtype / shape / data_offsets, a supported dtype, a byte range that
+ * matches dtype x shape (every dtype of the format is known: F64/F32/F16/BF16 are readable, integer,
+ * bool and float8 tensors are kept as ST_OTHER), lies inside the file, overlaps no other and leaves no gap (the format
+ * requires the data to be exactly the tensors back to back), unique names.  NULL + one-line message
+ * naming the file on any problem. */
+StFile *safetensors_open(const char *path, char *err, size_t errlen);
+const StTensor *safetensors_find(const StFile *f, const char *name); /* NULL when absent */
+/* Converts tensor t (not ST_OTHER) into out[numel] (float16/bfloat16 exactly, including subnormals,
+ * inf, NaN; float64 rounded to real). */
+void safetensors_read(const StFile *f, const StTensor *t, real *out);
+const char *safetensors_dtype_name(int dtype);
+void safetensors_close(StFile *f);
 #endif

@@ -92,7 +92,7 @@ OMP_NUM_THREADS=1 "$PY" "$T/phase1.py" "$T" > "$T/phase1.log" 2>&1 || { cat "$T/
 while read -r name sh mode emd; do
     "$BIN" dump --weights "$T/$name.w.h5" --batch "$T/$name.b.h5" --out "$T/$name.ours.h5" > "$T/$name.dump.log" 2>&1 \
         || { cat "$T/$name.dump.log"; fail "deberta dump $name"; }
-    "$BIN" export "$T/$name.w.h5" "$T/$name.export" > "$T/$name.export.log" 2>&1 \
+    "$BIN" export "$T/$name.w.h5" "$T/$name.export" --mlm-head both --rtd-head > "$T/$name.export.log" 2>&1 \
         || { cat "$T/$name.export.log"; fail "deberta export $name"; }
 done < "$T/cases.txt"
 "$BIN" dump --weights "$T/attrs.w.h5" --batch "$T/gdes-emd1.b.h5" --out "$T/attrs.ours.h5" > "$T/attrs.log" 2>&1 \
@@ -109,7 +109,7 @@ awk 'BEGIN { srand(7); split("the a one every some that this my our your", d, " 
 if "$BIN" prep --input "$T/pt/corpus.txt" --out "$T/pt/shards" --vocab-size 320 --val-fraction 0.1 > "$T/pt/prep.log" 2>&1 \
    && "$BIN" pretrain --preset test --max_seq_len 32 --data "$T/pt/shards" --batch 4 --steps 4 --eval-every 4 --eval-batches 1 \
         --save-every 4 --out "$T/pt/run" > "$T/pt/run.log" 2>&1; then
-    "$BIN" export "$T/pt/run/checkpoint.h5" "$T/pt/export" > "$T/pt/export.log" 2>&1 || { cat "$T/pt/export.log"; fail "export of a pretrain checkpoint"; }
+    "$BIN" export "$T/pt/run/checkpoint.h5" "$T/pt/export" --mlm-head both --rtd-head > "$T/pt/export.log" 2>&1 || { cat "$T/pt/export.log"; fail "export of a pretrain checkpoint"; }
     grep -q "tokenizer.json written" "$T/pt/export.log" || fail "export of a pretrain checkpoint wrote no tokenizer.json"
     "$BIN" dump --weights "$T/pt/run/checkpoint.h5" --batch "$T/ckpt.b.h5" --out "$T/pretrain.ours.h5" > "$T/pt/dump.log" 2>&1 \
         || { cat "$T/pt/dump.log"; fail "dump of a pretrain checkpoint"; }

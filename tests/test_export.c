@@ -197,8 +197,8 @@ static void export_one(int sharing) {
     if (checkpoint_save(rundir, &m.ps, NULL, &st, 0, err, sizeof err)) fail_msg("%s", err);
     snprintf(ckpt, sizeof ckpt, "%s/checkpoint.h5", rundir);
     snprintf(out, sizeof out, "%s/export-%s", dir, config_sharing_str(sharing));
-    char *argv[] = {"export", ckpt, out, NULL};
-    assert_int_equal(cmd_export(3, argv), 0);
+    char *argv[] = {"export", ckpt, out, "--mlm-head", "both", "--rtd-head", NULL};
+    assert_int_equal(cmd_export(6, argv), 0);
 
     St g, d;
     snprintf(path, sizeof path, "%s/generator/model.safetensors", out);
@@ -260,6 +260,37 @@ static void export_one(int sharing) {
     }
     free(g.raw);
     free(d.raw);
+
+    /* the layouts a transformers class expects: default = cls.predictions (legacy true), no RTD head;
+     * --mlm-head official = lm_predictions.lm_head.* (legacy false) */
+    for (int k = 0; k < 2; k++) {
+        char out2[520];
+        snprintf(out2, sizeof out2, "%s-%s", out, k ? "official" : "default");
+        char *argv2[] = {"export", ckpt, out2, "--mlm-head", "official", NULL};
+        assert_int_equal(cmd_export(k ? 5 : 3, argv2), 0);
+        snprintf(path, sizeof path, "%s/generator/model.safetensors", out2);
+        st_read(&g, path);
+        snprintf(path, sizeof path, "%s/discriminator/model.safetensors", out2);
+        st_read(&d, path);
+        int n_cls = 0, n_lm = 0;
+        for (int i = 0; i < g.n; i++) {
+            n_cls += !strncmp(g.e[i].name, "cls.", 4);
+            n_lm += !strncmp(g.e[i].name, "lm_predictions.", 15);
+        }
+        assert_int_equal(n_cls, k ? 0 : 5);
+        assert_int_equal(n_lm, k ? 5 : 0);
+        assert_int_equal(g.n, m.n_gen_params);
+        assert_int_equal(d.n, nd - 6);
+        for (int i = 0; i < d.n; i++) assert_null(strstr(d.e[i].name, "mask_predictions"));
+        if (!k) expect(&g, "cls.predictions.bias", m.lm.bias, NULL);
+        else expect(&g, "lm_predictions.lm_head.bias", m.lm.bias, NULL);
+        snprintf(path, sizeof path, "%s/generator/config.json", out2);
+        char *cj2 = slurp(path, &n);
+        assert_non_null(strstr(cj2, k ? "\"legacy\": false" : "\"legacy\": true"));
+        free(cj2);
+        free(g.raw);
+        free(d.raw);
+    }
     free(ctext);
     tokenizer_free(tk);
     electra_free(&m);

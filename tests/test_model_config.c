@@ -19,7 +19,7 @@ static void presets(void **state) {
     assert_int_equal(c.attention_head_size, 64);
     assert_int_equal(c.intermediate_size, 1024);
     assert_int_equal(c.position_buckets, 64);
-    assert_int_equal(c.max_relative_positions, 128);
+    assert_int_equal(c.max_relative_positions, 512); /* = max_position_embeddings: Hugging Face-exact */
     assert_int_equal(c.max_seq_len, 128);
     assert_int_equal(c.vocab_size, 8192);
     assert_int_equal(c.gen_num_hidden_layers, 2); /* half */
@@ -59,7 +59,7 @@ static void validation_errors(void **state) {
     c.num_attention_heads = 3;
     assert_int_equal(config_validate(&c, err, sizeof err), -1);
     assert_non_null(strstr(err, "not divisible by num_attention_heads"));
-    expect_invalid("position_buckets", "300", "position_buckets 300 is larger than allowed");
+    expect_invalid("position_buckets", "1100", "position_buckets 1100 is larger than allowed");
     expect_invalid("pos_att_type", "", "non-empty");
     expect_invalid("pos_att_type", "c2c|p2p", "non-empty");
     expect_invalid("share_att_key", "false", "share_att_key = false is not supported");
@@ -85,6 +85,7 @@ static void validation_errors(void **state) {
     /* no buckets: S = max_relative_positions */
     config_preset(&c, "tiny");
     c.position_buckets = 0;
+    c.max_relative_positions = 128;
     assert_int_equal(config_validate(&c, err, sizeof err), 0);
     assert_int_equal(config_att_span(&c), 128);
 }

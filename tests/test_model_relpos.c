@@ -4,6 +4,8 @@
  * float32, and a float64 formula (spec §1.3/§9: identical for these pairs).  Then c(i, j). */
 #include "tests/testutil.h"
 #include <stdlib.h>
+#include <math.h>
+#include "model/config.h"
 #include "model/relpos.h"
 
 static void spec_vectors_256_512(void **state) {
@@ -67,6 +69,46 @@ static void full_table(int bs, int mp) {
 static void full_table_256_512(void **state) { full_table(256, 512); }
 static void full_table_64_128(void **state) { full_table(64, 128); }
 
+/* Hugging Face's modeling_deberta_v2: no distance clamp, the log bucket in float32 torch ops
+ * (log of the float32 ratio over log of the float32 (MP−1)/mid), then only the row clamp. */
+static int hf_row(int r, int pb, int mp, int S) {
+    int b = r;
+    if (pb > 0 && mp > 0) {
+        const int mid = pb / 2, a = (r < mid && r > -mid) ? mid - 1 : abs(r);
+        const float lp = ceilf(logf((float)a / (float)mid) / logf((float)((double)(mp - 1) / mid)) * (float)(mid - 1)) + (float)mid;
+        b = a <= mid ? r : (r < 0 ? -(int)lp : (int)lp);
+    }
+    b += S;
+    return b < 0 ? 0 : b > 2 * S - 1 ? 2 * S - 1 : b;
+}
+/* Rows of c(i, j) that differ from Hugging Face's for i, j < T. */
+static long hf_mismatches(int T, int pb, int mp, int S) {
+    int32_t *c = malloc(sizeof(int32_t) * (size_t)T * (size_t)T);
+    relpos_index(c, T, T, pb, mp, S, NULL, NULL);
+    long bad = 0;
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++) bad += c[(long)i * T + j] != hf_row(i - j, pb, mp, S);
+    free(c);
+    return bad;
+}
+/* The tiny and xsmall presets are Hugging Face-exact at every T <= max_position_embeddings; the
+ * clamp makes the difference when max_relative_positions is smaller (the old tiny preset's 128, and
+ * the test preset, which keeps its clamp on purpose so that parity tests exercise it). */
+static void presets_are_hf_exact(void **state) {
+    const char *names[2] = {"tiny", "xsmall"};
+    for (int k = 0; k < 2; k++) {
+        ModelConfig c;
+        char err[256];
+        assert_int_equal(config_preset(&c, names[k]), 0);
+        assert_int_equal(config_validate(&c, err, sizeof err), 0);
+        assert_true(c.max_relative_positions >= c.max_position_embeddings);
+        long bad = hf_mismatches(c.max_position_embeddings, c.position_buckets, c.max_relative_positions, config_att_span(&c));
+        if (bad) fail_msg("preset %s: %ld entries of c(i, j) differ from Hugging Face at T = %d", names[k], bad, c.max_position_embeddings);
+    }
+    assert_int_equal(hf_mismatches(128, 64, 128, 64), 0);   /* the old tiny preset: equal up to 128 ... */
+    assert_true(hf_mismatches(129, 64, 128, 64) > 0);       /* ... and not beyond */
+}
+
 static void index_table(void **state) {
     /* (PB 8, MRP 16, S = PB = 8): T = 12 reaches |i − j| = 11 -> bucket ±7 -> rows [1, 15] */
     enum { T = 12, S = 8 };
@@ -106,6 +148,7 @@ int main(void) {
         cmocka_unit_test(full_table_256_512),
         cmocka_unit_test(full_table_64_128),
         cmocka_unit_test(index_table),
+        cmocka_unit_test(presets_are_hf_exact),
     };
     return cmocka_run_group_tests_name("model_relpos", tests, NULL, NULL);
 }

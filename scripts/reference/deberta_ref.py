@@ -16,6 +16,7 @@ import json
 import os
 import resource
 import statistics
+import struct
 import sys
 import time
 
@@ -571,6 +572,88 @@ def cmd_compare(args):
 
 # ---------------------------------------------------------------------------------------------
 
+# ---------------------------------------------------------------------------------------------
+# write-hf: a full-model weights file as two Hugging Face folders in the published V3 layout
+# ---------------------------------------------------------------------------------------------
+
+def _st_bytes(arr, dtype):
+    a = np.ascontiguousarray(arr, dtype=np.float32)
+    if dtype == "F32":
+        return a.astype("<f4").tobytes()
+    if dtype == "F16":
+        return a.astype("<f2").tobytes()
+    u = a.view(np.uint32).astype(np.uint64)                 # BF16: round to nearest even
+    u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    return u.astype("<u2").tobytes()
+
+
+def write_safetensors(path, tensors, dtype):
+    header, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, arr in tensors:
+        b = _st_bytes(arr, dtype)
+        header[name] = {"dtype": dtype, "shape": list(arr.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def write_hf_config(path, cfg, layers, arch):
+    terms = [t for t in ("p2c", "c2p") if t in cfg["pos_att_type"].split("|")]
+    j = {"model_type": "deberta-v2", "architectures": [arch], "vocab_size": cfg["vocab_size"],
+         "hidden_size": cfg["hidden_size"], "num_hidden_layers": layers,
+         "num_attention_heads": cfg["num_attention_heads"], "intermediate_size": cfg["intermediate_size"],
+         "hidden_act": "gelu", "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
+         "max_position_embeddings": cfg["max_position_embeddings"], "type_vocab_size": 0,
+         "initializer_range": 0.02, "layer_norm_eps": cfg["layer_norm_eps"], "relative_attention": True,
+         "max_relative_positions": cfg["max_relative_positions"],
+         "position_buckets": cfg["position_buckets"] if cfg["position_buckets"] > 0 else -1,
+         "norm_rel_ebd": "layer_norm", "share_att_key": True, "pos_att_type": "|".join(terms),
+         "position_biased_input": False, "pad_token_id": 0}
+    if cfg["attention_head_size"] * cfg["num_attention_heads"] != cfg["hidden_size"]:
+        j["attention_head_size"] = cfg["attention_head_size"]
+    with open(path, "w") as f:
+        json.dump(j, f, indent=2)
+
+
+def cmd_write_hf(args):
+    """generator/ and discriminator/ folders under OUT: config.json + model.safetensors (DTYPE), the
+    published layout: discriminator deberta.* (its word/position tables materialised: GDES E_G+E_delta,
+    ES E_G, NES its own) + mask_predictions.*; generator deberta.* + the MLM head (official
+    lm_predictions.lm_head.* or cls.predictions.*)."""
+    cfg, raw = refio.read_weights(args.weights)
+    if "embedding_sharing" not in cfg.get("_given", []) and "discriminator.mask_predictions.dense.weight" not in raw:
+        die("%s: not a full-model weights file" % args.weights)
+    sh = cfg["embedding_sharing"]
+    gen = [(k[len("generator."):], v) for k, v in raw.items() if k.startswith("generator.")]
+    if args.head == "cls":
+        inv = {v: k for k, v in LEGACY_HEAD.items()}
+        gen = [(inv.get(k, k), v) for k, v in gen]
+    disc = []
+    for emb in ("word_embeddings", "position_embeddings"):
+        own = raw.get("discriminator.deberta.embeddings.%s.weight" % emb)
+        g = raw["generator.deberta.embeddings.%s.weight" % emb]
+        if sh == "nes":
+            t = own
+        elif sh == "es":
+            t = g
+        else:
+            t = (g.astype(np.float32) + raw["discriminator.deberta.embeddings.%s._weight" % emb].astype(np.float32))
+        disc.append(("deberta.embeddings.%s.weight" % emb, t))
+    disc += [(k[len("discriminator."):], v) for k, v in raw.items() if k.startswith("discriminator.")
+             and ".embeddings.word_embeddings." not in k and ".embeddings.position_embeddings." not in k]
+    for sub, tensors, layers, arch in (("generator", gen, cfg["gen_num_hidden_layers"], "DebertaV2ForMaskedLM"),
+                                       ("discriminator", disc, cfg["num_hidden_layers"], "DebertaV2Model")):
+        d = os.path.join(args.out, sub)
+        os.makedirs(d, exist_ok=True)
+        write_safetensors(os.path.join(d, "model.safetensors"), tensors, args.dtype)
+        write_hf_config(os.path.join(d, "config.json"), cfg, layers, arch)
+    print("write-hf: %s (%s) -> %s/{generator,discriminator}: %d + %d tensors, %s, head %s"
+          % (args.weights, sh, args.out, len(gen), len(disc), args.dtype, args.head))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="deberta_ref.py", description="PyTorch reference of deberta.c")
     sub = ap.add_subparsers(dest="cmd")
@@ -611,6 +694,13 @@ def main(argv=None):
     p.add_argument("--store-dtype", choices=DTYPES, default="float32")
     p.add_argument("--out", required=True)
 
+    p = sub.add_parser("write-hf", help="a full-model weights file as two HF folders (published V3 layout)")
+    p.add_argument("--weights", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--dtype", choices=("F32", "F16", "BF16"), default="F32")
+    p.add_argument("--head", choices=("official", "cls"), default="official",
+                   help="generator MLM head names: lm_predictions.lm_head.* or cls.predictions.*")
+
     p = sub.add_parser("inputs", help="random encoder inputs + full-model batch in one HDF5 file")
     p.add_argument("--weights", help="take vocab/hidden from this weights file")
     p.add_argument("--preset", choices=rm.PRESETS, default="test")
@@ -649,7 +739,7 @@ def main(argv=None):
         ap.print_help(sys.stderr)
         return 2
     rc = {"encoder": cmd_encoder, "dump": cmd_dump, "init": cmd_init, "inputs": cmd_inputs,
-          "bench": cmd_bench, "compare": cmd_compare}[args.cmd](args)
+          "bench": cmd_bench, "compare": cmd_compare, "write-hf": cmd_write_hf}[args.cmd](args)
     return rc or 0
 
 

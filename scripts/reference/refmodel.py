@@ -31,10 +31,11 @@ ENCODER_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "atte
 FULL_KEYS = ("gen_num_hidden_layers", "embedding_sharing", "rtd_lambda", "use_emd", "training_mode")
 
 PRESETS = {
-    # spec: hidden 256, 4 layers, 4 heads of 64, FFN 1024, buckets 64, max_rel 128, vocab 8192
+    # spec: hidden 256, 4 layers, 4 heads of 64, FFN 1024, buckets 64, vocab 8192; max_rel 512 (the spec's
+    # 128 clamps distances that Hugging Face does not clamp: max_rel = max_pos is exact at every length)
     "tiny": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, attention_head_size=64,
                  intermediate_size=1024, vocab_size=8192, max_position_embeddings=512,
-                 position_buckets=64, max_relative_positions=128, gen_num_hidden_layers=2),
+                 position_buckets=64, max_relative_positions=512, gen_num_hidden_layers=2),
     # spec 6.1 xsmall shape, vocab 8192 unless told
     "xsmall": dict(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, attention_head_size=64,
                    intermediate_size=1536, vocab_size=8192, max_position_embeddings=512,

@@ -15,4 +15,6 @@ int cmd_export(int argc, char **argv);    /* Hugging Face folder                
 int cmd_prep_task(int argc, char **argv); /* tagged Brown texts -> task files          (train/cli/cmd_prep_task.c) */
 int cmd_finetune(int argc, char **argv);  /* encoder + task head fine-tuning         (train/cli/cmd_finetune.c) */
 int cmd_bench(int argc, char **argv);     /* timings                                 (train/cli/cmd_bench.c) */
+int cmd_import(int argc, char **argv);    /* Hugging Face DebertaV2 -> run directory (train/cli/cmd_import.c) */
+int cmd_encode(int argc, char **argv);    /* text lines -> token ids                 (train/cli/cmd_encode.c) */
 #endif

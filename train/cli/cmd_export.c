@@ -4,9 +4,13 @@
  * the tokenizer, tokenizer.json.  Layout and names: docs/FORMATS.md "Export".
  *
  * Names: our parameters are the HF ones with a "generator." / "discriminator." prefix; the prefix
- * is dropped.  The generator's MLM head is written twice, as lm_predictions.lm_head.* (official,
- * HF legacy=False) and cls.predictions.{transform.dense, transform.LayerNorm, bias} (HF legacy=True);
- * the decoder weight is tied to the word embeddings and omitted.  The discriminator's word and
+ * is dropped.  The generator's MLM head is written as the transformers class will look for it:
+ * cls.predictions.{transform.dense, transform.LayerNorm, bias} (default, config legacy=true: what
+ * DebertaV2ForMaskedLM of every transformers version reads), lm_predictions.lm_head.* (--mlm-head
+ * official, legacy=false: the official layout, read by transformers releases that know `legacy`), or
+ * both (--mlm-head both); the decoder weight is tied to the word embeddings and omitted.  The RTD head
+ * (mask_predictions.*, which no transformers class has) is written only with --rtd-head, so that
+ * DebertaV2Model reports no unused weights by default.  The discriminator's word and
  * position tables are written as plain `.weight`: E_G + E_Δ and P_G + P_Δ under GDES (spec §5.1; the
  * deltas themselves are not written), the generator's tables under ES, its own under NES.
  */
@@ -29,7 +33,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: deberta export CHECKPOINT OUTDIR [--allow-no-c2c]\n"
+            "usage: deberta export CHECKPOINT OUTDIR [--mlm-head cls|official|both] [--rtd-head] [--allow-no-c2c]\n"
             "\n"
             "A fine-tuned model (deberta finetune's RUNDIR/best.h5 or checkpoint.h5) is written as one folder,\n"
             "OUTDIR, of DebertaV2ForTokenClassification or DebertaV2ForSequenceClassification, with\n"
@@ -39,6 +43,13 @@ static void usage(FILE *f) {
             "tokenizer).  CHECKPOINT is a training checkpoint (RUNDIR/checkpoint.h5) or a parity weights\n"
             "file (root attributes + one dataset per parameter, docs/FORMATS.md).\n"
             "\n"
+            "  --mlm-head cls   the generator's MLM head as cls.predictions.* with \"legacy\": true (default; what\n"
+            "                   DebertaV2ForMaskedLM reads in every transformers version)\n"
+            "  --mlm-head official  as lm_predictions.lm_head.* with \"legacy\": false (the official layout;\n"
+            "                   transformers versions with the `legacy` switch)\n"
+            "  --mlm-head both  both names (older exports of this project; one of them is reported unused)\n"
+            "  --rtd-head       also write the discriminator's mask_predictions.* (no transformers class reads\n"
+            "                   them: DebertaV2Model then reports 6 unused weights; needed to import it back whole)\n"
             "  --allow-no-c2c   export a model trained without the c2c term anyway (Hugging Face\n"
             "                   DeBERTa always computes c2c, so it will NOT reproduce this model)\n"
             "  --help           this text\n");
@@ -56,8 +67,8 @@ static void json_double(FILE *f, double v) {
 }
 
 /* config.json of spec §7.2 for one of the pair (n_layers: its depth). */
-static int write_config_json(const char *path, const ModelConfig *c, int n_layers, const char *arch, const char *extra, char *err,
-                             size_t errlen) {
+static int write_config_json(const char *path, const ModelConfig *c, int n_layers, const char *arch, const char *extra, int legacy,
+                             char *err, size_t errlen) {
     AtomicFile af;
     if (atomic_open(&af, path) != 0) {
         snprintf(err, errlen, "export: cannot create %.900s.tmp (%s)", path, strerror(errno));
@@ -84,8 +95,8 @@ static int write_config_json(const char *path, const ModelConfig *c, int n_layer
     if (c->att_terms & ATT_P2C) fprintf(f, "%s\"p2c\"", k++ ? ", " : "");
     if (c->att_terms & ATT_C2P) fprintf(f, "%s\"c2p\"", k++ ? ", " : "");
     fprintf(f, "],\n  \"position_biased_input\": false,\n  \"pad_token_id\": %d,\n", c->pad_id);
-    fprintf(f, "  \"pooler_hidden_size\": %d,\n  \"pooler_dropout\": 0,\n  \"pooler_hidden_act\": \"gelu\",\n%s  \"legacy\": true\n}\n",
-            c->hidden_size, extra ? extra : "");
+    fprintf(f, "  \"pooler_hidden_size\": %d,\n  \"pooler_dropout\": 0,\n  \"pooler_hidden_act\": \"gelu\",\n%s  \"legacy\": %s\n}\n",
+            c->hidden_size, extra ? extra : "", legacy ? "true" : "false");
     if (atomic_commit(&af) != 0) {
         snprintf(err, errlen, "export: cannot write %.900s (%s)", path, strerror(errno));
         return -1;
@@ -191,7 +202,7 @@ static int export_finetuned(const char *src, const char *outdir, CheckpointState
     snprintf(extra + k, cap - k, "},\n");
     const char *arch = kind == HEAD_TOKEN ? "DebertaV2ForTokenClassification" : "DebertaV2ForSequenceClassification";
     snprintf(path, sizeof path, "%s/config.json", outdir);
-    if (write_config_json(path, cfg, cfg->num_hidden_layers, arch, extra, err, sizeof err)) fatal("%s", err);
+    if (write_config_json(path, cfg, cfg->num_hidden_layers, arch, extra, 1, err, sizeof err)) fatal("%s", err);
     free(extra);
     const char *tok_note = "no tokenizer in the checkpoint: tokenizer.json not written";
     if (st2.n_tokenizer > 0) {
@@ -211,13 +222,24 @@ static int export_finetuned(const char *src, const char *outdir, CheckpointState
 
 int cmd_export(int argc, char **argv) {
     const char *src = NULL, *outdir = NULL;
-    int allow_no_c2c = 0;
+    int allow_no_c2c = 0, rtd_head = 0, head_cls = 1, head_official = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
         }
         if (!strcmp(argv[i], "--allow-no-c2c")) allow_no_c2c = 1;
+        else if (!strcmp(argv[i], "--rtd-head")) rtd_head = 1;
+        else if (!strcmp(argv[i], "--mlm-head") && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (!strcmp(v, "cls")) head_cls = 1, head_official = 0;
+            else if (!strcmp(v, "official")) head_cls = 0, head_official = 1;
+            else if (!strcmp(v, "both")) head_cls = 1, head_official = 1;
+            else {
+                fprintf(stderr, "error: export: --mlm-head takes cls, official or both, not '%s'\n", v);
+                return 2;
+            }
+        }
         else if (!strncmp(argv[i], "--", 2)) {
             return cli_usage_error("export", "unknown flag %s", argv[i]);
         } else if (!src) src = argv[i];
@@ -270,21 +292,33 @@ int cmd_export(int argc, char **argv) {
     Electra m;
     model_source_load(&ms, &m, &build_cfg, 0);
     const CheckpointState *st = &ms.st;
+    if (cfg.position_buckets > 0 && cfg.max_relative_positions < cfg.max_position_embeddings)
+        warn("export: max_relative_positions %d < max_position_embeddings %d: this model clamps relative distances at %d, Hugging Face "
+             "DeBERTa-V2 does not (it clamps only the table row), so the export computes differently once a sequence is longer "
+             "than %d tokens (set max_relative_positions = max_position_embeddings, as the published models do, for an exact "
+             "export at every length)",
+             cfg.max_relative_positions, cfg.max_position_embeddings, cfg.max_relative_positions - 1, cfg.max_relative_positions);
 
     char gdir[4096], ddir[4096], path[4200];
     snprintf(gdir, sizeof gdir, "%s/generator", outdir);
     snprintf(ddir, sizeof ddir, "%s/discriminator", outdir);
     if (mkdir_p(gdir) || mkdir_p(ddir)) fatal("export: cannot create %s and %s (%s)", gdir, ddir, strerror(errno));
 
-    /* generator: backbone + official head + legacy head */
+    /* generator: backbone + the MLM head under the chosen name(s) */
     Entries ge = {0}, de = {0};
     const size_t gp = strlen("generator."), dp = strlen("discriminator.");
-    for (int i = 0; i < m.n_gen_params; i++) add_entry(&ge, m.ps.params[i]->name + gp, m.ps.params[i], NULL);
-    add_entry(&ge, "cls.predictions.transform.dense.weight", m.lm.dense_w, NULL);
-    add_entry(&ge, "cls.predictions.transform.dense.bias", m.lm.dense_b, NULL);
-    add_entry(&ge, "cls.predictions.transform.LayerNorm.weight", m.lm.ln_g, NULL);
-    add_entry(&ge, "cls.predictions.transform.LayerNorm.bias", m.lm.ln_b, NULL);
-    add_entry(&ge, "cls.predictions.bias", m.lm.bias, NULL);
+    for (int i = 0; i < m.n_gen_params; i++) {
+        const char *n = m.ps.params[i]->name + gp;
+        if (!head_official && !strncmp(n, "lm_predictions.", 15)) continue;
+        add_entry(&ge, n, m.ps.params[i], NULL);
+    }
+    if (head_cls) {
+        add_entry(&ge, "cls.predictions.transform.dense.weight", m.lm.dense_w, NULL);
+        add_entry(&ge, "cls.predictions.transform.dense.bias", m.lm.dense_b, NULL);
+        add_entry(&ge, "cls.predictions.transform.LayerNorm.weight", m.lm.ln_g, NULL);
+        add_entry(&ge, "cls.predictions.transform.LayerNorm.bias", m.lm.ln_b, NULL);
+        add_entry(&ge, "cls.predictions.bias", m.lm.bias, NULL);
+    }
 
     /* discriminator: plain word/position tables first, then everything but the GDES deltas */
     if (cfg.embedding_sharing == SHARE_GDES) {
@@ -297,6 +331,7 @@ int cmd_export(int argc, char **argv) {
     for (int i = m.n_gen_params; i < m.ps.n; i++) {
         const Tensor *t = m.ps.params[i];
         if (t == m.word_delta || t == m.pos_delta) continue;
+        if (!rtd_head && !strncmp(t->name + dp, "mask_predictions.", 17)) continue;
         add_entry(&de, t->name + dp, t, NULL);
     }
 
@@ -305,9 +340,9 @@ int cmd_export(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/model.safetensors", ddir);
     if (safetensors_write(path, de.e, de.n, err, sizeof err)) fatal("export: %s", err);
     snprintf(path, sizeof path, "%s/config.json", gdir);
-    if (write_config_json(path, &cfg, m.gen.n_layers, "DebertaV2ForMaskedLM", NULL, err, sizeof err)) fatal("%s", err);
+    if (write_config_json(path, &cfg, m.gen.n_layers, "DebertaV2ForMaskedLM", NULL, head_cls, err, sizeof err)) fatal("%s", err);
     snprintf(path, sizeof path, "%s/config.json", ddir);
-    if (write_config_json(path, &cfg, m.disc.n_layers, "DebertaV2Model", NULL, err, sizeof err)) fatal("%s", err);
+    if (write_config_json(path, &cfg, m.disc.n_layers, "DebertaV2Model", NULL, head_cls, err, sizeof err)) fatal("%s", err);
 
     const char *tok_note = "no tokenizer in the source: tokenizer.json not written";
     if (ckpt && st->n_tokenizer > 0) {

@@ -29,6 +29,8 @@ int main(int argc, char **argv) {
         {"prep-task", cmd_prep_task, "tagged Brown texts -> task files for fine-tuning (pos, genre)"},
         {"finetune", cmd_finetune, "an encoder + task head fine-tuned on a task, tested beside the baselines"},
         {"bench", cmd_bench, "timings of the training step and its parts"},
+        {"import", cmd_import, "Hugging Face DebertaV2 folder(s) -> run directory (checkpoint.h5, config.txt)"},
+        {"encode", cmd_encode, "text lines -> token ids (SentencePiece .model or tokenizer.bin)"},
     };
     const int n = (int)(sizeof(cmds) / sizeof(cmds[0]));
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {

@@ -1,0 +1,132 @@
+#!/bin/sh
+# e2e-import.sh — `deberta import` of Hugging Face DebertaV2 folders written by the PyTorch reference
+# (scripts/reference: random init of the xsmall shape — hidden 384, 12 + 6 layers, 6 heads, FFN 1536,
+# 256 buckets, max_relative_positions 512 — with a 1,000-token vocabulary to keep the test short;
+# published V3 layout: discriminator deberta.* + mask_predictions.*, generator deberta.* + MLM head):
+#   * float32 (official head names) and float16 (cls.predictions names) folders import, and
+#     `deberta dump` of the run equals the reference run on the same folders: embedding output, hidden
+#     states and MLM/RTD logits within 1e-5 (absolute), every gradient within 1e-4 (relative);
+#   * import -> export (--mlm-head official --rtd-head) gives back every tensor byte for byte
+#     (float16 ones as their exact float32 values);
+#   * (the small `test` shape from here on, to keep the test short) bfloat16 imports; a discriminator
+#     alone imports (generator of the default depth initialised; the summary line says so);
+#   * export warns about the distance clamp exactly when max_relative_positions < max_position_embeddings;
+#   * scripts/convert-to-safetensors.py turns a PyTorch pickle into a file import reads;
+#   * bad input: config shapes that disagree with the tensors, a truncated safetensors file, a
+#     missing tensor, a pickle-only folder: one error line each.
+# Exit 0 = pass, 77 = skipped (reason printed), anything else = fail.
+. "$(dirname "$0")/lib-e2e.sh"
+e2e_need_reference
+e2e_need_bin
+# the folders and checkpoints are a few hundred MB written with fsync: on tmpfs when there is one
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+    T=$(mktemp -d /dev/shm/e2e-import-XXXXXX) || exit 1
+    trap 'rm -rf "$T"' EXIT
+else
+    e2e_tmpdir T e2e-import
+fi
+R=scripts/reference/deberta_ref.py
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails+1)); }
+bad() { # bad NEEDLE -- command...: exit 1 and exactly one error line containing NEEDLE
+    needle=$1; shift 2
+    "$@" > "$T/out" 2> "$T/err"; rc=$?
+    [ $rc -eq 1 ] || fail "$*: exit $rc, expected 1 ($(cat "$T/err"))"
+    [ "$(grep -c '^error: ' "$T/err")" -eq 1 ] || fail "$*: not one error line: $(cat "$T/err")"
+    grep -q -- "$needle" "$T/err" || fail "$*: message lacks '$needle': $(cat "$T/err")"
+}
+
+"$PY" $R init --preset xsmall --vocab 1000 --perturb --sharing gdes --seed 3 --out "$T/w.h5" > /dev/null || fail "reference init"
+"$PY" $R inputs --weights "$T/w.h5" --batch 2 --seq 24 --seed 4 --out "$T/in.h5" > /dev/null || fail "reference inputs"
+"$PY" $R write-hf --weights "$T/w.h5" --out "$T/f32" --dtype F32 --head official > /dev/null || fail "write-hf F32"
+"$PY" $R write-hf --weights "$T/w.h5" --out "$T/f16" --dtype F16 --head cls > /dev/null || fail "write-hf F16"
+"$PY" $R init --preset test --perturb --sharing gdes --seed 5 --out "$T/s.h5" > /dev/null || fail "reference init (test)"
+"$PY" $R inputs --weights "$T/s.h5" --batch 2 --seq 12 --seed 6 --out "$T/s-in.h5" > /dev/null || fail "reference inputs (test)"
+"$PY" $R write-hf --weights "$T/s.h5" --out "$T/s32" --dtype F32 > /dev/null || fail "write-hf F32 (test)"
+"$PY" $R write-hf --weights "$T/s.h5" --out "$T/bf16" --dtype BF16 > /dev/null || fail "write-hf BF16"
+
+for d in f32 f16; do
+    "$BIN" import "$T/$d/discriminator" --generator "$T/$d/generator" --out "$T/run-$d" > "$T/$d.log" 2>&1 \
+        || { cat "$T/$d.log"; fail "import $d"; continue; }
+    grep -q "0 tensors initialised" "$T/$d.log" || fail "import $d initialised tensors: $(cat "$T/$d.log")"
+    "$BIN" dump --weights "$T/run-$d/checkpoint.h5" --batch "$T/in.h5" --out "$T/ours-$d.h5" > /dev/null || fail "dump $d"
+    "$PY" $R dump --hf-generator "$T/$d/generator" --hf-discriminator "$T/$d/discriminator" --batch "$T/in.h5" \
+        --out "$T/ref-$d.h5" --use-emd 1 --rtd-lambda 10 --training-mode decoupled > /dev/null || fail "reference dump $d"
+    "$PY" $R compare --ours "$T/ours-$d.h5" --ref "$T/ref-$d.h5" --profile dump --show 3 \
+        --tol '*embedding_output:abs:1e-5' --tol '*hidden_states/*:abs:1e-5' --tol '*emd/*:abs:1e-5' \
+        --tol '*logits:abs:1e-5' --tol '*loss:rel:1e-5' --tol 'grad/*:rel:1e-4' > "$T/cmp-$d.txt" \
+        || { cat "$T/cmp-$d.txt"; fail "import $d: deberta dump differs from the reference"; }
+    grep "tensors, 0 failing" "$T/cmp-$d.txt" || fail "compare $d printed no summary"
+    "$BIN" export "$T/run-$d/checkpoint.h5" "$T/exp-$d" --mlm-head official --rtd-head > /dev/null 2> "$T/exp-$d.err" || fail "export $d"
+    grep -q "clamps relative distances" "$T/exp-$d.err" && fail "export $d warned about the distance clamp (max_relative_positions = max_position_embeddings)"
+done
+"$BIN" import "$T/bf16/discriminator" --generator "$T/bf16/generator" --out "$T/run-bf16" > /dev/null || fail "import bf16"
+
+# round trip: every tensor of the source folders comes back (float16 as its exact float32 value)
+"$PY" - "$T" <<'PYEOF' || fail "import -> export round trip"
+import json, struct, sys
+import numpy as np
+T = sys.argv[1]
+def read(path):
+    raw = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    h = json.loads(raw[8:8 + n]); h.pop("__metadata__", None)
+    dt = {"F32": "<f4", "F16": "<f2"}
+    return {k: np.frombuffer(raw[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]], dt[v["dtype"]]).reshape(v["shape"])
+            for k, v in h.items()}
+legacy = {"cls.predictions.transform.dense.weight": "lm_predictions.lm_head.dense.weight",
+          "cls.predictions.transform.dense.bias": "lm_predictions.lm_head.dense.bias",
+          "cls.predictions.transform.LayerNorm.weight": "lm_predictions.lm_head.LayerNorm.weight",
+          "cls.predictions.transform.LayerNorm.bias": "lm_predictions.lm_head.LayerNorm.bias",
+          "cls.predictions.bias": "lm_predictions.lm_head.bias"}
+bad = 0
+for d in ("f32", "f16"):
+    for sub in ("generator", "discriminator"):
+        a = read("%s/%s/%s/model.safetensors" % (T, d, sub))
+        a = {legacy.get(k, k): v for k, v in a.items()}
+        b = read("%s/exp-%s/%s/model.safetensors" % (T, d, sub))
+        if set(a) != set(b):
+            print("%s/%s: names differ: %s / %s" % (d, sub, sorted(set(a) - set(b))[:3], sorted(set(b) - set(a))[:3])); bad += 1; continue
+        for k in a:
+            if b[k].dtype != np.dtype("<f4") or a[k].astype("<f4").tobytes() != b[k].tobytes():
+                print("%s/%s: %s differs" % (d, sub, k)); bad += 1
+        print("round trip %s/%s: %d tensors byte-identical" % (d, sub, len(a)))
+sys.exit(1 if bad else 0)
+PYEOF
+
+# a discriminator alone: the generator (default depth: half) is initialised
+"$BIN" import "$T/s32/discriminator" --out "$T/run-disc" > "$T/disc.log" 2>&1 || { cat "$T/disc.log"; fail "import without a generator"; }
+grep -q "generator 1 layers (initialised)" "$T/disc.log" || fail "import without a generator: $(cat "$T/disc.log")"
+"$BIN" dump --weights "$T/run-disc/checkpoint.h5" --batch "$T/s-in.h5" --out "$T/ours-disc.h5" > /dev/null || fail "dump of a discriminator-only import"
+"$BIN" export "$T/run-disc/checkpoint.h5" "$T/exp-disc" > /dev/null 2> "$T/exp-disc.err" || fail "export of the test shape"
+grep -q "max_relative_positions 16 < max_position_embeddings 32" "$T/exp-disc.err" || fail "export did not warn about the clamp of the test shape: $(cat "$T/exp-disc.err")"
+
+# a PyTorch pickle, converted
+mkdir -p "$T/pt"
+"$PY" -c "
+import sys; sys.path.insert(0, 'scripts/reference'); import refio, torch
+st = refio.read_safetensors('$T/s32/discriminator/model.safetensors')
+torch.save({k: torch.from_numpy(v.copy()).half() if 'encoder.layer.0.' in k else torch.from_numpy(v.copy()) for k, v in st.items()}, '$T/pt/pytorch_model.bin')
+" || fail "writing a pickle"
+cp "$T/s32/discriminator/config.json" "$T/pt/"
+bad "convert-to-safetensors.py" -- "$BIN" import "$T/pt" --out "$T/run-pt0"
+"$PY" scripts/convert-to-safetensors.py "$T/pt" > /dev/null || fail "convert-to-safetensors.py"
+"$BIN" import "$T/pt" --out "$T/run-pt" > /dev/null || fail "import of a converted pickle"
+
+# bad input
+mkdir -p "$T/badcfg" "$T/trunc"
+sed 's/"intermediate_size": 32/"intermediate_size": 24/' "$T/s32/discriminator/config.json" > "$T/badcfg/config.json"
+ln -s "$T/s32/discriminator/model.safetensors" "$T/badcfg/model.safetensors"
+bad "config and weights disagree" -- "$BIN" import "$T/badcfg" --out "$T/run-x1"
+cp "$T/s32/discriminator/config.json" "$T/trunc/"
+head -c 20000 "$T/s32/discriminator/model.safetensors" > "$T/trunc/model.safetensors"
+bad "truncated" -- "$BIN" import "$T/trunc" --out "$T/run-x2"
+mkdir -p "$T/deepgen"
+sed 's/"num_hidden_layers": 2/"num_hidden_layers": 3/' "$T/s32/generator/config.json" > "$T/deepgen/config.json"
+ln -s "$T/s32/generator/model.safetensors" "$T/deepgen/model.safetensors"
+bad "has no tensor 'deberta.encoder.layer.2." -- "$BIN" import "$T/s32/discriminator" --generator "$T/deepgen" --out "$T/run-x3"
+[ ! -e "$T/run-x1/checkpoint.h5" ] && [ ! -e "$T/run-x3/checkpoint.h5" ] || fail "a refused import left a checkpoint"
+bad "already holds a run" -- "$BIN" import "$T/s32/discriminator" --out "$T/run-disc"
+
+[ $fails -eq 0 ] && echo "e2e-import: all checks passed"
+[ $fails -eq 0 ]

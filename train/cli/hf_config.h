@@ -1,0 +1,18 @@
+/* hf_config.h — a Hugging Face DebertaV2 config.json as a ModelConfig (`deberta import`).
+ *
+ * Read: vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size,
+ * max_position_embeddings, attention_head_size (optional), position_buckets (-1/absent: none),
+ * max_relative_positions (-1/absent: max_position_embeddings), layer_norm_eps, pos_att_type (a list
+ * or a "p2c|c2p" string; c2c is always on), norm_rel_ebd, hidden_dropout_prob,
+ * attention_probs_dropout_prob, initializer_range, pad_token_id.  Refused (one message): another
+ * model_type, relative_attention not true, position_biased_input true, share_att_key false,
+ * hidden_act other than gelu, type_vocab_size or conv_kernel_size non-zero.  Other keys are ignored.
+ */
+#ifndef DEBERTA_CLI_HF_CONFIG_H
+#define DEBERTA_CLI_HF_CONFIG_H
+#include <stddef.h>
+#include "model/config.h"
+
+/* Applies path's keys to c (which holds the defaults).  0, or -1 with "config PATH: what" in err. */
+int hf_config_read(const char *path, ModelConfig *c, char *err, size_t errlen);
+#endif
