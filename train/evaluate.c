@@ -106,6 +106,10 @@ EvalResult evaluate(Electra *m, Loader *val, Tape *t, int B, int T, long max_bat
         int64_t *f = xmalloc((size_t)c->vocab_size * sizeof(int64_t));
         for (int v2 = 0; v2 < c->vocab_size; v2++) f[v2] = freq[v2];
         dist_allreduce_i64(f, c->vocab_size);
+        double *att[6] = {r.disc_att.entropy, r.disc_att.norm_entropy, r.disc_att.self, r.disc_att.near, r.disc_att.local, r.disc_att.rows};
+        for (int q = 0; q < 6; q++) dist_allreduce_double(att[q], ATTN_STATS_MAX_LAYERS);
+        r.disc_layers = 0; /* a rank without a batch saw no layer: count the layers any rank saw */
+        while (r.disc_layers < ATTN_STATS_MAX_LAYERS && r.disc_att.rows[r.disc_layers] > 0) r.disc_layers++;
         for (int v2 = 0; v2 < c->vocab_size; v2++) freq[v2] = (long)f[v2];
         free(f);
         size_t bytes = 0;
