@@ -112,8 +112,11 @@ int shard_write(const char *path, const int32_t *tokens, const int64_t *doc_offs
     bad |= write_dataset(file, "tokenizer", H5T_STD_U8LE, H5T_NATIVE_UINT8, info->tokenizer,
                          (hsize_t)info->tokenizer_len, 0);
     if (H5Fclose(file) < 0) bad = 1;
-    if (bad) { errf(err, errlen, "shard %s: HDF5 write failed (disk full?)", tmp); goto out; }
-    if (durable_rename(tmp, path) != 0) { errf(err, errlen, "shard %s: fsync or rename failed (%s)", path, strerror(errno)); goto out; }
+    if (bad) { errf(err, errlen, "shard %s: cannot write %s (disk full?); free space and re-run deberta prep", path, tmp); goto out; }
+    if (durable_rename(tmp, path) != 0) {
+        errf(err, errlen, "shard %s: fsync or rename failed (%s); free space and re-run deberta prep", path, strerror(errno));
+        goto out;
+    }
     rc = 0;
 out:
     if (rc != 0) unlink(tmp);

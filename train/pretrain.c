@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "autograd/util.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
@@ -87,7 +88,12 @@ static void save_checkpoint(Run *r, long step) {
     st.tokenizer = loader_tokenizer_bytes(r->train, &n_tok);
     st.n_tokenizer = n_tok;
     const int keep = r->o.keep_every > 0 && step % r->o.keep_every == 0;
-    if (checkpoint_save(r->o.out, &r->m.ps, &r->moments, &st, keep, err, sizeof err)) fatal("%s", err);
+    if (checkpoint_save(r->o.out, &r->m.ps, &r->moments, &st, keep, err, sizeof err)) {
+        char prev[4200];
+        snprintf(prev, sizeof prev, "%s/checkpoint.h5", r->o.out);
+        if (access(prev, F_OK) == 0) fatal("%s; the previous checkpoint is intact: free space, then continue with --resume %s", err, r->o.out);
+        fatal("%s; free space, then start again (no checkpoint was written)", err);
+    }
     free(st.config);
     free(st.tokenizer);
 }
