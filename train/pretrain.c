@@ -11,6 +11,7 @@
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/metrics.h"
+#include "train/signals.h"
 #include "train/step.h"
 
 char *config_to_text(const ModelConfig *c) {
@@ -351,7 +352,8 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
                 train_short_batch(&r->o, r->cfg.max_seq_len), r->o.short_seq_len, r->o.batch, r->cfg.max_seq_len);
 
     progress_init(&r->prog, start, r->o.steps);
-    int bad = 0;
+    signals_install(r->o.out); /* SIGTERM/SIGINT: finish the step, checkpoint, exit 0 */
+    int bad = 0, stop_sig = 0;
     long done_here = 0;
     for (long step = start; step < r->o.steps; step++) {
         StepStats s = train_step(r, step, 1);
@@ -371,21 +373,28 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
             fprintf(stderr, "error: %d consecutive steps had a non-finite loss or gradient norm (last at step %ld); stopping. "
                             "The last good checkpoint in %s is intact (try a lower --lr)\n", bad, completed, r->o.out);
             metrics_close(&r->log);
+            signals_restore();
             return 1;
         }
         const int last = completed == r->o.steps;
         if ((r->o.eval_every > 0 && completed % r->o.eval_every == 0) || last) log_eval(r, completed);
-        const int stop_now = r->o.stop_after > 0 && done_here >= r->o.stop_after;
+        stop_sig = signals_stop_requested();
+        const int stop_now = (r->o.stop_after > 0 && done_here >= r->o.stop_after) || stop_sig;
         const int keep_now = r->o.keep_every > 0 && completed % r->o.keep_every == 0;
         if ((r->o.save_every > 0 && completed % r->o.save_every == 0) || keep_now || last || stop_now) save_checkpoint(r, completed);
         if (stop_now) {
             progress_done(&r->prog);
-            fprintf(stderr, "stopped after %ld steps (--stop-after); resume with --resume\n", done_here);
+            if (stop_sig)
+                fprintf(stderr, "stopped by %s after step %ld: checkpoint written to %s/checkpoint.h5; continue with --resume %s\n",
+                        signals_name(stop_sig), completed, r->o.out, r->o.out);
+            else
+                fprintf(stderr, "stopped after %ld steps (--stop-after); resume with --resume\n", done_here);
             break;
         }
     }
     progress_done(&r->prog);
     metrics_close(&r->log);
+    signals_restore();
     fprintf(stderr, "run: %s (checkpoint.h5, metrics.jsonl, config.txt)\n", r->o.out);
     return 0;
 }
