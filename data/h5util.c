@@ -129,7 +129,7 @@ int h5_read_tensor(H5Ctx *c, hid_t d, const Tensor *t, real *dst, const char *wh
         }
     }
     if (!rc && H5Dread(d, H5T_REAL_NATIVE, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst) < 0)
-        rc = h5ctx_fail(c, "cannot read %s '%s' (truncated or corrupt file?)", what, t->name);
+        rc = h5ctx_fail(c, "cannot read %s '%s': checksum mismatch or truncated data (the file is corrupt)", what, t->name);
     for (long i = 0; !rc && i < t->n; i++)
         if (!isfinite(dst[i]))
             rc = h5ctx_fail(c, "%s '%s' contains %s at element %ld%s%s%s", what, t->name, isnan(dst[i]) ? "NaN" : "Inf", i,

@@ -115,13 +115,15 @@ for split in ("train", "val"):
     for f in sorted(glob.glob(os.path.join(out, split + "-*.h5"))):
         h = h5py.File(f, "r")
         a = h.attrs
-        assert a["format"] == b"deberta.c-shard" and a["version"] == 1, f
+        assert a["format"] == b"deberta.c-shard" and a["version"] == 2, f
         assert a["vocab_size"] == vocab and a["split"] == split.encode()
         assert a["tokenizer_hash"].decode() == "%016x" % fnv(tb)
         assert (a["pad_id"], a["cls_id"], a["sep_id"], a["unk_id"], a["mask_id"]) == (0, 1, 2, 3, 4)
         assert bytes(h["tokenizer"][:]) == tb
         tok, off = h["tokens"], h["doc_offsets"][:]
         assert tok.dtype == np.uint16 and off.dtype == np.int64 and tok.chunks and tok.compression == "gzip"
+        assert tok.fletcher32 and h["doc_offsets"].fletcher32, f
+        assert a["max_token_id"] == tok[:].max() < vocab, f
         assert off[0] == 0 and off[-1] == len(tok) == a["n_tokens"] and len(off) == a["n_docs"] + 1
         assert np.all(np.diff(off) > 0)
         t = tok[:]
