@@ -3,6 +3,7 @@
 #include "autograd/util.h"
 #include "model/config.h"
 #include "data/h5util.h"
+#include "data/tokenizer.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -109,6 +110,11 @@ static int write_file(H5Ctx *c, hid_t f, const ParamSet *ps, const real *m, cons
         h5_write_scalar_attr(f, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, &seed) < 0 ||
         h5_write_scalar_attr(f, "n_params", H5T_STD_I64LE, H5T_NATIVE_INT64, &np) < 0)
         return h5ctx_fail(c, "cannot write the root attributes");
+    if (st->tokenizer && st->n_tokenizer) {
+        char hash[17];
+        tokenizer_hash_bytes(st->tokenizer, st->n_tokenizer, hash);
+        if (write_str_attr(f, "tokenizer_hash", hash) < 0) return h5ctx_fail(c, "cannot write the root attributes");
+    }
     int rc = 0;
     long n_written = 0;
     hid_t gp = make_group(f, "params"), go = make_group(f, "optim");
@@ -358,6 +364,14 @@ static int read_state(H5Ctx *c, hid_t f, CheckpointState *st) {
     if (read_int_array(c, f, "tokenizer", H5T_NATIVE_UCHAR, 1, &buf, &n) < 0) return -1;
     st->tokenizer = buf;
     st->n_tokenizer = (size_t)n;
+    if (H5Aexists(f, "tokenizer_hash") > 0) { /* the identity of /tokenizer (absent when it is empty) */
+        char *want = read_string(f, "tokenizer_hash", 1), got[17] = "";
+        if (st->n_tokenizer) tokenizer_hash_bytes(st->tokenizer, st->n_tokenizer, got);
+        const int same = want && !strcmp(want, got);
+        if (!same) h5ctx_fail(c, "the tokenizer bytes hash to '%s', attribute 'tokenizer_hash' says '%s' (the file is corrupt)", got, want ? want : "?");
+        free(want);
+        if (!same) return -1;
+    }
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "autograd/util.h"
+#include "data/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/metrics.h"
@@ -64,10 +65,11 @@ static void pack_loader_state(const Loader *L, int64_t out[LOADER_STATE_LEN]) {
     memcpy(out, &st, sizeof st);
 }
 
+/* The model config, the training options and the tokenizer identity of the data. */
 static char *full_config_text(const Run *r) {
     char *a = config_to_text(&r->cfg), *b = train_options_to_text(&r->o);
-    char *s = xmalloc(strlen(a) + strlen(b) + 2);
-    sprintf(s, "%s%s", a, b);
+    char *s = xmalloc(strlen(a) + strlen(b) + 64);
+    sprintf(s, "%s%stokenizer_hash = %s\n", a, b, loader_tokenizer_hash(r->train));
     free(a);
     free(b);
     return s;
@@ -139,7 +141,9 @@ static void check_saved_config(const char *rundir, const char *ckpt, const char 
     size_t n;
     char *text = read_file(path, &n);
     if (!text) return;
-    const int diff = checkpoint_config_diff(ckpt_config ? ckpt_config : "", text, NULL, msg, sizeof msg);
+    /* runs started before the tokenizer identity was written have none in config.txt */
+    static const char *const no_hash[] = {"tokenizer_hash", NULL};
+    const int diff = checkpoint_config_diff(ckpt_config ? ckpt_config : "", text, strstr(text, "tokenizer_hash") ? NULL : no_hash, msg, sizeof msg);
     free(text);
     if (diff) fatal("--resume %s: %s and %s disagree: %s (was config.txt edited?)", rundir, ckpt, path, msg);
 }
@@ -194,6 +198,24 @@ static void open_curriculum(Run *r) {
     r->train_short = open_split(r, "train", 1, Ts, Bs);
     r->micro_short = xcalloc((size_t)r->o.accum, sizeof(Batch));
     for (int i = 0; i < r->o.accum; i++) batch_alloc(&r->micro_short[i], Bs, Ts);
+}
+
+/* One tokenizer for the train shards, the val shards and DIR/tokenizer.bin (when present). */
+static void check_data_tokenizer(const Run *r) {
+    const char *h = loader_tokenizer_hash(r->train);
+    if (r->val && strcmp(loader_tokenizer_hash(r->val), h))
+        fatal("data %s: the val shards were made with tokenizer %s, the train shards with %s (same vocabulary size or not, "
+              "they do not agree: re-run deberta prep so that both come from one tokenizer)", r->o.data, loader_tokenizer_hash(r->val), h);
+    char path[4200], file_hash[17];
+    snprintf(path, sizeof path, "%s/tokenizer.bin", r->o.data);
+    size_t n;
+    char *bytes = read_file(path, &n);
+    if (!bytes) return;
+    tokenizer_hash_bytes((const uint8_t *)bytes, n, file_hash);
+    free(bytes);
+    if (strcmp(file_hash, h))
+        fatal("data %s: tokenizer.bin is tokenizer %s, but the shards were made with %s (replace tokenizer.bin by the one prep wrote "
+              "with these shards, or re-run deberta prep)", r->o.data, file_hash, h);
 }
 
 /* Choose the number of steps that fits o->minutes, timing one step after a warm-up step. */
@@ -315,6 +337,7 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
     }
     r->train = open_split(r, "train", 1, r->cfg.max_seq_len, r->o.batch);
     r->val = open_split(r, "val", 0, r->cfg.max_seq_len, r->o.batch);
+    check_data_tokenizer(r);
     if (!r->o.resume) {
         int V = loader_vocab_size(r->train);
         if (V != r->cfg.vocab_size) r->cfg.vocab_size = V; /* the model's vocabulary is the data's */
