@@ -95,7 +95,7 @@ static void save_checkpoint(Run *r, long step) {
         char prev[4200];
         snprintf(prev, sizeof prev, "%s/checkpoint.h5", r->o.out);
         if (access(prev, F_OK) == 0) fatal("%s; the previous checkpoint is intact: free space, then continue with --resume %s", err, r->o.out);
-        fatal("%s; free space, then start again (no checkpoint was written)", err);
+        fatal("%s; free space, then start the run again with --out %s (no checkpoint was written)", err, r->o.out);
     }
     free(st.config);
     free(st.tokenizer);
@@ -145,7 +145,7 @@ static void check_saved_config(const char *rundir, const char *ckpt, const char 
     static const char *const no_hash[] = {"tokenizer_hash", NULL};
     const int diff = checkpoint_config_diff(ckpt_config ? ckpt_config : "", text, strstr(text, "tokenizer_hash") ? NULL : no_hash, msg, sizeof msg);
     free(text);
-    if (diff) fatal("--resume %s: %s and %s disagree: %s (was config.txt edited?)", rundir, ckpt, path, msg);
+    if (diff) fatal("--resume %s: %s and %s disagree: %s (is the checkpoint from another run, or was config.txt edited?)", rundir, ckpt, path, msg);
 }
 
 static void setup_groups(Run *r) {
@@ -320,6 +320,9 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
     if (r->o.resume) {
         if (snprintf(path, sizeof path, "%s/checkpoint.h5", r->o.out) >= (int)sizeof path)
             fatal("--resume: run directory path too long (%zu bytes)", strlen(r->o.out));
+        if (access(path, F_OK) != 0)
+            fatal("--resume %s: no checkpoint.h5 there, nothing to resume (a run stopped before its first checkpoint starts again with "
+                  "--out %s)", r->o.out, r->o.out);
         if (checkpoint_read_state(path, &st, err, sizeof err)) fatal("%s (nothing to resume)", err);
         check_saved_config(r->o.out, path, st.config);
         config_defaults(&r->cfg);
