@@ -55,4 +55,11 @@ $D pretrain $RUN --out "$W/ref" > /dev/null 2>&1 || fail "reference run"
 cmp -s "$W/k/metrics.jsonl" "$W/ref/metrics.jsonl" && cmp -s "$W/k/checkpoint.h5" "$W/ref/checkpoint.h5" || fail "the reused directory's run differs from a run in a new directory"
 expect_err "already holds a run (checkpoint.h5)" $D pretrain $RUN --out "$W/k"
 ok "a directory whose run died before its first checkpoint: --resume explains, a fresh run reuses it (same result as a new directory); with a checkpoint it is refused"
+# memory refused up front: one error line with the estimate and MemAvailable, no run directory
+for flags in "--preset test --hidden_size 16384 --intermediate_size 65536" "--preset test --attention_head_size 1000000" \
+             "--preset test --max_position_embeddings 2000000000" "--preset tiny --max_seq_len 512 --batch 4096"; do
+    expect_err "this run needs about .* GiB.*but only .* GiB is available (MemAvailable" $D pretrain $flags --data "$W/shards" --out "$W/mem"
+    [ ! -e "$W/mem" ] || fail "'$flags': a run refused for its memory created its directory"
+done
+ok "runs that cannot fit in memory are refused before anything is created (estimate and MemAvailable on one line)"
 echo "e2e-run-dir: all checks passed"

@@ -11,6 +11,7 @@
 #include "data/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
+#include "train/memory.h"
 #include "train/metrics.h"
 #include "train/signals.h"
 #include "train/step.h"
@@ -345,10 +346,13 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
         int V = loader_vocab_size(r->train);
         if (V != r->cfg.vocab_size) r->cfg.vocab_size = V; /* the model's vocabulary is the data's */
         if (config_validate(&r->cfg, err, sizeof err)) fatal("%s", err);
+        if (memory_check(&r->cfg, r->o.batch, memory_available_bytes(), err, sizeof err)) fatal("%s", err);
         if (run_check_fresh(r->o.out, err, sizeof err) || run_mkdir(r->o.out, err, sizeof err)) fatal("%s", err);
     } else if (loader_vocab_size(r->train) != r->cfg.vocab_size) {
         fatal("data %s: vocabulary of %d tokens, but the checkpoint's model has %d (different tokenizer?)", r->o.data,
               loader_vocab_size(r->train), r->cfg.vocab_size);
+    } else if (memory_check(&r->cfg, r->o.batch, memory_available_bytes(), err, sizeof err)) {
+        fatal("%s", err);
     }
 
     electra_build(&r->m, &r->cfg, r->o.seed);
