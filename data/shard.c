@@ -133,34 +133,19 @@ out:
 #define FAIL(...) do { errf(err, errlen, __VA_ARGS__); goto fail; } while (0)
 #define REDO "(re-run deberta prep)"
 
-static int read_attr_i64(hid_t f, const char *name, int64_t *v) {
-    if (H5Aexists(f, name) <= 0) return -1;
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    if (a < 0) return -1;
-    hid_t t = H5Aget_type(a);
-    int ok = H5Tget_class(t) == H5T_INTEGER && H5Aread(a, H5T_NATIVE_INT64, v) >= 0;
-    H5Tclose(t);
-    H5Aclose(a);
-    return ok ? 0 : -2;
-}
+static int read_attr_i64(hid_t f, const char *name, int64_t *v) { return h5_read_int_attr(f, name, H5T_NATIVE_INT64, v); }
+/* A string attribute, fixed or variable length, read whole whatever its padding (h5py rewrites
+ * strings as NULLPAD without a terminating NUL). */
 static int read_attr_str(hid_t f, const char *name, char *buf, size_t n) {
     if (H5Aexists(f, name) <= 0) return -1;
     hid_t a = H5Aopen(f, name, H5P_DEFAULT);
     if (a < 0) return -1;
-    hid_t t = H5Aget_type(a);
-    int ok = 0;
-    if (H5Tget_class(t) == H5T_STRING && !H5Tis_variable_str(t)) {
-        size_t sz = H5Tget_size(t);
-        char *tmp = xcalloc(sz + 1, 1);
-        hid_t mt = H5Tcopy(H5T_C_S1);
-        H5Tset_size(mt, sz);
-        if (H5Aread(a, mt, tmp) >= 0) { snprintf(buf, n, "%s", tmp); ok = 1; }
-        H5Tclose(mt);
-        free(tmp);
-    }
-    H5Tclose(t);
+    char *s = h5_read_string(a, 1, H5T_CSET_ASCII);
     H5Aclose(a);
-    return ok ? 0 : -2;
+    if (!s) return -2;
+    snprintf(buf, n, "%s", s);
+    free(s);
+    return 0;
 }
 
 static const char *dtype_name(hid_t t) {

@@ -148,6 +148,24 @@ EOF
 [ "$(ls "$T"/o1/train-*.h5 | wc -l)" -eq 1 ] || fail "stale train shards left: $(ls "$T/o1")"
 cmp -s "$T/o1/tokenizer.bin" "$T/o2/tokenizer.bin" || fail "reused tokenizer.bin changed"
 
+# ---- string attributes rewritten by h5py (numpy bytes: fixed length, NULLPAD, no terminating NUL)
+# are read whole: the shards are still accepted
+cp -r "$T/o1" "$T/o3"
+$PY - "$T/o3" <<'EOF' || fail "h5py rewrite of the string attributes"
+import glob, os, sys
+import h5py, numpy as np
+for f in glob.glob(os.path.join(sys.argv[1], "*.h5")):
+    with h5py.File(f, "r+") as h:
+        for k in ("format", "tokenizer_hash", "split"):
+            v = bytes(h.attrs[k]).rstrip(b"\0")
+            del h.attrs[k]
+            h.attrs[k] = np.bytes_(v)
+        t = h.attrs.get_id("format").get_type()
+        assert t.get_strpad() == h5py.h5t.STR_NULLPAD and t.get_size() == len(b"deberta.c-shard"), f
+EOF
+"$BIN" pretrain --preset test --max_seq_len 16 --batch 2 --steps 1 --eval-every 0 --eval-batches 1 --data "$T/o3" --out "$T/run3" \
+    >"$T/run3.log" 2>&1 || fail "shards whose string attributes h5py rewrote are refused: $(grep error "$T/run3.log")"
+
 if [ $fails -eq 0 ]; then echo "e2e-prep: all checks passed"; exit 0; fi
 echo "e2e-prep: $fails check(s) failed"
 exit 1

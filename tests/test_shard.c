@@ -305,6 +305,56 @@ static void test_bad_max_token_id(void **state) {
     shard_close(s);
 }
 
+/* Attributes of the wrong class, rank or padding: one clear error, or (strings padded as h5py
+ * writes numpy bytes: NULLPAD, no terminating NUL) read whole and accepted. */
+static void replace_attr(const char *p, const char *name, hid_t type, int n, const void *val) {
+    hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
+    H5Adelete(f, name);
+    hsize_t d[1] = {(hsize_t)n};
+    hid_t s = n ? H5Screate_simple(1, d, NULL) : H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(f, name, type, s, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, type, val);
+    H5Aclose(a); H5Sclose(s); H5Fclose(f);
+}
+
+static void test_attribute_types(void **state) {
+    (void)state;
+    const char *p = tmp_path("attrs.h5");
+    make_shard(p, 1000, 10, NULL, NULL);
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, strlen(SHARD_FORMAT));
+    H5Tset_strpad(t, H5T_STR_NULLPAD);
+    replace_attr(p, "format", t, 0, SHARD_FORMAT);
+    H5Tclose(t);
+    char err[512];
+    Shard *s = shard_open(p, 1, err, sizeof err);
+    if (!s) fail_msg("a NULLPAD 'format' attribute without its NUL was refused: %s", err);
+    shard_close(s);
+    t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    const char *vs = SHARD_FORMAT;
+    replace_attr(p, "format", t, 0, &vs);
+    H5Tclose(t);
+    s = shard_open(p, 1, err, sizeof err);
+    if (!s) fail_msg("a variable-length 'format' attribute was refused: %s", err);
+    shard_close(s);
+
+    make_shard(p, 1000, 10, NULL, NULL);
+    const int64_t two[2] = {2, 2};
+    replace_attr(p, "version", H5T_NATIVE_INT64, 2, two);
+    expect_error(p, "format version");
+    make_shard(p, 1000, 10, NULL, NULL);
+    const double fv = 1000;
+    replace_attr(p, "vocab_size", H5T_NATIVE_DOUBLE, 0, &fv);
+    expect_error(p, "attribute 'vocab_size' missing or out of range");
+    make_shard(p, 1000, 10, NULL, NULL);
+    t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, 3);
+    replace_attr(p, "n_tokens", t, 0, "abc");
+    H5Tclose(t);
+    expect_error(p, "attribute 'n_tokens' missing or < 1");
+}
+
 static void test_bad_shape(void **state) {
     (void)state;
     const char *p = tmp_path("shape.h5");
@@ -379,6 +429,7 @@ int main(void) {
         cmocka_unit_test(test_bad_out_of_range_id),
         cmocka_unit_test(test_bad_checksum),
         cmocka_unit_test(test_bad_max_token_id),
+        cmocka_unit_test(test_attribute_types),
         cmocka_unit_test(test_bad_shape),
         cmocka_unit_test(test_bad_offsets),
         cmocka_unit_test(test_bad_version_and_format),

@@ -236,13 +236,9 @@ static char *read_string(hid_t loc, const char *name, int is_attr) {
 }
 
 static int read_int_attr(H5Ctx *c, hid_t f, const char *name, hid_t mtype, void *out) {
-    if (H5Aexists(f, name) <= 0) return h5ctx_fail(c, "root attribute '%s' is missing (not a complete deberta.c checkpoint)", name);
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    hid_t t = H5Aget_type(a);
-    int ok = H5Tget_class(t) == H5T_INTEGER && H5Aread(a, mtype, out) >= 0;
-    H5Tclose(t);
-    H5Aclose(a);
-    return ok ? 0 : h5ctx_fail(c, "root attribute '%s' is not a readable integer", name);
+    const int rc = h5_read_int_attr(f, name, mtype, out);
+    if (rc == -1) return h5ctx_fail(c, "root attribute '%s' is missing (not a complete deberta.c checkpoint)", name);
+    return rc ? h5ctx_fail(c, "root attribute '%s' is not one readable integer", name) : 0;
 }
 
 /* 1-D integer array of any length; *out malloc'd (NULL when empty). */
@@ -289,7 +285,10 @@ static herr_t group_step_cb(hid_t g, const char *name, const H5L_info_t *info, v
     }
     int64_t v = 0;
     hid_t d = H5Dopen2(g, name, H5P_DEFAULT);
-    if (d < 0 || H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v) < 0) {
+    hid_t ty = d >= 0 ? H5Dget_type(d) : -1;
+    const int is_int = ty >= 0 && H5Tget_class(ty) == H5T_INTEGER;
+    if (ty >= 0) H5Tclose(ty);
+    if (d < 0 || !is_int || !h5_scalar_sane(d, 0) || H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v) < 0) {
         it->rc = h5ctx_fail(it->c, "cannot read /optim/step/%s", name);
         if (d >= 0) H5Dclose(d);
         return 1;
