@@ -41,7 +41,7 @@ HDRS     := $(wildcard autograd/*.h model/*.h data/*.h train/*.h train/cli/*.h t
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test test-one check-float check-double sanitize clean demo demo-finetune bench deps
+.PHONY: all test test-one check-float check-double sanitize fuzz clean demo demo-finetune bench deps
 
 all: $(BUILD)/deberta $(BUILD)/libdeberta.a
 
@@ -79,10 +79,26 @@ test:
 	@$(MAKE) --no-print-directory PRECISION=float test-one
 	@$(MAKE) --no-print-directory PRECISION=double test-one
 
+# HDF5 asks malloc for absurd sizes on some corrupt files and handles the NULL it gets: ASan must let
+# malloc return it (allocator_may_return_null) instead of aborting.
 sanitize:
-	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer" \
+	@ASAN_OPTIONS=allocator_may_return_null=1 $(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer" \
 	    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	    EXTRA_LDFLAGS="-fsanitize=address,undefined" test-one
+
+# libFuzzer targets (clang -fsanitize=fuzzer,address) of the shard, checkpoint, tokenizer and config
+# readers, each run for FUZZ_SECONDS on a seed corpus made from build/deberta's own files.
+FUZZ_SECONDS ?= 20
+FUZZ_TARGETS := shard checkpoint tokenizer config
+FUZZ_FLAGS := -O1 -g -fno-omit-frame-pointer
+fuzz:
+	@sh scripts/install-deps.sh --fuzz
+	@$(MAKE) --no-print-directory PRECISION=float build/deberta
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang OPT="$(FUZZ_FLAGS)" EXTRA_CFLAGS="-fsanitize=address,fuzzer-no-link" build-fuzz/libdeberta.a
+	@for t in $(FUZZ_TARGETS); do \
+	    clang $(FUZZ_FLAGS) -std=c11 -D_GNU_SOURCE -fopenmp -I. -I$(BLASINC) $(HDF5_CFLAGS) -fsanitize=fuzzer,address \
+	        tests/fuzz/fuzz_$$t.c build-fuzz/libdeberta.a -o build-fuzz/fuzz_$$t $(LDLIBS) || exit 1; done
+	@sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 demo:
 	@sh scripts/demo.sh
@@ -92,4 +108,4 @@ demo-finetune:
 	@sh scripts/demo-finetune.sh
 
 clean:
-	rm -rf build build-double build-asan
+	rm -rf build build-double build-asan build-fuzz

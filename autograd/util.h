@@ -27,6 +27,10 @@ void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t bytes);
 char *xstrdup(const char *s);
 
+/* CRC-32 (IEEE 802.3, the one of zlib and PNG): crc32_update(0, p, n) is the CRC of p[0..n);
+ * chunks chain as crc32_update(crc32_update(0, a, na), b, nb). */
+uint32_t crc32_update(uint32_t crc, const void *p, size_t n);
+
 /* Wall-clock seconds (monotonic). */
 double now_seconds(void);
 

@@ -75,12 +75,46 @@ herr_t h5_write_scalar_attr(hid_t obj, const char *name, hid_t ftype, hid_t mtyp
     return r;
 }
 
+int h5_scalar_sane(hid_t o, int is_attr) {
+    hid_t t = is_attr ? H5Aget_type(o) : H5Dget_type(o), s = is_attr ? H5Aget_space(o) : H5Dget_space(o);
+    int ok = t >= 0 && s >= 0 && H5Sget_simple_extent_npoints(s) == 1;
+    if (ok) {
+        const H5T_class_t cl = H5Tget_class(t);
+        const size_t sz = H5Tget_size(t);
+        if (cl == H5T_INTEGER || cl == H5T_FLOAT) {
+            const size_t prec = H5Tget_precision(t);
+            const int off = H5Tget_offset(t);
+            ok = sz >= 1 && sz <= 8 && prec >= 1 && off >= 0 && prec + (size_t)off <= 8 * sz;
+        } else if (cl == H5T_STRING) {
+            ok = H5Tis_variable_str(t) > 0 || (sz >= 1 && sz <= ((size_t)1 << 30));
+        } else {
+            ok = 0;
+        }
+    }
+    if (s >= 0) H5Sclose(s);
+    if (t >= 0) H5Tclose(t);
+    return ok;
+}
+
+int h5_read_int_attr(hid_t obj, const char *name, hid_t mtype, void *out) {
+    if (H5Aexists(obj, name) <= 0) return -1;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    if (a < 0) return -2;
+    hid_t t = H5Aget_type(a);
+    const int ok = t >= 0 && H5Tget_class(t) == H5T_INTEGER && h5_scalar_sane(a, 1) && H5Aread(a, mtype, out) >= 0;
+    if (t >= 0) H5Tclose(t);
+    H5Aclose(a);
+    return ok ? 0 : -2;
+}
+
 char *h5_read_string(hid_t o, int is_attr, H5T_cset_t cset) {
     hid_t ft = is_attr ? H5Aget_type(o) : H5Dget_type(o);
     char *out = NULL;
-    if (H5Tget_class(ft) == H5T_STRING) {
+    if (H5Tget_class(ft) == H5T_STRING && h5_scalar_sane(o, is_attr)) {
+        const H5T_cset_t fcs = H5Tget_cset(ft);
+        const H5T_str_t pad = H5Tget_strpad(ft);
         hid_t mt = H5Tcopy(H5T_C_S1);
-        H5Tset_cset(mt, cset);
+        H5Tset_cset(mt, fcs >= 0 ? fcs : cset);
         if (H5Tis_variable_str(ft) > 0) {
             H5Tset_size(mt, H5T_VARIABLE);
             char *v = NULL;
@@ -96,6 +130,8 @@ char *h5_read_string(hid_t o, int is_attr, H5T_cset_t cset) {
             if ((is_attr ? H5Aread(o, mt, out) : H5Dread(o, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, out)) < 0) {
                 free(out);
                 out = NULL;
+            } else if (pad == H5T_STR_SPACEPAD) {
+                for (size_t k = strlen(out); k > 0 && out[k - 1] == ' '; k--) out[k - 1] = 0;
             }
         }
         H5Tclose(mt);
@@ -129,7 +165,7 @@ int h5_read_tensor(H5Ctx *c, hid_t d, const Tensor *t, real *dst, const char *wh
         }
     }
     if (!rc && H5Dread(d, H5T_REAL_NATIVE, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst) < 0)
-        rc = h5ctx_fail(c, "cannot read %s '%s' (truncated or corrupt file?)", what, t->name);
+        rc = h5ctx_fail(c, "cannot read %s '%s': checksum mismatch or truncated data (the file is corrupt)", what, t->name);
     for (long i = 0; !rc && i < t->n; i++)
         if (!isfinite(dst[i]))
             rc = h5ctx_fail(c, "%s '%s' contains %s at element %ld%s%s%s", what, t->name, isnan(dst[i]) ? "NaN" : "Inf", i,

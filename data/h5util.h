@@ -43,11 +43,21 @@ int h5_vfail(char *err, size_t errlen, const char *what, const char *path, const
 void h5_dtype_str(char *buf, size_t len, hid_t type);
 /* A dataset-creation property list without object timestamps: identical contents, identical files. */
 hid_t h5_dcpl(void);
+/* 1 when the open attribute or dataset (is_attr) holds one element (scalar or a 1-element array)
+ * of a sane datatype: an integer or float of 1..8 bytes whose precision and bit offset fit in its
+ * size, or a string (fixed length of 1 byte .. 1 GiB, or variable length).  Checked before every
+ * H5Aread/H5Dread of a scalar: a corrupt datatype must be an error, not a crash inside HDF5. */
+int h5_scalar_sane(hid_t obj, int is_attr);
+/* Integer attribute `name` of obj read into *out as mtype: 0, -1 missing, -2 not one sane integer or
+ * unreadable. */
+int h5_read_int_attr(hid_t obj, const char *name, hid_t mtype, void *out);
 /* A scalar attribute of obj; < 0 on failure. */
 herr_t h5_write_scalar_attr(hid_t obj, const char *name, hid_t ftype, hid_t mtype, const void *val);
 /* The fixed- or variable-length string held by the open attribute (is_attr) or scalar dataset obj,
- * read in character set cset (HDF5 does not convert between sets); malloc'd, NULL when obj is not a
- * string or cannot be read. */
+ * read whole whatever its padding (NULLTERM, NULLPAD without a terminating NUL as h5py writes
+ * numpy bytes, SPACEPAD: trailing pad characters removed) in the file's character set (cset is
+ * used when the file's cannot be read); malloc'd, NULL when obj is not one sane string or cannot be
+ * read. */
 char *h5_read_string(hid_t obj, int is_attr, H5T_cset_t cset);
 /* Reads the open dataset d into dst (t->n values): a float32 or float64 dtype, t's shape, readable,
  * no NaN/Inf.  Messages name the tensor as "<what> '<t->name>'"; shape_hint (in parentheses) follows

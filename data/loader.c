@@ -432,6 +432,8 @@ int64_t loader_n_sequences(const Loader *L) { return L->n_seq; }
 double loader_epoch(const Loader *L) { return (double)L->position / (double)L->n_seq; }
 int loader_vocab_size(const Loader *L) { return L->vocab_size; }
 
+const char *loader_tokenizer_hash(const Loader *L) { return L->hash; }
+
 uint8_t *loader_tokenizer_bytes(const Loader *L, size_t *len) {
     char err[1024];
     Shard *s = shard_open(L->shards[0].path, 0, err, sizeof err);

@@ -81,6 +81,8 @@ int loader_set_state(Loader *L, const LoaderState *s, char *err, size_t errlen);
 int64_t loader_n_sequences(const Loader *L);          /* of the split (all ranks) */
 double loader_epoch(const Loader *L);                 /* position / n_sequences */
 int loader_vocab_size(const Loader *L);
+/* The tokenizer identity (16 hex digits) shared by every shard of the split. */
+const char *loader_tokenizer_hash(const Loader *L);
 /* The tokenizer file bytes stored in the first shard (malloc'd). */
 uint8_t *loader_tokenizer_bytes(const Loader *L, size_t *len);
 

@@ -16,7 +16,7 @@
 struct Shard {
     char *path;
     hid_t file, tokens, offsets;
-    int64_t n_tokens, n_docs, vocab_size;
+    int64_t n_tokens, n_docs, vocab_size, max_id;
     char hash[17];
 };
 
@@ -60,6 +60,7 @@ static int write_dataset(hid_t file, const char *name, hid_t ftype, hid_t mtype,
         H5Pset_chunk(dcpl, 1, chunk);
         H5Pset_shuffle(dcpl);
         H5Pset_deflate(dcpl, 4);
+        H5Pset_fletcher32(dcpl); /* every read verifies each chunk */
     }
     hid_t d = H5Dcreate2(file, name, ftype, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     herr_t rc = d < 0 ? -1 : H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
@@ -75,7 +76,8 @@ int shard_write(const char *path, const int32_t *tokens, const int64_t *doc_offs
         errf(err, errlen, "shard %s: refusing to write an empty shard", path);
         return -1;
     }
-    int64_t n_tokens = doc_offsets[n_docs];
+    int64_t n_tokens = doc_offsets[n_docs], max_id = 0;
+    for (int64_t i = 0; i < n_tokens; i++) max_id = MAX(max_id, (int64_t)tokens[i]);
     size_t tl = strlen(path) + 8;
     char *tmp = xmalloc(tl);
     snprintf(tmp, tl, "%s.tmp", path);
@@ -101,6 +103,7 @@ int shard_write(const char *path, const int32_t *tokens, const int64_t *doc_offs
     bad |= attr_i64(file, "mask_id", TOK_MASK);
     bad |= attr_i64(file, "n_docs", n_docs);
     bad |= attr_i64(file, "n_tokens", n_tokens);
+    bad |= attr_i64(file, "max_token_id", max_id);
     bad |= attr_str(file, "split", info->split ? info->split : "");
     bad |= attr_i64(file, "shard_index", info->index);
     int small = info->vocab_size <= 65536;
@@ -112,8 +115,11 @@ int shard_write(const char *path, const int32_t *tokens, const int64_t *doc_offs
     bad |= write_dataset(file, "tokenizer", H5T_STD_U8LE, H5T_NATIVE_UINT8, info->tokenizer,
                          (hsize_t)info->tokenizer_len, 0);
     if (H5Fclose(file) < 0) bad = 1;
-    if (bad) { errf(err, errlen, "shard %s: HDF5 write failed (disk full?)", tmp); goto out; }
-    if (durable_rename(tmp, path) != 0) { errf(err, errlen, "shard %s: fsync or rename failed (%s)", path, strerror(errno)); goto out; }
+    if (bad) { errf(err, errlen, "shard %s: cannot write %s (disk full?); free space and re-run deberta prep", path, tmp); goto out; }
+    if (durable_rename(tmp, path) != 0) {
+        errf(err, errlen, "shard %s: fsync or rename failed (%s); free space and re-run deberta prep", path, strerror(errno));
+        goto out;
+    }
     rc = 0;
 out:
     if (rc != 0) unlink(tmp);
@@ -127,34 +133,19 @@ out:
 #define FAIL(...) do { errf(err, errlen, __VA_ARGS__); goto fail; } while (0)
 #define REDO "(re-run deberta prep)"
 
-static int read_attr_i64(hid_t f, const char *name, int64_t *v) {
-    if (H5Aexists(f, name) <= 0) return -1;
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    if (a < 0) return -1;
-    hid_t t = H5Aget_type(a);
-    int ok = H5Tget_class(t) == H5T_INTEGER && H5Aread(a, H5T_NATIVE_INT64, v) >= 0;
-    H5Tclose(t);
-    H5Aclose(a);
-    return ok ? 0 : -2;
-}
+static int read_attr_i64(hid_t f, const char *name, int64_t *v) { return h5_read_int_attr(f, name, H5T_NATIVE_INT64, v); }
+/* A string attribute, fixed or variable length, read whole whatever its padding (h5py rewrites
+ * strings as NULLPAD without a terminating NUL). */
 static int read_attr_str(hid_t f, const char *name, char *buf, size_t n) {
     if (H5Aexists(f, name) <= 0) return -1;
     hid_t a = H5Aopen(f, name, H5P_DEFAULT);
     if (a < 0) return -1;
-    hid_t t = H5Aget_type(a);
-    int ok = 0;
-    if (H5Tget_class(t) == H5T_STRING && !H5Tis_variable_str(t)) {
-        size_t sz = H5Tget_size(t);
-        char *tmp = xcalloc(sz + 1, 1);
-        hid_t mt = H5Tcopy(H5T_C_S1);
-        H5Tset_size(mt, sz);
-        if (H5Aread(a, mt, tmp) >= 0) { snprintf(buf, n, "%s", tmp); ok = 1; }
-        H5Tclose(mt);
-        free(tmp);
-    }
-    H5Tclose(t);
+    char *s = h5_read_string(a, 1, H5T_CSET_ASCII);
     H5Aclose(a);
-    return ok ? 0 : -2;
+    if (!s) return -2;
+    snprintf(buf, n, "%s", s);
+    free(s);
+    return 0;
 }
 
 static const char *dtype_name(hid_t t) {
@@ -170,6 +161,17 @@ static const char *dtype_name(hid_t t) {
     if (c == H5T_FLOAT) return s == 4 ? "float32" : s == 8 ? "float64" : "float";
     if (c == H5T_STRING) return "string";
     return "non-numeric";
+}
+
+/* 1 when the dataset carries HDF5's Fletcher-32 checksum filter. */
+static int has_checksum(hid_t d) {
+    hid_t p = H5Dget_create_plist(d);
+    unsigned flags = 0, cd[8];
+    size_t ncd = 8;
+    char name[64];
+    const int ok = p >= 0 && H5Pget_filter_by_id2(p, H5Z_FILTER_FLETCHER32, &flags, &ncd, cd, sizeof name, name, NULL) >= 0;
+    if (p >= 0) H5Pclose(p);
+    return ok;
 }
 
 /* Opens a 1-D dataset and checks rank and length; returns the dataset id or -1 with a message. */
@@ -259,6 +261,7 @@ Shard *shard_open(const char *path, int check_ids, char *err, size_t errlen) {
         const char *dn = dtype_name(t);
         H5Tclose(t);
         if (!ok) FAIL("shard %s: dataset 'tokens' has dtype %s, expected uint16 or int32 " REDO, path, dn);
+        if (!has_checksum(s->tokens)) FAIL("shard %s: dataset 'tokens' has no checksum, which version %d requires " REDO, path, SHARD_VERSION);
     }
     /* doc_offsets: 0, monotonic, last == n_tokens (streamed) */
     s->offsets = open_1d(s->file, path, "doc_offsets", nd + 1, err, errlen);
@@ -269,12 +272,13 @@ Shard *shard_open(const char *path, int check_ids, char *err, size_t errlen) {
         const char *dn = dtype_name(t);
         H5Tclose(t);
         if (!ok) FAIL("shard %s: dataset 'doc_offsets' has dtype %s, expected int64 " REDO, path, dn);
+        if (!has_checksum(s->offsets)) FAIL("shard %s: dataset 'doc_offsets' has no checksum, which version %d requires " REDO, path, SHARD_VERSION);
         obuf = xmalloc(SHARD_CHUNK * sizeof(int64_t));
         int64_t prev = 0;
         for (int64_t st = 0; st < nd + 1; st += SHARD_CHUNK) {
             int64_t cn = MIN((int64_t)SHARD_CHUNK, nd + 1 - st);
             if (read_1d(s->offsets, H5T_NATIVE_INT64, st, cn, obuf) != 0)
-                FAIL("shard %s: cannot read 'doc_offsets' (truncated or corrupt file) " REDO, path);
+                FAIL("shard %s: cannot read 'doc_offsets': checksum mismatch or truncated data (the file is corrupt) " REDO, path);
             for (int64_t i = 0; i < cn; i++) {
                 int64_t x = obuf[i];
                 if (st + i == 0 && x != 0) FAIL("shard %s: doc_offsets[0] is %lld, expected 0 " REDO, path, (long long)x);
@@ -310,6 +314,11 @@ Shard *shard_open(const char *path, int check_ids, char *err, size_t errlen) {
         tokenizer_free(tk);
         if (tv != v) FAIL("shard %s: vocab_size %lld but the embedded tokenizer has %d tokens " REDO, path, (long long)v, tv);
     }
+    /* every id <= max_token_id < vocab_size: checked here once, and on every read */
+    int64_t mx = -1;
+    if (read_attr_i64(s->file, "max_token_id", &mx) != 0 || mx < 0 || mx >= v)
+        FAIL("shard %s: attribute 'max_token_id' is missing or outside the vocabulary [0, %lld) " REDO, path, (long long)v);
+    s->max_id = mx;
     if (check_ids) {
         tbuf = xmalloc(SHARD_CHUNK * sizeof(int32_t));
         for (int64_t st = 0; st < nt; st += SHARD_CHUNK) {
@@ -354,7 +363,7 @@ int shard_read_tokens(Shard *s, int64_t start, int64_t count, int32_t *out, char
     int rc = read_1d(s->tokens, H5T_NATIVE_INT32, start, count, out);
     h5_loud(&q);
     if (rc != 0) {
-        errf(err, errlen, "shard %s: cannot read tokens [%lld, %lld) (truncated or corrupt file) " REDO, s->path,
+        errf(err, errlen, "shard %s: cannot read dataset 'tokens' [%lld, %lld): checksum mismatch or truncated data (the file is corrupt) " REDO, s->path,
                 (long long)start, (long long)(start + count));
         return -1;
     }
@@ -362,6 +371,11 @@ int shard_read_tokens(Shard *s, int64_t start, int64_t count, int32_t *out, char
         if (out[i] < 0 || out[i] >= s->vocab_size) {
             errf(err, errlen, "shard %s: token %lld has id %d, outside the vocabulary [0, %lld) " REDO, s->path,
                     (long long)(start + i), out[i], (long long)s->vocab_size);
+            return -1;
+        }
+        if (out[i] > s->max_id) {
+            errf(err, errlen, "shard %s: token %lld has id %d, above the shard's max_token_id %lld (the file is corrupt) " REDO, s->path,
+                    (long long)(start + i), out[i], (long long)s->max_id);
             return -1;
         }
     }
@@ -378,7 +392,7 @@ int shard_read_offsets(Shard *s, int64_t start, int64_t count, int64_t *out, cha
     int rc = read_1d(s->offsets, H5T_NATIVE_INT64, start, count, out);
     h5_loud(&q);
     if (rc != 0) {
-        errf(err, errlen, "shard %s: cannot read doc_offsets (truncated or corrupt file) " REDO, s->path);
+        errf(err, errlen, "shard %s: cannot read 'doc_offsets': checksum mismatch or truncated data (the file is corrupt) " REDO, s->path);
         return -1;
     }
     return 0;

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define SHARD_FORMAT "deberta.c-shard"
-#define SHARD_VERSION 1
+#define SHARD_VERSION 2 /* 2: Fletcher-32 checksums on tokens and doc_offsets, attribute max_token_id */
 #define SHARD_CHUNK 65536 /* elements per chunk of tokens and doc_offsets */
 
 typedef struct {

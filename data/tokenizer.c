@@ -287,6 +287,9 @@ int tokenizer_save(const Tokenizer *tk, const char *path, char *err, size_t errl
 
 const uint8_t *tokenizer_bytes(const Tokenizer *tk, size_t *len) { *len = tk->blob_len; return tk->blob; }
 uint64_t tokenizer_hash(const Tokenizer *tk) { return tk->hash; }
+void tokenizer_hash_bytes(const uint8_t *bytes, size_t n, char out[17]) {
+    snprintf(out, 17, "%016llx", (unsigned long long)fnv1a64(bytes, n));
+}
 void tokenizer_hash_hex(const Tokenizer *tk, char out[17]) { snprintf(out, 17, "%016llx", (unsigned long long)tk->hash); }
 int tokenizer_vocab_size(const Tokenizer *tk) { return tk->vocab_size; }
 int tokenizer_n_chars(const Tokenizer *tk) { return tk->n_chars; }

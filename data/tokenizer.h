@@ -60,6 +60,9 @@ int tokenizer_save(const Tokenizer *tk, const char *path, char *err, size_t errl
 const uint8_t *tokenizer_bytes(const Tokenizer *tk, size_t *len); /* the file's bytes */
 uint64_t tokenizer_hash(const Tokenizer *tk);                     /* FNV-1a 64 of the file bytes */
 void tokenizer_hash_hex(const Tokenizer *tk, char out[17]);
+/* The tokenizer identity of a tokenizer file's bytes: FNV-1a 64 of all of them, 16 lowercase hex
+ * digits (= tokenizer_hash_hex of the parsed file; stored in shards, checkpoints and config.txt). */
+void tokenizer_hash_bytes(const uint8_t *bytes, size_t n, char out[17]);
 void tokenizer_free(Tokenizer *tk);
 
 int tokenizer_vocab_size(const Tokenizer *tk);

@@ -12,13 +12,9 @@ static Tensor *add_param(ParamSet *ps, const char *name, int ndim, int d0, int d
     return params_add(ps, name, ndim, shape);
 }
 
-void electra_build(Electra *m, const ModelConfig *cfg, uint64_t seed) {
-    memset(m, 0, sizeof *m);
-    m->cfg = *cfg;
+/* Registers every parameter of the pair (no storage yet). */
+static void electra_register(Electra *m, const ModelConfig *cfg) {
     const int H = cfg->hidden_size, V = cfg->vocab_size, P = cfg->max_position_embeddings;
-    if (cfg->embedding_sharing == SHARE_ES && cfg->training_mode != TRAIN_JOINT)
-        fatal("config: embedding_sharing es needs training_mode joint (in decoupled mode the generator step would "
-              "discard the RTD gradient of the shared embedding; add --training_mode joint)");
     params_init(&m->ps);
 
     /* generator: encoder + LM head (E = H in V3, so the dense is H -> H) */
@@ -43,9 +39,30 @@ void electra_build(Electra *m, const ModelConfig *cfg, uint64_t seed) {
     m->rtd.ln_b = add_param(&m->ps, "discriminator.mask_predictions.LayerNorm.bias", 1, H, 0);
     m->rtd.cls_w = add_param(&m->ps, "discriminator.mask_predictions.classifier.weight", 2, 1, H);
     m->rtd.cls_b = add_param(&m->ps, "discriminator.mask_predictions.classifier.bias", 1, 1, 0);
+}
 
+void electra_build(Electra *m, const ModelConfig *cfg, uint64_t seed) {
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    if (cfg->embedding_sharing == SHARE_ES && cfg->training_mode != TRAIN_JOINT)
+        fatal("config: embedding_sharing es needs training_mode joint (in decoupled mode the generator step would "
+              "discard the RTD gradient of the shared embedding; add --training_mode joint)");
+    electra_register(m, cfg);
     params_finalize(&m->ps);
     model_init_params(&m->ps, cfg->initializer_range, seed);
+}
+
+double electra_param_slots(const ModelConfig *cfg) {
+    Electra m;
+    memset(&m, 0, sizeof m);
+    m.cfg = *cfg;
+    electra_register(&m, cfg);
+    double n = 0;
+    for (int i = 0; i < m.ps.n; i++) n += (double)((m.ps.params[i]->n + 15) & ~15L); /* as params_finalize lays them out */
+    encoder_free(&m.gen);
+    encoder_free(&m.disc);
+    params_free(&m.ps);
+    return n;
 }
 
 void electra_free(Electra *m) {

@@ -59,6 +59,9 @@ typedef struct Electra {
 
 /* Registers, allocates and initialises (spec §4.8, seed) every parameter.  cfg must be validated. */
 void electra_build(Electra *m, const ModelConfig *cfg, uint64_t seed);
+/* The elements the flat parameter buffer of electra_build would hold (padding included), counted
+ * without allocating it: for the memory estimate made before anything is built. */
+double electra_param_slots(const ModelConfig *cfg);
 void electra_free(Electra *m);
 
 typedef struct GenOut {

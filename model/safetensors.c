@@ -39,19 +39,36 @@ static void put_u64_le(unsigned char *p, uint64_t v) {
     for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
 }
 
+/* The CRC-32 of the tensor's float32 little-endian bytes, as written. */
+static uint32_t entry_crc32(const StEntry *e) {
+    float chunk[1024];
+    uint32_t crc = 0;
+    const long m = numel(e);
+    for (long j = 0; j < m; j += 1024) {
+        const long k = m - j < 1024 ? m - j : 1024;
+        for (long q = 0; q < k; q++) chunk[q] = (float)e->data[j + q];
+        crc = crc32_update(crc, chunk, (size_t)k * 4); /* x86-64 is little-endian */
+    }
+    return crc;
+}
+
 int safetensors_write(const char *path, const StEntry *entries, int n, char *err, size_t errlen) {
     Buf h = {xmalloc(256), 0, 256};
     h.s[0] = 0;
-    buf_put(&h, "{\"__metadata__\":{\"format\":\"pt\"}");
-    uint64_t off = 0;
-    for (int i = 0; i < n; i++) {
-        const StEntry *e = &entries[i];
-        for (const char *c = e->name; *c; c++)
+    for (int i = 0; i < n; i++)
+        for (const char *c = entries[i].name; *c; c++)
             if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20) {
-                snprintf(err, errlen, "tensor name '%s' has a character that needs JSON escaping", e->name);
+                snprintf(err, errlen, "tensor name '%s' has a character that needs JSON escaping", entries[i].name);
                 free(h.s);
                 return -1;
             }
+    /* metadata: the format, then "crc32.<name>": 8 hex digits per tensor */
+    buf_put(&h, "{\"__metadata__\":{\"format\":\"pt\"");
+    for (int i = 0; i < n; i++) buf_put(&h, ",\"crc32.%s\":\"%08x\"", entries[i].name, (unsigned)entry_crc32(&entries[i]));
+    buf_put(&h, "}");
+    uint64_t off = 0;
+    for (int i = 0; i < n; i++) {
+        const StEntry *e = &entries[i];
         uint64_t bytes = (uint64_t)numel(e) * 4;
         buf_put(&h, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[", e->name);
         for (int d = 0; d < e->ndim; d++) buf_put(&h, d ? ",%d" : "%d", e->shape[d]);

@@ -4,6 +4,8 @@
 set -e
 PKGS="build-essential pkg-config libopenblas-openmp-dev libhdf5-dev hdf5-tools libcmocka-dev \
 python3-torch python3-h5py python3-numpy python3-sentencepiece gnuplot-nox libopenmpi-dev openmpi-bin"
+# `make fuzz` (scripts/install-deps.sh --fuzz): clang with libFuzzer and its sanitizer runtimes only
+if [ "${1:-}" = "--fuzz" ]; then PKGS="clang libclang-rt-14-dev"; fi
 
 missing=""
 for p in $PKGS; do
@@ -11,7 +13,7 @@ for p in $PKGS; do
 done
 # npm (only scripts/fetch-corpus.sh needs it): any npm on PATH will do — a Node.js build that ships
 # its own npm conflicts with Debian's npm package, so the package is only asked for when none exists.
-command -v npm >/dev/null 2>&1 || missing="$missing npm"
+[ "${1:-}" = "--fuzz" ] || command -v npm >/dev/null 2>&1 || missing="$missing npm"
 if [ -z "$missing" ]; then
     echo "install-deps: all packages present"
     exit 0

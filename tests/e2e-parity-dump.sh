@@ -156,7 +156,7 @@ bad "without the c2c attention term" "$BIN" export "$T/noc2c.w.h5" "$T/x-export"
 
 # ---- phase 3 (reference): reference dumps, compare, HF round trip, independent safetensors reader ----
 cat > "$T/phase3.py" <<'EOF'
-import sys, os, json, struct, fnmatch
+import sys, os, json, struct, fnmatch, zlib
 import numpy as np, h5py
 sys.path.insert(0, "scripts/reference")
 import deberta_ref as R
@@ -207,8 +207,13 @@ def read_st(path):
     (n,) = struct.unpack("<Q", raw[:8])
     assert 8 + n <= len(raw), "%s: header length %d beyond the file" % (path, n)
     hdr = json.loads(raw[8:8 + n].decode("utf-8"))
-    assert hdr.pop("__metadata__", None) == {"format": "pt"}, path
+    meta = hdr.pop("__metadata__", None)
+    assert meta is not None and meta.pop("format", None) == "pt", path
     data = raw[8 + n:]
+    assert set(meta) == {"crc32." + k for k in hdr}, "%s: checksum entries %s" % (path, sorted(meta))
+    for k, v in hdr.items():
+        b, e = v["data_offsets"]
+        assert meta["crc32." + k] == "%08x" % zlib.crc32(data[b:e]), "%s: '%s' does not match its CRC-32" % (path, k)
     spans = sorted((v["data_offsets"][0], v["data_offsets"][1], k) for k, v in hdr.items())
     pos = 0
     for b, e, k in spans:

@@ -115,13 +115,15 @@ for split in ("train", "val"):
     for f in sorted(glob.glob(os.path.join(out, split + "-*.h5"))):
         h = h5py.File(f, "r")
         a = h.attrs
-        assert a["format"] == b"deberta.c-shard" and a["version"] == 1, f
+        assert a["format"] == b"deberta.c-shard" and a["version"] == 2, f
         assert a["vocab_size"] == vocab and a["split"] == split.encode()
         assert a["tokenizer_hash"].decode() == "%016x" % fnv(tb)
         assert (a["pad_id"], a["cls_id"], a["sep_id"], a["unk_id"], a["mask_id"]) == (0, 1, 2, 3, 4)
         assert bytes(h["tokenizer"][:]) == tb
         tok, off = h["tokens"], h["doc_offsets"][:]
         assert tok.dtype == np.uint16 and off.dtype == np.int64 and tok.chunks and tok.compression == "gzip"
+        assert tok.fletcher32 and h["doc_offsets"].fletcher32, f
+        assert a["max_token_id"] == tok[:].max() < vocab, f
         assert off[0] == 0 and off[-1] == len(tok) == a["n_tokens"] and len(off) == a["n_docs"] + 1
         assert np.all(np.diff(off) > 0)
         t = tok[:]
@@ -145,6 +147,24 @@ EOF
     || fail "prep --tokenizer: $(cat "$T/log3")"
 [ "$(ls "$T"/o1/train-*.h5 | wc -l)" -eq 1 ] || fail "stale train shards left: $(ls "$T/o1")"
 cmp -s "$T/o1/tokenizer.bin" "$T/o2/tokenizer.bin" || fail "reused tokenizer.bin changed"
+
+# ---- string attributes rewritten by h5py (numpy bytes: fixed length, NULLPAD, no terminating NUL)
+# are read whole: the shards are still accepted
+cp -r "$T/o1" "$T/o3"
+$PY - "$T/o3" <<'EOF' || fail "h5py rewrite of the string attributes"
+import glob, os, sys
+import h5py, numpy as np
+for f in glob.glob(os.path.join(sys.argv[1], "*.h5")):
+    with h5py.File(f, "r+") as h:
+        for k in ("format", "tokenizer_hash", "split"):
+            v = bytes(h.attrs[k]).rstrip(b"\0")
+            del h.attrs[k]
+            h.attrs[k] = np.bytes_(v)
+        t = h.attrs.get_id("format").get_type()
+        assert t.get_strpad() == h5py.h5t.STR_NULLPAD and t.get_size() == len(b"deberta.c-shard"), f
+EOF
+"$BIN" pretrain --preset test --max_seq_len 16 --batch 2 --steps 1 --eval-every 0 --eval-batches 1 --data "$T/o3" --out "$T/run3" \
+    >"$T/run3.log" 2>&1 || fail "shards whose string attributes h5py rewrote are refused: $(grep error "$T/run3.log")"
 
 if [ $fails -eq 0 ]; then echo "e2e-prep: all checks passed"; exit 0; fi
 echo "e2e-prep: $fails check(s) failed"

@@ -14,6 +14,7 @@
 #include "autograd/rng.h"
 #include "train/checkpoint.h"
 #include "tests/moments.h"
+#include "tests/h5flip.h"
 #include "train/optim.h"
 
 static char dir[64];
@@ -298,7 +299,7 @@ static void foreign_format_version_dtype(void **state) {
     H5Awrite(a, H5T_NATIVE_INT32, &v);
     H5Aclose(a);
     H5Fclose(f);
-    expect_load_error(path, -1, -1, 0, "format version 99, this build reads version 1");
+    expect_load_error(path, -1, -1, 0, "format version 99, this build reads versions 1 to 2");
 
     write_good(path, 12);
     f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
@@ -320,6 +321,54 @@ static void foreign_format_version_dtype(void **state) {
     H5Ldelete(f, "optim/v", H5P_DEFAULT);
     H5Fclose(f);
     expect_load_error(path, -1, -1, 0, "group '/optim/v' is missing");
+}
+
+/* Version 2: every parameter and moment carries a Fletcher-32 checksum; bytes flipped inside one
+ * tensor's data are one error naming it; a version-2 tensor without a checksum is refused; a
+ * version-1 file (no checksums) is still read. */
+static void checksums_name_the_corrupt_tensor(void **state) {
+    char path[256];
+    path_of(path, sizeof path, "flip.h5");
+    write_good(path, 13);
+    flip_dataset_bytes(path, "optim/m/discriminator.deberta.encoder.layer.0.output.dense.weight", 16);
+    expect_load_error(path, -1, -1, 0, "moment m of 'discriminator.deberta.encoder.layer.0.output.dense.weight': checksum mismatch");
+    write_good(path, 13);
+    flip_dataset_bytes(path, "params/generator.deberta.embeddings.word_embeddings.weight", 1);
+    expect_load_error(path, -1, -1, 0, "parameter 'generator.deberta.embeddings.word_embeddings.weight': checksum mismatch");
+
+    /* a tensor rewritten without the filter */
+    write_good(path, 13);
+    const char *pname = "discriminator.deberta.embeddings.LayerNorm.weight";
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t g = H5Gopen2(f, "params", H5P_DEFAULT);
+    H5Ldelete(g, pname, H5P_DEFAULT);
+    hsize_t d[1] = {4};
+    hid_t s = H5Screate_simple(1, d, NULL);
+    hid_t ds = H5Dcreate2(g, pname, H5T_IEEE_F32LE, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const float z[4] = {1, 1, 1, 1};
+    H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, z);
+    H5Dclose(ds);
+    H5Sclose(s);
+    H5Gclose(g);
+    H5Fclose(f);
+    expect_load_error(path, -1, -1, 0, "parameter 'discriminator.deberta.embeddings.LayerNorm.weight' has no checksum, which version 2 requires");
+
+    /* the same file marked version 1 loads (version 1 had no checksums) */
+    f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t a = H5Aopen(f, "version", H5P_DEFAULT);
+    const int32_t v1 = 1;
+    H5Awrite(a, H5T_NATIVE_INT32, &v1);
+    H5Aclose(a);
+    H5Fclose(f);
+    char err[512];
+    ParamSet b;
+    CheckpointState got;
+    make_set(&b, -1, -1, 0);
+    int rc = checkpoint_load(path, &b, MO(&b), &got, err, sizeof err);
+    if (rc) fail_msg("a version-1 checkpoint was refused: %s", err);
+    assert_int_equal(got.version, 1);
+    checkpoint_state_free(&got);
+    free_set(&b);
 }
 
 /* A child writes a new checkpoint and SIGKILLs itself after half the parameters: the previous
@@ -513,6 +562,7 @@ int main(void) {
         cmocka_unit_test(missing_extra_and_reshaped_tensors),
         cmocka_unit_test(nonfinite_values_rejected),
         cmocka_unit_test(foreign_format_version_dtype),
+        cmocka_unit_test(checksums_name_the_corrupt_tensor),
         cmocka_unit_test(sigkill_mid_write_keeps_previous),
         cmocka_unit_test(unwritable_directory_is_a_clear_error),
         cmocka_unit_test(config_diff_names_first_difference),

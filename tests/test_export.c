@@ -67,7 +67,21 @@ typedef struct {
     unsigned long long hlen;
     Entry e[128];
     int n;
+    char *hdr; /* the JSON header */
 } St;
+
+/* The first tensor whose "crc32.<name>" metadata entry is missing or is not the CRC-32 of its bytes. */
+static const char *st_bad_crc(const St *s) {
+    for (int i = 0; i < s->n; i++) {
+        char key[300];
+        snprintf(key, sizeof key, "\"crc32.%s\":\"", s->e[i].name);
+        const char *m = strstr(s->hdr, key);
+        unsigned want = 0;
+        if (!m || sscanf(m + strlen(key), "%8x", &want) != 1) return s->e[i].name;
+        if (crc32_update(0, s->raw + 8 + s->hlen + s->e[i].begin, s->e[i].end - s->e[i].begin) != want) return s->e[i].name;
+    }
+    return NULL;
+}
 
 static void st_read(St *s, const char *path) {
     memset(s, 0, sizeof *s);
@@ -78,7 +92,7 @@ static void st_read(St *s, const char *path) {
     assert_int_equal(s->hlen % 8, 0);
     char *h = strndup(s->raw + 8, s->hlen);
     assert_int_equal(h[0], '{');
-    assert_non_null(strstr(h, "\"__metadata__\":{\"format\":\"pt\"}"));
+    assert_non_null(strstr(h, "\"__metadata__\":{\"format\":\"pt\","));
     /* entries: "name":{"dtype":"F32","shape":[...],"data_offsets":[b,e]} */
     for (char *p = strstr(h, "\"dtype\""); p; p = strstr(p + 1, "\"dtype\"")) {
         Entry *e = &s->e[s->n++];
@@ -100,7 +114,10 @@ static void st_read(St *s, const char *path) {
         assert_non_null(off);
         assert_int_equal(sscanf(off, "\"data_offsets\":[%llu,%llu]", &e->begin, &e->end), 2);
     }
-    free(h);
+    for (int i = 0; i < s->n; i++) assert_true(s->e[i].end <= s->size - 8 - s->hlen);
+    s->hdr = h;
+    const char *bad = st_bad_crc(s);
+    if (bad) fail_msg("tensor '%s' does not match its CRC-32 metadata entry", bad);
     /* offsets: sorted by begin they tile [0, data size) exactly */
     unsigned long long pos = 0;
     for (int k = 0; k < s->n; k++) {
@@ -258,8 +275,16 @@ static void export_one(int sharing) {
         assert_non_null(strstr(cj, "[MASK]"));
         free(cj);
     }
+    /* a flipped byte inside one tensor's data: its checksum names it */
+    const Entry *victim = &d.e[d.n / 2];
+    d.raw[8 + d.hlen + (victim->begin + victim->end) / 2] ^= 0x10;
+    const char *bad = st_bad_crc(&d);
+    assert_non_null(bad);
+    assert_string_equal(bad, victim->name);
     free(g.raw);
     free(d.raw);
+    free(g.hdr);
+    free(d.hdr);
 
     /* the layouts a transformers class expects: default = cls.predictions (legacy true), no RTD head;
      * --mlm-head official = lm_predictions.lm_head.* (legacy false) */
@@ -290,6 +315,8 @@ static void export_one(int sharing) {
         free(cj2);
         free(g.raw);
         free(d.raw);
+        free(g.hdr);
+        free(d.hdr);
     }
     free(ctext);
     tokenizer_free(tk);

@@ -294,9 +294,14 @@ static void run_directory_files(void **state) {
     MetricsLog m;
     assert_int_equal(metrics_open(&m, rundir, -1, err, sizeof err), 0);
     metrics_close(&m);
+    /* a log without a checkpoint (the run stopped before its first one) is not a run either */
+    assert_int_equal(run_check_fresh(rundir, err, sizeof err), 0);
+    snprintf(p, sizeof p, "%s/checkpoint.h5", rundir);
+    f = fopen(p, "w");
+    fclose(f);
     assert_int_equal(run_check_fresh(rundir, err, sizeof err), -1);
     fprintf(stderr, "  got: error: %s\n", err);
-    assert_non_null(strstr(err, "already holds a run (metrics.jsonl); continue it with --resume"));
+    assert_non_null(strstr(err, "already holds a run (checkpoint.h5); continue it with --resume"));
     snprintf(p, sizeof p, "%s/config.txt", rundir);
     char *t = slurp(p);
     assert_string_equal(t, "hidden_size = 128\n");

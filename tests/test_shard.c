@@ -1,6 +1,7 @@
 /* test_shard.c — HDF5 shard writer/reader: round trip, dtypes, byte-identical output, atomic write,
  * and one test per bad input (each must give NULL and a message naming the file and the problem). */
 #include "tests/shardutil.h"
+#include "tests/h5flip.h"
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,9 +213,13 @@ static void replace_tokens(const char *p, hid_t ftype, int64_t n, const void *da
     H5Ldelete(f, "tokens", H5P_DEFAULT);
     hsize_t dims[1] = {(hsize_t)n};
     hid_t sp = H5Screate_simple(1, dims, NULL);
-    hid_t d = H5Dcreate2(f, "tokens", ftype, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE); /* chunked with a checksum, as the writer does */
+    hsize_t chunk[1] = {n < SHARD_CHUNK ? (hsize_t)n : SHARD_CHUNK};
+    H5Pset_chunk(dcpl, 1, chunk);
+    H5Pset_fletcher32(dcpl);
+    hid_t d = H5Dcreate2(f, "tokens", ftype, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
-    H5Dclose(d); H5Sclose(sp); H5Fclose(f);
+    H5Dclose(d); H5Pclose(dcpl); H5Sclose(sp); H5Fclose(f);
 }
 
 static void test_bad_dtype(void **state) {
@@ -245,6 +250,117 @@ static void test_bad_out_of_range_id(void **state) {
     assert_non_null(strstr(err, "outside the vocabulary"));
     shard_close(s);
     free(tok); free(off);
+}
+
+static void set_attr(const char *p, const char *name, int64_t v);
+
+/* Bytes flipped inside the stored tokens or doc_offsets: the checksum names the dataset. */
+static void test_bad_checksum(void **state) {
+    (void)state;
+    const char *p = tmp_path("flip-tokens.h5");
+    make_shard(p, 1000, 400, NULL, NULL);
+    flip_dataset_bytes(p, "tokens", 5);
+    expect_error(p, "cannot read dataset 'tokens'");
+    expect_error(p, "checksum mismatch");
+    const char *q = tmp_path("flip-offsets.h5");
+    make_shard(q, 1000, 400, NULL, NULL);
+    flip_dataset_bytes(q, "doc_offsets", 5);
+    char err[512];
+    assert_null(shard_open(q, 0, err, sizeof err)); /* doc_offsets are always read at open */
+    assert_non_null(strstr(err, "cannot read 'doc_offsets': checksum mismatch"));
+    /* tokens rewritten without the checksum filter */
+    const char *r = tmp_path("no-checksum.h5");
+    int64_t *off;
+    make_shard(r, 1000, 10, NULL, &off);
+    hid_t f = H5Fopen(r, H5F_ACC_RDWR, H5P_DEFAULT);
+    H5Ldelete(f, "tokens", H5P_DEFAULT);
+    hsize_t dims[1] = {(hsize_t)off[10]};
+    hid_t sp = H5Screate_simple(1, dims, NULL);
+    uint16_t *z = xcalloc((size_t)off[10], sizeof(uint16_t));
+    hid_t d = H5Dcreate2(f, "tokens", H5T_STD_U16LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(d, H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, z);
+    H5Dclose(d); H5Sclose(sp); H5Fclose(f);
+    free(z); free(off);
+    expect_error(r, "dataset 'tokens' has no checksum");
+}
+
+/* max_token_id: outside the vocabulary -> refused at open (no scan needed); below a real id -> the
+ * scan at open, or the read that reaches it, refuses the file. */
+static void test_bad_max_token_id(void **state) {
+    (void)state;
+    const char *p = tmp_path("maxid.h5");
+    make_shard(p, 1000, 10, NULL, NULL);
+    set_attr(p, "max_token_id", 1000);
+    char err[512];
+    assert_null(shard_open(p, 0, err, sizeof err));
+    assert_non_null(strstr(err, "attribute 'max_token_id' is missing or outside the vocabulary [0, 1000)"));
+    make_shard(p, 1000, 10, NULL, NULL);
+    set_attr(p, "max_token_id", 5);
+    expect_error(p, "above the shard's max_token_id 5");
+    Shard *s = shard_open(p, 0, err, sizeof err);
+    assert_non_null(s);
+    int32_t t[8];
+    assert_int_not_equal(shard_read_tokens(s, 0, 8, t, err, sizeof err), 0);
+    assert_non_null(strstr(err, "above the shard's max_token_id 5"));
+    shard_close(s);
+}
+
+/* Attributes of the wrong class, rank or padding: one clear error, or (strings padded as h5py
+ * writes numpy bytes: NULLPAD, no terminating NUL) read whole and accepted. */
+static void replace_attr(const char *p, const char *name, hid_t type, int n, const void *val) {
+    hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
+    H5Adelete(f, name);
+    hsize_t d[1] = {(hsize_t)n};
+    hid_t s = n ? H5Screate_simple(1, d, NULL) : H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(f, name, type, s, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, type, val);
+    H5Aclose(a); H5Sclose(s); H5Fclose(f);
+}
+
+static void test_attribute_types(void **state) {
+    (void)state;
+    const char *p = tmp_path("attrs.h5");
+    make_shard(p, 1000, 10, NULL, NULL);
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, strlen(SHARD_FORMAT));
+    H5Tset_strpad(t, H5T_STR_NULLPAD);
+    replace_attr(p, "format", t, 0, SHARD_FORMAT);
+    H5Tclose(t);
+    char err[512];
+    Shard *s = shard_open(p, 1, err, sizeof err);
+    if (!s) fail_msg("a NULLPAD 'format' attribute without its NUL was refused: %s", err);
+    shard_close(s);
+    t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    const char *vs = SHARD_FORMAT;
+    replace_attr(p, "format", t, 0, &vs);
+    H5Tclose(t);
+    s = shard_open(p, 1, err, sizeof err);
+    if (!s) fail_msg("a variable-length 'format' attribute was refused: %s", err);
+    shard_close(s);
+
+    make_shard(p, 1000, 10, NULL, NULL);
+    const int64_t two[2] = {2, 2};
+    replace_attr(p, "version", H5T_NATIVE_INT64, 2, two);
+    expect_error(p, "format version");
+    make_shard(p, 1000, 10, NULL, NULL);
+    const double fv = 1000;
+    replace_attr(p, "vocab_size", H5T_NATIVE_DOUBLE, 0, &fv);
+    expect_error(p, "attribute 'vocab_size' missing or out of range");
+    make_shard(p, 1000, 10, NULL, NULL);
+    t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, 3);
+    replace_attr(p, "n_tokens", t, 0, "abc");
+    H5Tclose(t);
+    expect_error(p, "attribute 'n_tokens' missing or < 1");
+}
+
+/* Inputs the fuzz targets found (tests/fuzz/regress/): one clear error each. */
+static void test_fuzz_regressions(void **state) {
+    (void)state;
+    /* corrupt metadata that makes HDF5 ask malloc for ~250 TiB (an ASan abort before malloc was
+     * allowed to return NULL): HDF5 refuses the file */
+    expect_error("tests/fuzz/regress/shard-huge-metadata-alloc.h5", "corrupt");
 }
 
 static void test_bad_shape(void **state) {
@@ -280,8 +396,8 @@ static void test_bad_version_and_format(void **state) {
     (void)state;
     const char *p = tmp_path("version.h5");
     make_shard(p, 1000, 10, NULL, NULL);
-    set_attr(p, "version", 2);
-    expect_error(p, "version 2");
+    set_attr(p, "version", 1);
+    expect_error(p, "version 1");
     const char *q = tmp_path("format.h5");
     make_shard(q, 1000, 10, NULL, NULL);
     hid_t f = H5Fopen(q, H5F_ACC_RDWR, H5P_DEFAULT);
@@ -319,6 +435,10 @@ int main(void) {
         cmocka_unit_test(test_bad_missing_dataset),
         cmocka_unit_test(test_bad_dtype),
         cmocka_unit_test(test_bad_out_of_range_id),
+        cmocka_unit_test(test_bad_checksum),
+        cmocka_unit_test(test_bad_max_token_id),
+        cmocka_unit_test(test_attribute_types),
+        cmocka_unit_test(test_fuzz_regressions),
         cmocka_unit_test(test_bad_shape),
         cmocka_unit_test(test_bad_offsets),
         cmocka_unit_test(test_bad_version_and_format),

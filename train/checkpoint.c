@@ -3,6 +3,7 @@
 #include "autograd/util.h"
 #include "model/config.h"
 #include "data/h5util.h"
+#include "data/tokenizer.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -50,6 +51,30 @@ static herr_t write_array(hid_t loc, const char *name, hid_t ftype, hid_t mtype,
     return r;
 }
 
+/* A parameter or moment (ndim >= 1, no zero dimension): chunked by rows (chunks of at most 16 MiB)
+ * with HDF5's Fletcher-32 filter, so that every read verifies the data against its checksum. */
+static herr_t write_checked(hid_t loc, const char *name, int ndim, const hsize_t *dims, const void *buf) {
+    hsize_t chunk[TENSOR_MAX_DIMS], row = sizeof(real);
+    for (int i = 0; i < ndim; i++) {
+        if (dims[i] == 0) return write_array(loc, name, H5T_REAL_FILE, H5T_REAL_NATIVE, ndim, dims, buf);
+        chunk[i] = dims[i];
+        if (i) row *= dims[i];
+    }
+    if (ndim == 0) return write_array(loc, name, H5T_REAL_FILE, H5T_REAL_NATIVE, ndim, dims, buf);
+    const hsize_t max_rows = MAX((hsize_t)1, ((hsize_t)16 << 20) / row);
+    if (chunk[0] > max_rows) chunk[0] = max_rows;
+    hid_t s = H5Screate_simple(ndim, dims, NULL);
+    hid_t p = h5_dcpl();
+    H5Pset_chunk(p, ndim, chunk);
+    H5Pset_fletcher32(p);
+    hid_t d = H5Dcreate2(loc, name, H5T_REAL_FILE, s, H5P_DEFAULT, p, H5P_DEFAULT);
+    herr_t r = d < 0 ? -1 : H5Dwrite(d, H5T_REAL_NATIVE, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+    if (d >= 0 && H5Dclose(d) < 0) r = -1;
+    H5Pclose(p);
+    H5Sclose(s);
+    return r;
+}
+
 static herr_t write_str_dataset(hid_t loc, const char *name, const char *val) {
     hid_t t = str_type(strlen(val));
     herr_t r = write_array(loc, name, t, t, 0, NULL, val);
@@ -65,7 +90,7 @@ static int write_tensors(H5Ctx *c, hid_t grp, const ParamSet *ps, const real *ba
         if (strchr(t->name, '/')) return h5ctx_fail(c, "parameter name '%s' contains '/'", t->name);
         hsize_t dims[TENSOR_MAX_DIMS];
         for (int k = 0; k < t->ndim; k++) dims[k] = (hsize_t)t->shape[k];
-        if (write_array(grp, t->name, H5T_REAL_FILE, H5T_REAL_NATIVE, t->ndim, dims, base + ps->offset[i]) < 0)
+        if (write_checked(grp, t->name, t->ndim, dims, base + ps->offset[i]) < 0)
             return h5ctx_fail(c, "cannot write %s '%s' (disk full?)", what, t->name);
         ++*n_written;
         if (crash_after >= 0 && *n_written >= crash_after) raise(SIGKILL); /* crash-safety test hook */
@@ -85,6 +110,11 @@ static int write_file(H5Ctx *c, hid_t f, const ParamSet *ps, const real *m, cons
         h5_write_scalar_attr(f, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, &seed) < 0 ||
         h5_write_scalar_attr(f, "n_params", H5T_STD_I64LE, H5T_NATIVE_INT64, &np) < 0)
         return h5ctx_fail(c, "cannot write the root attributes");
+    if (st->tokenizer && st->n_tokenizer) {
+        char hash[17];
+        tokenizer_hash_bytes(st->tokenizer, st->n_tokenizer, hash);
+        if (write_str_attr(f, "tokenizer_hash", hash) < 0) return h5ctx_fail(c, "cannot write the root attributes");
+    }
     int rc = 0;
     long n_written = 0;
     hid_t gp = make_group(f, "params"), go = make_group(f, "optim");
@@ -206,13 +236,9 @@ static char *read_string(hid_t loc, const char *name, int is_attr) {
 }
 
 static int read_int_attr(H5Ctx *c, hid_t f, const char *name, hid_t mtype, void *out) {
-    if (H5Aexists(f, name) <= 0) return h5ctx_fail(c, "root attribute '%s' is missing (not a complete deberta.c checkpoint)", name);
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    hid_t t = H5Aget_type(a);
-    int ok = H5Tget_class(t) == H5T_INTEGER && H5Aread(a, mtype, out) >= 0;
-    H5Tclose(t);
-    H5Aclose(a);
-    return ok ? 0 : h5ctx_fail(c, "root attribute '%s' is not a readable integer", name);
+    const int rc = h5_read_int_attr(f, name, mtype, out);
+    if (rc == -1) return h5ctx_fail(c, "root attribute '%s' is missing (not a complete deberta.c checkpoint)", name);
+    return rc ? h5ctx_fail(c, "root attribute '%s' is not one readable integer", name) : 0;
 }
 
 /* 1-D integer array of any length; *out malloc'd (NULL when empty). */
@@ -259,7 +285,10 @@ static herr_t group_step_cb(hid_t g, const char *name, const H5L_info_t *info, v
     }
     int64_t v = 0;
     hid_t d = H5Dopen2(g, name, H5P_DEFAULT);
-    if (d < 0 || H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v) < 0) {
+    hid_t ty = d >= 0 ? H5Dget_type(d) : -1;
+    const int is_int = ty >= 0 && H5Tget_class(ty) == H5T_INTEGER;
+    if (ty >= 0) H5Tclose(ty);
+    if (d < 0 || !is_int || !h5_scalar_sane(d, 0) || H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v) < 0) {
         it->rc = h5ctx_fail(it->c, "cannot read /optim/step/%s", name);
         if (d >= 0) H5Dclose(d);
         return 1;
@@ -304,9 +333,10 @@ static int read_state(H5Ctx *c, hid_t f, CheckpointState *st) {
     free(fmt);
     int32_t version = 0;
     if (read_int_attr(c, f, "version", H5T_NATIVE_INT32, &version) < 0) return -1;
-    if (version != CHECKPOINT_VERSION)
-        return h5ctx_fail(c, "format version %d, this build reads version %d (use the deberta.c that wrote it)", (int)version,
-                          CHECKPOINT_VERSION);
+    if (version < CHECKPOINT_VERSION_MIN || version > CHECKPOINT_VERSION)
+        return h5ctx_fail(c, "format version %d, this build reads versions %d to %d (use the deberta.c that wrote it)", (int)version,
+                          CHECKPOINT_VERSION_MIN, CHECKPOINT_VERSION);
+    st->version = version;
     int64_t step = 0;
     uint64_t seed = 0;
     if (read_int_attr(c, f, "step", H5T_NATIVE_INT64, &step) < 0 || read_int_attr(c, f, "seed", H5T_NATIVE_UINT64, &seed) < 0) return -1;
@@ -333,6 +363,14 @@ static int read_state(H5Ctx *c, hid_t f, CheckpointState *st) {
     if (read_int_array(c, f, "tokenizer", H5T_NATIVE_UCHAR, 1, &buf, &n) < 0) return -1;
     st->tokenizer = buf;
     st->n_tokenizer = (size_t)n;
+    if (H5Aexists(f, "tokenizer_hash") > 0) { /* the identity of /tokenizer (absent when it is empty) */
+        char *want = read_string(f, "tokenizer_hash", 1), got[17] = "";
+        if (st->n_tokenizer) tokenizer_hash_bytes(st->tokenizer, st->n_tokenizer, got);
+        const int same = want && !strcmp(want, got);
+        if (!same) h5ctx_fail(c, "the tokenizer bytes hash to '%s', attribute 'tokenizer_hash' says '%s' (the file is corrupt)", got, want ? want : "?");
+        free(want);
+        if (!same) return -1;
+    }
     return 0;
 }
 
@@ -348,14 +386,29 @@ int checkpoint_read_state(const char *path, CheckpointState *st, char *err, size
     return h5ctx_end(&c, rc);
 }
 
-/* One tensor: present, float dtype, same shape, readable, finite. */
-static int load_tensor(H5Ctx *c, hid_t grp, const char *gname, const Tensor *t, real *dst, const char *what) {
+/* One tensor: present, float dtype, same shape, with its checksum (version >= 2), readable (HDF5
+ * verifies the checksum of every chunk it reads), finite. */
+static int load_tensor(H5Ctx *c, hid_t grp, const char *gname, const Tensor *t, real *dst, const char *what, int version) {
     if (H5Lexists(grp, t->name, H5P_DEFAULT) <= 0)
         return h5ctx_fail(c, "%s '%s' is missing from /%s (was it written with another config?)", what, t->name, gname);
     hid_t d = H5Dopen2(grp, t->name, H5P_DEFAULT);
     if (d < 0) return h5ctx_fail(c, "cannot open %s '%s' (truncated or corrupt file?)", what, t->name);
-    int rc = h5_read_tensor(c, d, t, dst, what, "was it written with another config?",
-                            "the checkpoint is corrupt; resume from an earlier one");
+    int rc = 0;
+    hid_t ty = H5Dget_type(d);
+    const int is_float = H5Tget_class(ty) == H5T_FLOAT; /* else h5_read_tensor names the dtype */
+    H5Tclose(ty);
+    if (version >= 2 && t->n > 0 && is_float) {
+        hid_t p = H5Dget_create_plist(d);
+        unsigned flags = 0, cd[8];
+        size_t ncd = 8;
+        char fname[64];
+        if (p < 0 || H5Pget_filter_by_id2(p, H5Z_FILTER_FLETCHER32, &flags, &ncd, cd, sizeof fname, fname, NULL) < 0)
+            rc = h5ctx_fail(c, "%s '%s' has no checksum, which version %d requires (the file was altered; resume from an earlier checkpoint)",
+                            what, t->name, version);
+        if (p >= 0) H5Pclose(p);
+    }
+    if (!rc)
+        rc = h5_read_tensor(c, d, t, dst, what, "was it written with another config?", "the checkpoint is corrupt; resume from an earlier one");
     H5Dclose(d);
     return rc;
 }
@@ -372,7 +425,7 @@ static herr_t extra_cb(hid_t g, const char *name, const H5L_info_t *info, void *
     return 1;
 }
 
-static int load_group(H5Ctx *c, hid_t f, const char *gname, ParamSet *ps, real *base, const char *what) {
+static int load_group(H5Ctx *c, hid_t f, const char *gname, ParamSet *ps, real *base, const char *what, int version) {
     if (H5Lexists(f, gname, H5P_DEFAULT) <= 0) {
         /* "optim/m" needs "optim" to exist before H5Lexists may look at it */
         return h5ctx_fail(c, "group '/%s' is missing (truncated or not a complete checkpoint?)", gname);
@@ -380,7 +433,7 @@ static int load_group(H5Ctx *c, hid_t f, const char *gname, ParamSet *ps, real *
     hid_t g = H5Gopen2(f, gname, H5P_DEFAULT);
     if (g < 0) return h5ctx_fail(c, "cannot open group '/%s' (truncated or corrupt file?)", gname);
     int rc = 0;
-    for (int i = 0; !rc && i < ps->n; i++) rc = load_tensor(c, g, gname, ps->params[i], base + ps->offset[i], what);
+    for (int i = 0; !rc && i < ps->n; i++) rc = load_tensor(c, g, gname, ps->params[i], base + ps->offset[i], what, version);
     if (!rc) {
         ExtraIter it = {ps, ""};
         hsize_t idx = 0;
@@ -401,7 +454,7 @@ int checkpoint_load(const char *path, ParamSet *ps, OptimMoments *mo, Checkpoint
     hid_t f = open_checkpoint(&c, path);
     if (f < 0) return h5ctx_end(&c, -1);
     int rc = read_state(&c, f, st);
-    if (!rc) rc = load_group(&c, f, "params", ps, ps->data, "parameter");
+    if (!rc) rc = load_group(&c, f, "params", ps, ps->data, "parameter", st->version);
     OptimMoments scratch = {0};
     if (!rc && !mo) {
         optim_moments_init(&scratch, ps);
@@ -409,8 +462,8 @@ int checkpoint_load(const char *path, ParamSet *ps, OptimMoments *mo, Checkpoint
     }
     if (!rc && mo->total != ps->total) rc = h5ctx_fail(&c, "the moments are not those of this parameter set");
     if (!rc && H5Lexists(f, "optim", H5P_DEFAULT) > 0) {
-        rc = load_group(&c, f, "optim/m", ps, mo->m, "moment m of");
-        if (!rc) rc = load_group(&c, f, "optim/v", ps, mo->v, "moment v of");
+        rc = load_group(&c, f, "optim/m", ps, mo->m, "moment m of", st->version);
+        if (!rc) rc = load_group(&c, f, "optim/v", ps, mo->v, "moment v of", st->version);
     } else if (!rc) {
         rc = h5ctx_fail(&c, "group '/optim' is missing");
     }

@@ -27,13 +27,15 @@
 #include "train/optim.h"
 
 #define CHECKPOINT_FORMAT "deberta.c checkpoint"
-#define CHECKPOINT_VERSION 1
+#define CHECKPOINT_VERSION 2     /* written; 2 adds a Fletcher-32 checksum to every parameter and moment */
+#define CHECKPOINT_VERSION_MIN 1 /* oldest read (version 1: no checksums) */
 #define CHECKPOINT_MAX_GROUPS 4
 #define CHECKPOINT_GROUP_NAME 64
 
 /* Everything but the tensors.  On write the caller fills it (pointers are borrowed); on read
  * checkpoint_read_state/checkpoint_load fill it with heap copies freed by checkpoint_state_free. */
 typedef struct CheckpointState {
+    int version;                    /* on read: the file's format version */
     int64_t step;                   /* global step (completed training steps) */
     uint64_t seed;                  /* run seed of the counter-based RNG (with step it is the whole RNG state) */
     int n_groups;

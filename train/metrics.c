@@ -258,8 +258,10 @@ int run_mkdir(const char *rundir, char *err, size_t errlen) {
     return 0;
 }
 
+/* Only a checkpoint makes a run: a directory whose run stopped before its first checkpoint (killed,
+ * refused, out of disk) is reused, its config.txt and metrics.jsonl rewritten. */
 int run_check_fresh(const char *rundir, char *err, size_t errlen) {
-    static const char *const files[] = {"checkpoint.h5", "metrics.jsonl"};
+    static const char *const files[] = {"checkpoint.h5"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char p[4200];
         snprintf(p, sizeof p, "%s/%s", rundir, files[i]);

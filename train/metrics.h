@@ -93,7 +93,8 @@ char *progress_text(const Progress *p, long step, double g_loss, double d_loss, 
 /* ---- run directory ---- */
 /* mkdir -p rundir. */
 int run_mkdir(const char *rundir, char *err, size_t errlen);
-/* 0 if rundir does not exist or holds no run yet (no checkpoint.h5, no metrics.jsonl); else -1 with
+/* 0 if rundir does not exist or holds no run yet (no checkpoint.h5: a run stopped before its first
+ * checkpoint leaves a reusable directory); else -1 with
  * "run directory X already holds a run (checkpoint.h5); continue it with --resume X or choose another
  * --out" — so that a fresh run never overwrites an earlier one. */
 int run_check_fresh(const char *rundir, char *err, size_t errlen);

@@ -9,10 +9,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "autograd/util.h"
+#include "data/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/dist.h"
 #include "train/evaluate.h"
+#include "train/memory.h"
 #include "train/metrics.h"
+#include "train/signals.h"
 #include "train/step.h"
 
 char *config_to_text(const ModelConfig *c) {
@@ -65,10 +68,11 @@ static void pack_loader_state(const Loader *L, int64_t out[LOADER_STATE_LEN]) {
     memcpy(out, &st, sizeof st);
 }
 
+/* The model config, the training options and the tokenizer identity of the data. */
 static char *full_config_text(const Run *r) {
     char *a = config_to_text(&r->cfg), *b = train_options_to_text(&r->o);
-    char *s = xmalloc(strlen(a) + strlen(b) + 2);
-    sprintf(s, "%s%s", a, b);
+    char *s = xmalloc(strlen(a) + strlen(b) + 64);
+    sprintf(s, "%s%stokenizer_hash = %s\n", a, b, loader_tokenizer_hash(r->train));
     free(a);
     free(b);
     return s;
@@ -90,7 +94,12 @@ static void save_checkpoint(Run *r, long step) {
     st.tokenizer = loader_tokenizer_bytes(r->train, &n_tok);
     st.n_tokenizer = n_tok;
     const int keep = r->o.keep_every > 0 && step % r->o.keep_every == 0;
-    if (checkpoint_save(r->o.out, &r->m.ps, &r->moments, &st, keep, err, sizeof err)) fatal("%s", err);
+    if (checkpoint_save(r->o.out, &r->m.ps, &r->moments, &st, keep, err, sizeof err)) {
+        char prev[4200];
+        snprintf(prev, sizeof prev, "%s/checkpoint.h5", r->o.out);
+        if (access(prev, F_OK) == 0) fatal("%s; the previous checkpoint is intact: free space, then continue with --resume %s", err, r->o.out);
+        fatal("%s; free space, then start the run again with --out %s (no checkpoint was written)", err, r->o.out);
+    }
     free(st.config);
     free(st.tokenizer);
 }
@@ -136,9 +145,11 @@ static void check_saved_config(const char *rundir, const char *ckpt, const char 
     size_t n;
     char *text = read_file(path, &n);
     if (!text) return;
-    const int diff = checkpoint_config_diff(ckpt_config ? ckpt_config : "", text, NULL, msg, sizeof msg);
+    /* runs started before the tokenizer identity was written have none in config.txt */
+    static const char *const no_hash[] = {"tokenizer_hash", NULL};
+    const int diff = checkpoint_config_diff(ckpt_config ? ckpt_config : "", text, strstr(text, "tokenizer_hash") ? NULL : no_hash, msg, sizeof msg);
     free(text);
-    if (diff) fatal("--resume %s: %s and %s disagree: %s (was config.txt edited?)", rundir, ckpt, path, msg);
+    if (diff) fatal("--resume %s: %s and %s disagree: %s (is the checkpoint from another run, or was config.txt edited?)", rundir, ckpt, path, msg);
 }
 
 static void setup_groups(Run *r) {
@@ -237,6 +248,24 @@ static void open_curriculum(Run *r) {
     r->train_short = open_split(r, "train", 1, Ts, Bs);
     r->micro_short = xcalloc((size_t)r->o.accum, sizeof(Batch));
     for (int i = 0; i < r->o.accum; i++) batch_alloc(&r->micro_short[i], Bs, Ts);
+}
+
+/* One tokenizer for the train shards, the val shards and DIR/tokenizer.bin (when present). */
+static void check_data_tokenizer(const Run *r) {
+    const char *h = loader_tokenizer_hash(r->train);
+    if (r->val && strcmp(loader_tokenizer_hash(r->val), h))
+        fatal("data %s: the val shards were made with tokenizer %s, the train shards with %s (same vocabulary size or not, "
+              "they do not agree: re-run deberta prep so that both come from one tokenizer)", r->o.data, loader_tokenizer_hash(r->val), h);
+    char path[4200], file_hash[17];
+    snprintf(path, sizeof path, "%s/tokenizer.bin", r->o.data);
+    size_t n;
+    char *bytes = read_file(path, &n);
+    if (!bytes) return;
+    tokenizer_hash_bytes((const uint8_t *)bytes, n, file_hash);
+    free(bytes);
+    if (strcmp(file_hash, h))
+        fatal("data %s: tokenizer.bin is tokenizer %s, but the shards were made with %s (replace tokenizer.bin by the one prep wrote "
+              "with these shards, or re-run deberta prep)", r->o.data, file_hash, h);
 }
 
 /* Choose the number of steps that fits o->minutes, timing one step after a warm-up step. */
@@ -381,6 +410,9 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
     if (r->o.resume) {
         if (snprintf(path, sizeof path, "%s/checkpoint.h5", r->o.out) >= (int)sizeof path)
             fatal("--resume: run directory path too long (%zu bytes)", strlen(r->o.out));
+        if (access(path, F_OK) != 0)
+            fatal("--resume %s: no checkpoint.h5 there, nothing to resume (a run stopped before its first checkpoint starts again with "
+                  "--out %s)", r->o.out, r->o.out);
         if (checkpoint_read_state(path, &st, err, sizeof err)) fatal("%s (nothing to resume)", err);
         check_saved_config(r->o.out, path, st.config);
         config_defaults(&r->cfg);
@@ -405,15 +437,19 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
     }
     r->train = open_split(r, "train", 1, r->cfg.max_seq_len, r->o.batch);
     r->val = open_split(r, "val", 0, r->cfg.max_seq_len, r->o.batch);
+    check_data_tokenizer(r);
     if (!r->o.resume) {
         int V = loader_vocab_size(r->train);
         if (V != r->cfg.vocab_size) r->cfg.vocab_size = V; /* the model's vocabulary is the data's */
         if (config_validate(&r->cfg, err, sizeof err)) fatal("%s", err);
         r->o.ranks = world > 1 ? world : 0;
+        if (memory_check(&r->cfg, r->o.batch, memory_available_bytes(), err, sizeof err)) fatal("%s", err);
         if (lead && (run_check_fresh(r->o.out, err, sizeof err) || run_mkdir(r->o.out, err, sizeof err))) fatal("%s", err);
     } else if (loader_vocab_size(r->train) != r->cfg.vocab_size) {
         fatal("data %s: vocabulary of %d tokens, but the checkpoint's model has %d (different tokenizer?)", r->o.data,
               loader_vocab_size(r->train), r->cfg.vocab_size);
+    } else if (memory_check(&r->cfg, r->o.batch, memory_available_bytes(), err, sizeof err)) {
+        fatal("%s", err);
     }
 
     electra_build(&r->m, &r->cfg, r->o.seed);
@@ -451,7 +487,8 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
         }
         progress_init(&r->prog, start, r->o.steps);
     }
-    int bad = 0;
+    signals_install(r->o.out); /* SIGTERM/SIGINT: finish the step, checkpoint, exit 0 */
+    int bad = 0, stop_sig = 0;
     long done_here = 0;
     double step_s = 0, sync_s = 0; /* time in the steps, and in their collectives (data parallel) */
     for (long step = start; step < r->o.steps; step++) {
@@ -476,11 +513,18 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
             fprintf(stderr, "error: %d consecutive steps had a non-finite loss or gradient norm (last at step %ld); stopping. "
                             "The last good checkpoint in %s is intact (try a lower --lr)\n", bad, completed, r->o.out);
             metrics_close(&r->log);
+            signals_restore();
             dist_exit(1);
         }
         const int last = completed == r->o.steps;
         if ((r->o.eval_every > 0 && completed % r->o.eval_every == 0) || last) log_eval(r, completed);
-        const int stop_now = r->o.stop_after > 0 && done_here >= r->o.stop_after;
+        stop_sig = signals_stop_requested();
+        if (world > 1) { /* every rank stops after the same step: the signal may reach them at different times */
+            int64_t v[2] = {stop_sig, stop_sig != 0};
+            dist_allreduce_i64(v, 2);
+            stop_sig = v[1] ? (int)(v[0] / v[1]) : 0;
+        }
+        const int stop_now = (r->o.stop_after > 0 && done_here >= r->o.stop_after) || stop_sig;
         const int keep_now = r->o.keep_every > 0 && completed % r->o.keep_every == 0;
         if ((r->o.save_every > 0 && completed % r->o.save_every == 0) || keep_now || last || stop_now) {
             if (sharded(r)) zero_gather_moments(r);
@@ -490,11 +534,18 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
         if (stop_now) {
             if (!lead) break;
             progress_done(&r->prog);
-            fprintf(stderr, "stopped after %ld steps (--stop-after); resume with --resume\n", done_here);
+            if (stop_sig)
+                fprintf(stderr, "stopped by %s after step %ld: checkpoint written to %s/checkpoint.h5; continue with --resume %s\n",
+                        signals_name(stop_sig), completed, r->o.out, r->o.out);
+            else
+                fprintf(stderr, "stopped after %ld steps (--stop-after); resume with --resume\n", done_here);
             break;
         }
     }
-    if (!lead) return 0;
+    if (!lead) {
+        signals_restore();
+        return 0;
+    }
     progress_done(&r->prog);
     if (done_here > 0) {
         fprintf(stderr, "speed: %.0f tokens/s, %.1f ms per step over the %ld steps of this invocation (evaluations and checkpoints excluded)",
@@ -505,6 +556,7 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
         fputc('\n', stderr);
     }
     metrics_close(&r->log);
+    signals_restore();
     fprintf(stderr, "run: %s (checkpoint.h5, metrics.jsonl, config.txt)\n", r->o.out);
     return 0;
 }

@@ -6,6 +6,7 @@
 #include "autograd/util.h"
 #include "train/cli/cli.h"
 #include "train/cli/model_source.h"
+#include "data/tokenizer.h"
 #include "train/evaluate.h"
 
 int cmd_eval(int argc, char **argv) {
@@ -57,6 +58,13 @@ int cmd_eval(int argc, char **argv) {
     if (loader_vocab_size(val) != cfg.vocab_size)
         fatal("data %s: vocabulary of %d tokens, but checkpoint %s has %d (different tokenizer?)", data, loader_vocab_size(val), ckpt,
               cfg.vocab_size);
+    if (src.st.n_tokenizer) { /* the checkpoint's tokenizer identity against the shards' */
+        char h[17];
+        tokenizer_hash_bytes(src.st.tokenizer, src.st.n_tokenizer, h);
+        if (strcmp(h, loader_tokenizer_hash(val)))
+            fatal("data %s: the shards were made with tokenizer %s, but checkpoint %s was trained with tokenizer %s (evaluate on shards "
+                  "prepared with the checkpoint's tokenizer)", data, loader_tokenizer_hash(val), ckpt, h);
+    }
     Tape t;
     tape_init(&t, (size_t)64 << 20);
     EvalResult e = evaluate(&m, val, &t, batch, cfg.max_seq_len, batches, seed);

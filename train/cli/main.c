@@ -1,5 +1,6 @@
 /* main.c — build/deberta: dispatches to the subcommands declared in cli.h (one train/cli/cmd_*.c
  * file per command). */
+#include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,12 @@ static void usage(const Command *cmds, int n) {
 }
 
 int main(int argc, char **argv) {
+    /* HDF5 would otherwise close every id still open from an atexit handler.  After a failed write
+     * (a full disk) a file id whose close failed stays half-open, and that handler then crashes
+     * inside the library, turning one clear error into a segfault.  Every file the program writes is
+     * closed (and renamed or removed) before it exits, so nothing is lost by skipping the handler;
+     * the operating system frees the library's memory.  Must come before any other HDF5 call. */
+    H5dont_atexit();
     const Command cmds[] = {
         {"prep", cmd_prep, "text files -> tokenizer + HDF5 token shards"},
         {"pretrain", cmd_pretrain, "ELECTRA-style generator/discriminator pretraining"},

@@ -1,0 +1,85 @@
+#!/bin/sh
+# A full disk at every kind of write: prep (tokenizer files, shards), pretrain (a checkpoint with
+# room for one but not the next, --resume on the still-full disk, then --resume with room again),
+# export.  Each failure must be one error line and exit 1, with the previous good file intact and no
+# .tmp left; the resumed run must end exactly where an uninterrupted one does.
+# Needs to mount small tmpfs file systems (root); skipped with a message otherwise.
+set -u
+BUILD=${BUILD:-build}
+D=$BUILD/deberta
+[ -x "$D" ] || { echo "FAIL: $D is not built"; exit 1; }
+W=$(mktemp -d /tmp/deberta-e2e-full-disk.XXXXXX)
+FS=$W/fs
+mkdir -p "$FS"
+cleanup() { umount "$FS" 2>/dev/null; rm -rf "$W"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+ok() { echo "ok   $*"; }
+export OMP_NUM_THREADS=2
+
+# mount_fs KBYTES: a fresh tmpfs of that size on $FS
+mount_fs() {
+    umount "$FS" 2>/dev/null
+    mount -t tmpfs -o "size=${1}k" tmpfs "$FS" 2>"$W/mount.err"
+}
+if ! mount_fs 64; then
+    echo "SKIPPED: e2e-full-disk: cannot mount a tmpfs ($(cat "$W/mount.err")); run the tests as root to check full-disk handling"
+    exit 77
+fi
+
+# expect_full_disk PATTERN COMMAND...: exit 1, exactly one error line matching PATTERN, no crash, no .tmp in $FS
+expect_full_disk() {
+    pat=$1; shift
+    "$@" > "$W/out.log" 2> "$W/err.log"; rc=$?
+    [ $rc -eq 1 ] || { cat "$W/err.log"; fail "'$*' on a full disk: exit $rc, expected 1"; }
+    [ "$(grep -c '^error: ' "$W/err.log")" -eq 1 ] || { cat "$W/err.log"; fail "'$*': expected exactly one error line"; }
+    grep -q "^error: .*$pat" "$W/err.log" || { cat "$W/err.log"; fail "'$*': no error line matching '$pat'"; }
+    if grep -qi "sanitizer\|segmentation\|HDF5-DIAG" "$W/err.log"; then cat "$W/err.log"; fail "'$*': crashed or printed HDF5's stack"; fi
+    [ -z "$(find "$FS" -name '*.tmp')" ] || { find "$FS" -name '*.tmp'; fail "'$*' left a .tmp file"; }
+}
+
+awk 'BEGIN { srand(7); split("the a one every some that this my our your", det, " ");
+      split("cat dog bird model teacher river city garden window letter", noun, " ");
+      split("sees finds likes carries paints opens follows reads keeps moves", verb, " ");
+      for (d = 0; d < 300; d++) { n = 2 + int(rand() * 4);
+        for (s = 0; s < n; s++) printf "%s %s %s %s %s. ", det[1+int(rand()*10)], noun[1+int(rand()*10)], verb[1+int(rand()*10)], det[1+int(rand()*10)], noun[1+int(rand()*10)];
+        printf "\n\n" } }' > "$W/corpus.txt"
+PREP="prep --input $W/corpus.txt --vocab-size 320 --val-fraction 0.1"
+$D $PREP --out "$W/shards" > /dev/null 2>&1 || fail "prep on a normal disk"
+
+# prep: 8 KiB holds tokenizer.bin but not tokenizer.json; 20 KiB holds both but not the shards
+mount_fs 8
+expect_full_disk "tokenizer.json: write failed" $D $PREP --out "$FS/shards"
+mount_fs 20
+expect_full_disk "shard .*train-00000.h5: cannot write .*disk full" $D $PREP --out "$FS/shards"
+[ ! -e "$FS/shards/train-00000.h5" ] || fail "prep on a full disk left a shard under its final name"
+# a second prep over complete shards on a disk that has filled up meanwhile: the old shards survive
+mount_fs 128
+$D $PREP --out "$FS/shards" > /dev/null 2>&1 || fail "prep into 128 KiB"
+cp -r "$FS/shards" "$W/shards-before"
+head -c $(( $(df -k --output=avail "$FS" | tail -1) * 1024 - 12288 )) /dev/zero > "$FS/filler" 2>/dev/null
+expect_full_disk "shard .*: cannot write .*disk full" $D $PREP --out "$FS/shards"
+for f in train-00000.h5 val-00000.h5; do cmp -s "$W/shards-before/$f" "$FS/shards/$f" || fail "a failed prep changed $f"; done
+ok "prep on a full disk (tokenizer.json, a new shard, a shard over an old one): one error line, exit 1, old shards intact, no .tmp"
+
+# pretrain: room for the step-2 checkpoint but not the step-4 one (written beside it as .tmp)
+RUN="--preset test --max_seq_len 32 --data $W/shards --batch 4 --steps 4 --save-every 2 --eval-every 2 --eval-batches 1 --log-every 1"
+$D pretrain $RUN --out "$W/ref" > "$W/ref.log" 2>&1 || { cat "$W/ref.log"; fail "reference run"; }
+$D pretrain $RUN --out "$W/ref2" --stop-after 2 > /dev/null 2>&1 || fail "reference run of 2 steps"
+ck=$(( $(stat -c %s "$W/ref/checkpoint.h5") / 1024 ))
+mount_fs $(( ck * 3 / 2 + 16 ))
+expect_full_disk "checkpoint .*disk full.*previous checkpoint is intact.*--resume" $D pretrain $RUN --out "$FS/run"
+cmp -s "$FS/run/checkpoint.h5" "$W/ref2/checkpoint.h5" || fail "after a failed save, checkpoint.h5 is not the step-2 checkpoint"
+expect_full_disk "checkpoint .*disk full" $D pretrain --resume "$FS/run" --data "$W/shards"
+cmp -s "$FS/run/checkpoint.h5" "$W/ref2/checkpoint.h5" || fail "a --resume on a full disk changed checkpoint.h5"
+mount -o remount,size=$(( ck * 3 + 64 ))k "$FS" || fail "remount with more room"
+$D pretrain --resume "$FS/run" --data "$W/shards" > "$W/resume.log" 2>&1 || { cat "$W/resume.log"; fail "--resume with room again"; }
+cmp -s "$FS/run/checkpoint.h5" "$W/ref/checkpoint.h5" || fail "the resumed run's final checkpoint differs from the uninterrupted run's"
+cmp -s "$FS/run/metrics.jsonl" "$W/ref/metrics.jsonl" || fail "the resumed run's metrics.jsonl differs from the uninterrupted run's"
+ok "pretrain with room for one checkpoint: one error line, exit 1, step-2 checkpoint intact (also after a --resume on the full disk); with room again --resume ends byte-identical to the uninterrupted run"
+
+# export onto a full disk
+mount_fs 16
+expect_full_disk "export: .*" $D export "$W/ref/checkpoint.h5" "$FS/export"
+ok "export on a full disk: one error line, exit 1, no .tmp"
+echo "e2e-full-disk: all checks passed"

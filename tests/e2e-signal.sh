@@ -1,0 +1,77 @@
+#!/bin/sh
+# SIGTERM / SIGINT during `deberta pretrain`: the run finishes its step, writes a checkpoint of that
+# step, says so on one line and exits 0; --resume then continues exactly (the checkpoint and
+# metrics.jsonl equal those of an uninterrupted run); a second signal exits at once with no .tmp left.
+set -u
+BUILD=${BUILD:-build}
+D=$BUILD/deberta
+[ -x "$D" ] || { echo "FAIL: $D is not built"; exit 1; }
+W=$(mktemp -d /tmp/deberta-e2e-signal.XXXXXX)
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$W"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+ok() { echo "ok   $*"; }
+export OMP_NUM_THREADS=1
+
+awk 'BEGIN { srand(7); split("the a one every some that this my our your", det, " ");
+      split("cat dog bird model teacher river city garden window letter", noun, " ");
+      split("sees finds likes carries paints opens follows reads keeps moves", verb, " ");
+      for (d = 0; d < 300; d++) { n = 2 + int(rand() * 4);
+        for (s = 0; s < n; s++) printf "%s %s %s %s %s. ", det[1+int(rand()*10)], noun[1+int(rand()*10)], verb[1+int(rand()*10)], det[1+int(rand()*10)], noun[1+int(rand()*10)];
+        printf "\n\n" } }' > "$W/corpus.txt"
+$D prep --input "$W/corpus.txt" --out "$W/shards" --vocab-size 320 --val-fraction 0.1 > /dev/null 2>&1 || fail "prep"
+
+# A run far too long to end by itself; the signal comes once it has logged 3 steps.
+RUN="--preset test --max_seq_len 32 --data $W/shards --batch 4 --steps 1000000 --eval-every 0 --eval-batches 1 --save-every 0 --log-every 1"
+# start_run NAME: starts the run in the background (PID), returns once 3 train lines are logged
+start_run() {
+    $D pretrain $RUN --out "$W/$1" > /dev/null 2> "$W/$1.log" &
+    PID=$!
+    i=0
+    while c=$(grep -c '"kind":"train"' "$W/$1/metrics.jsonl" 2>/dev/null); [ "${c:-0}" -lt 3 ]; do
+        i=$((i + 1))
+        [ $i -lt 600 ] || { kill -9 $PID; fail "run $1 did not log 3 steps in 60 s"; }
+        kill -0 $PID 2>/dev/null || { cat "$W/$1.log"; fail "run $1 ended early"; }
+        sleep 0.1
+    done
+}
+ckpt_step() { h5dump -a /step "$1" | sed -n 's/^ *(0): \([0-9]*\).*/\1/p'; }
+
+for sig in TERM INT; do
+    start_run "$sig"
+    kill -$sig $PID
+    wait $PID; rc=$?
+    [ $rc -eq 0 ] || { cat "$W/$sig.log"; fail "SIG$sig: exit $rc, expected 0"; }
+    grep -q "^stopped by SIG$sig after step [0-9]*: checkpoint written to .*--resume" "$W/$sig.log" || { cat "$W/$sig.log"; fail "SIG$sig: no 'stopped by' line"; }
+    n=$(sed -n "s/^stopped by SIG$sig after step \([0-9]*\):.*/\1/p" "$W/$sig.log")
+    [ "$(ckpt_step "$W/$sig/checkpoint.h5")" = "$n" ] || fail "SIG$sig: checkpoint.h5 is not of step $n"
+    [ "$(grep -c '"kind":"train"' "$W/$sig/metrics.jsonl")" = "$n" ] || fail "SIG$sig: metrics.jsonl does not end at step $n"
+    [ -z "$(find "$W/$sig" -name '*.tmp')" ] || fail "SIG$sig left a .tmp file"
+    ok "SIG$sig: the run finished step $n, wrote its checkpoint, said so and exited 0"
+    [ $sig = TERM ] && n_term=$n
+done
+n=$n_term
+
+# exact continuation: stopped at n + --resume --stop-after 3 == one uninterrupted invocation of n + 3 steps
+$D pretrain --resume "$W/TERM" --data "$W/shards" --stop-after 3 > "$W/resume.log" 2>&1 || { cat "$W/resume.log"; fail "--resume after SIGTERM"; }
+$D pretrain $RUN --out "$W/ref" --stop-after $((n + 3)) > "$W/ref.log" 2>&1 || { cat "$W/ref.log"; fail "reference run"; }
+cmp -s "$W/TERM/checkpoint.h5" "$W/ref/checkpoint.h5" || { h5diff "$W/TERM/checkpoint.h5" "$W/ref/checkpoint.h5" | head; fail "the resumed run's checkpoint differs from the uninterrupted run's"; }
+cmp -s "$W/TERM/metrics.jsonl" "$W/ref/metrics.jsonl" || fail "the resumed run's metrics.jsonl differs from the uninterrupted run's"
+ok "--resume after SIGTERM at step $n, 3 more steps == $((n + 3)) uninterrupted steps (checkpoint.h5 and metrics.jsonl byte-identical)"
+
+# a second signal: exit at once (128 + signal, one error line) or, if the checkpoint was already
+# written when it came, as after one signal; never a .tmp left behind
+for k in 1 2 3; do
+    start_run "twice$k"
+    kill -TERM $PID; kill -INT $PID
+    wait $PID; rc=$?
+    case $rc in
+    0) grep -q "^stopped by SIGTERM" "$W/twice$k.log" || { cat "$W/twice$k.log"; fail "two signals, exit 0 without the 'stopped by' line"; } ;;
+    130) grep -q "^error: interrupted a second time" "$W/twice$k.log" || { cat "$W/twice$k.log"; fail "second signal: no error line"; } ;;
+    *) cat "$W/twice$k.log"; fail "two signals: exit $rc, expected 130 (or 0 if the checkpoint was done first)" ;;
+    esac
+    [ -z "$(find "$W/twice$k" -name '*.tmp')" ] || fail "two signals left a .tmp file"
+    [ ! -e "$W/twice$k/checkpoint.h5" ] || $D eval "$W/twice$k/checkpoint.h5" --data "$W/shards" --batches 1 > /dev/null 2>&1 || fail "two signals left a bad checkpoint.h5"
+    echo "     two signals: exit $rc"
+done
+ok "a second signal exits at once (status 130) with no .tmp left"
+echo "e2e-signal: all checks passed"
