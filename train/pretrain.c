@@ -487,7 +487,9 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
         }
         progress_init(&r->prog, start, r->o.steps);
     }
-    signals_install(r->o.out); /* SIGTERM/SIGINT: finish the step, checkpoint, exit 0 */
+    /* SIGTERM/SIGINT: finish the step, checkpoint, exit 0.  Not under mpirun: there the launcher's
+     * SIGTERM means another rank failed (train/dist.c reports it and exits). */
+    if (world == 1) signals_install(r->o.out);
     int bad = 0, stop_sig = 0;
     long done_here = 0;
     double step_s = 0, sync_s = 0; /* time in the steps, and in their collectives (data parallel) */
@@ -519,11 +521,6 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
         const int last = completed == r->o.steps;
         if ((r->o.eval_every > 0 && completed % r->o.eval_every == 0) || last) log_eval(r, completed);
         stop_sig = signals_stop_requested();
-        if (world > 1) { /* every rank stops after the same step: the signal may reach them at different times */
-            int64_t v[2] = {stop_sig, stop_sig != 0};
-            dist_allreduce_i64(v, 2);
-            stop_sig = v[1] ? (int)(v[0] / v[1]) : 0;
-        }
         const int stop_now = (r->o.stop_after > 0 && done_here >= r->o.stop_after) || stop_sig;
         const int keep_now = r->o.keep_every > 0 && completed % r->o.keep_every == 0;
         if ((r->o.save_every > 0 && completed % r->o.save_every == 0) || keep_now || last || stop_now) {

@@ -26,7 +26,10 @@ static void on_signal(int sig) {
     _exit(128 + sig);
 }
 
+static int g_installed; /* signals_install ran and signals_restore has not */
+
 void signals_install(const char *rundir) {
+    g_installed = 1;
     for (size_t i = 0; i < N_TMP; i++)
         if (snprintf(g_tmp[i], sizeof g_tmp[i], "%s/%s", rundir, TMP_NAMES[i]) >= (int)sizeof g_tmp[i]) g_tmp[i][0] = 0;
     g_stop = 0;
@@ -44,6 +47,8 @@ int signals_stop_requested(void) { return g_stop; }
 const char *signals_name(int sig) { return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "a signal"; }
 
 void signals_restore(void) {
+    if (!g_installed) return;
+    g_installed = 0;
     sigaction(SIGTERM, &g_old_term, NULL);
     sigaction(SIGINT, &g_old_int, NULL);
 }
