@@ -75,6 +75,19 @@ herr_t h5_write_scalar_attr(hid_t obj, const char *name, hid_t ftype, hid_t mtyp
     return r;
 }
 
+int h5_attr_i64(hid_t obj, const char *name, int64_t v) {
+    return h5_write_scalar_attr(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v) < 0 ? -1 : 0;
+}
+
+int h5_attr_str(hid_t obj, const char *name, const char *v) {
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, strlen(v) + 1);
+    H5Tset_strpad(t, H5T_STR_NULLTERM);
+    const herr_t rc = h5_write_scalar_attr(obj, name, t, t, v);
+    H5Tclose(t);
+    return rc < 0 ? -1 : 0;
+}
+
 int h5_scalar_sane(hid_t o, int is_attr) {
     hid_t t = is_attr ? H5Aget_type(o) : H5Dget_type(o), s = is_attr ? H5Aget_space(o) : H5Dget_space(o);
     int ok = t >= 0 && s >= 0 && H5Sget_simple_extent_npoints(s) == 1;

@@ -53,6 +53,9 @@ int h5_scalar_sane(hid_t obj, int is_attr);
 int h5_read_int_attr(hid_t obj, const char *name, hid_t mtype, void *out);
 /* A scalar attribute of obj; < 0 on failure. */
 herr_t h5_write_scalar_attr(hid_t obj, const char *name, hid_t ftype, hid_t mtype, const void *val);
+/* A scalar int64 attribute, and a NUL-terminated string attribute (strlen + 1 bytes).  0 or -1. */
+int h5_attr_i64(hid_t obj, const char *name, int64_t v);
+int h5_attr_str(hid_t obj, const char *name, const char *v);
 /* The fixed- or variable-length string held by the open attribute (is_attr) or scalar dataset obj,
  * read whole whatever its padding (NULLTERM, NULLPAD without a terminating NUL as h5py writes
  * numpy bytes, SPACEPAD: trailing pad characters removed) in the file's character set (cset is

@@ -20,34 +20,8 @@ struct Shard {
     char hash[17];
 };
 
-static uint64_t fnv1a64(const uint8_t *p, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 0x100000001b3ull; }
-    return h;
-}
-
 /* ---------------------------------------------------------------- writing */
 
-static int attr_i64(hid_t loc, const char *name, int64_t v) {
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(loc, name, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t rc = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_INT64, &v);
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    return rc < 0 ? -1 : 0;
-}
-static int attr_str(hid_t loc, const char *name, const char *v) {
-    hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, strlen(v) + 1);
-    H5Tset_strpad(t, H5T_STR_NULLTERM);
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(loc, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t rc = a < 0 ? -1 : H5Awrite(a, t, v);
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    H5Tclose(t);
-    return rc < 0 ? -1 : 0;
-}
 
 static int write_dataset(hid_t file, const char *name, hid_t ftype, hid_t mtype, const void *data, hsize_t n,
                          int compress) {
@@ -90,22 +64,22 @@ int shard_write(const char *path, const int32_t *tokens, const int64_t *doc_offs
     H5Pclose(fcpl);
     if (file < 0) { errf(err, errlen, "shard %s: cannot create", tmp); goto out; }
     char hash[17];
-    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)fnv1a64(info->tokenizer, info->tokenizer_len));
+    tokenizer_hash_bytes(info->tokenizer, info->tokenizer_len, hash);
     int bad = 0;
-    bad |= attr_str(file, "format", SHARD_FORMAT);
-    bad |= attr_i64(file, "version", SHARD_VERSION);
-    bad |= attr_i64(file, "vocab_size", info->vocab_size);
-    bad |= attr_str(file, "tokenizer_hash", hash);
-    bad |= attr_i64(file, "pad_id", TOK_PAD);
-    bad |= attr_i64(file, "cls_id", TOK_CLS);
-    bad |= attr_i64(file, "sep_id", TOK_SEP);
-    bad |= attr_i64(file, "unk_id", TOK_UNK);
-    bad |= attr_i64(file, "mask_id", TOK_MASK);
-    bad |= attr_i64(file, "n_docs", n_docs);
-    bad |= attr_i64(file, "n_tokens", n_tokens);
-    bad |= attr_i64(file, "max_token_id", max_id);
-    bad |= attr_str(file, "split", info->split ? info->split : "");
-    bad |= attr_i64(file, "shard_index", info->index);
+    bad |= h5_attr_str(file, "format", SHARD_FORMAT);
+    bad |= h5_attr_i64(file, "version", SHARD_VERSION);
+    bad |= h5_attr_i64(file, "vocab_size", info->vocab_size);
+    bad |= h5_attr_str(file, "tokenizer_hash", hash);
+    bad |= h5_attr_i64(file, "pad_id", TOK_PAD);
+    bad |= h5_attr_i64(file, "cls_id", TOK_CLS);
+    bad |= h5_attr_i64(file, "sep_id", TOK_SEP);
+    bad |= h5_attr_i64(file, "unk_id", TOK_UNK);
+    bad |= h5_attr_i64(file, "mask_id", TOK_MASK);
+    bad |= h5_attr_i64(file, "n_docs", n_docs);
+    bad |= h5_attr_i64(file, "n_tokens", n_tokens);
+    bad |= h5_attr_i64(file, "max_token_id", max_id);
+    bad |= h5_attr_str(file, "split", info->split ? info->split : "");
+    bad |= h5_attr_i64(file, "shard_index", info->index);
     int small = info->vocab_size <= 65536;
     bad |= write_dataset(file, "tokens", small ? H5T_STD_U16LE : H5T_STD_I32LE, H5T_NATIVE_INT32, tokens,
                          (hsize_t)n_tokens, 1);
@@ -302,7 +276,7 @@ Shard *shard_open(const char *path, int check_ids, char *err, size_t errlen) {
         uint8_t *tb = shard_read_tokenizer(s, &tlen, err, errlen);
         if (!tb) goto fail;
         char h[17];
-        snprintf(h, sizeof h, "%016llx", (unsigned long long)fnv1a64(tb, tlen));
+        tokenizer_hash_bytes(tb, tlen, h);
         char what[64];
         snprintf(what, sizeof what, "embedded tokenizer");
         char terr[256];

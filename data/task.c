@@ -1,6 +1,7 @@
 /* task.c — Brown task examples, task files, baselines.  See task.h and docs/FORMATS.md. */
 #include "data/task.h"
 #include "data/h5util.h"
+#include "data/tokenizer.h"
 #include "autograd/util.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -152,32 +153,6 @@ int task_build(TaskKind kind, const BrownText *texts, size_t n_texts, int split,
 
 /* ---------------------------------------------------------------- HDF5 helpers */
 
-static uint64_t fnv1a64(const uint8_t *p, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 0x100000001b3ull; }
-    return h;
-}
-
-static int attr_i64(hid_t loc, const char *name, int64_t v) {
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(loc, name, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t rc = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_INT64, &v);
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    return rc < 0 ? -1 : 0;
-}
-static int attr_str(hid_t loc, const char *name, const char *v) {
-    hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, strlen(v) + 1);
-    H5Tset_strpad(t, H5T_STR_NULLTERM);
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(loc, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t rc = a < 0 ? -1 : H5Awrite(a, t, v);
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    H5Tclose(t);
-    return rc < 0 ? -1 : 0;
-}
 static int write_nd(hid_t file, const char *name, hid_t ftype, hid_t mtype, const void *data, int rank, const hsize_t *dims) {
     hid_t sp = H5Screate_simple(rank, dims, NULL);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
@@ -217,18 +192,18 @@ int task_write(const char *path, const TaskSet *ts, char *err, size_t errlen) {
     docs = xcalloc((size_t)ts->n_docs + 1, 9);
     for (int d = 0; d < ts->n_docs; d++) { if (d) strcat(docs, " "); strcat(docs, ts->doc_names[d]); }
     int bad = 0;
-    bad |= attr_str(file, "format", TASK_FORMAT);
-    bad |= attr_i64(file, "version", TASK_VERSION);
-    bad |= attr_str(file, "task", task_kind_name(ts->kind));
-    bad |= attr_str(file, "split", ts->split);
-    bad |= attr_i64(file, "seq_len", ts->T);
-    bad |= attr_i64(file, "n_examples", ts->N);
-    bad |= attr_i64(file, "n_labels", ts->n_labels);
-    bad |= attr_str(file, "label_names", labels);
-    bad |= attr_i64(file, "n_docs", ts->n_docs);
-    bad |= attr_str(file, "doc_names", docs);
-    bad |= attr_i64(file, "vocab_size", ts->vocab_size);
-    bad |= attr_str(file, "tokenizer_hash", ts->tokenizer_hash);
+    bad |= h5_attr_str(file, "format", TASK_FORMAT);
+    bad |= h5_attr_i64(file, "version", TASK_VERSION);
+    bad |= h5_attr_str(file, "task", task_kind_name(ts->kind));
+    bad |= h5_attr_str(file, "split", ts->split);
+    bad |= h5_attr_i64(file, "seq_len", ts->T);
+    bad |= h5_attr_i64(file, "n_examples", ts->N);
+    bad |= h5_attr_i64(file, "n_labels", ts->n_labels);
+    bad |= h5_attr_str(file, "label_names", labels);
+    bad |= h5_attr_i64(file, "n_docs", ts->n_docs);
+    bad |= h5_attr_str(file, "doc_names", docs);
+    bad |= h5_attr_i64(file, "vocab_size", ts->vocab_size);
+    bad |= h5_attr_str(file, "tokenizer_hash", ts->tokenizer_hash);
     hsize_t d2[2] = {(hsize_t)ts->N, (hsize_t)ts->T}, d1[1] = {(hsize_t)ts->N};
     bad |= write_nd(file, "input_ids", H5T_STD_I32LE, H5T_NATIVE_INT32, ts->ids, 2, d2);
     bad |= write_nd(file, "labels", H5T_STD_I32LE, H5T_NATIVE_INT32, ts->labels, ts->kind == TASK_POS ? 2 : 1,
@@ -406,7 +381,7 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
     if (!ts->tokenizer) goto out;
     ts->tokenizer_len = dims[0];
     char hash[17];
-    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)fnv1a64(ts->tokenizer, ts->tokenizer_len));
+    tokenizer_hash_bytes(ts->tokenizer, ts->tokenizer_len, hash);
     if (strcmp(hash, ts->tokenizer_hash)) {
         errf(err, errlen, "task %s: the embedded tokenizer hashes to %s, the file says %s (corrupt file?)", path, hash, ts->tokenizer_hash);
         goto out;

@@ -166,6 +166,26 @@ EOF
 "$BIN" pretrain --preset test --max_seq_len 16 --batch 2 --steps 1 --eval-every 0 --eval-batches 1 --data "$T/o3" --out "$T/run3" \
     >"$T/run3.log" 2>&1 || fail "shards whose string attributes h5py rewrote are refused: $(grep error "$T/run3.log")"
 
+# ---- a shard the shard fuzz target found: 11 bytes changed in the val shard of the fuzz seed corpus
+# (tests/fuzz/run.sh makes it; prep's output is byte-deterministic) make HDF5 ask malloc for ~250 TiB.
+# It must give one error line and rc 1 (under ASan too: malloc may return NULL there).
+awk 'BEGIN { srand(7); split("the a one every some that this my our your", det, " ");
+      split("cat dog bird model teacher river city garden window letter", noun, " ");
+      for (d = 0; d < 60; d++) { for (s = 0; s < 3; s++) printf "%s %s sees %s %s. ", det[1+int(rand()*10)], noun[1+int(rand()*10)], det[1+int(rand()*10)], noun[1+int(rand()*10)];
+        printf "\n\n" } }' > "$T/fuzz-corpus.txt"
+"$BIN" prep --input "$T/fuzz-corpus.txt" --out "$T/fz" --vocab-size 280 --val-fraction 0.2 >/dev/null 2>&1 || fail "fuzz seed prep"
+# offset (1-based) and new byte value (octal), as `cmp -l` prints them
+for pv in "134 375" "1473 0" "1474 14" "4642 256" "5333 11" "6173 160" "6174 141" "6175 144" "6176 137" "6177 151" "6178 144"; do
+    set -- $pv
+    printf "\\$2" | dd of="$T/fz/val-00000.h5" bs=1 seek=$(($1 - 1)) conv=notrunc 2>/dev/null
+done
+[ "$(cmp -l "$T/fz/val-00000.h5" "$T/fz/train-00000.h5" 2>/dev/null | wc -l)" -gt 0 ] || fail "fuzz regression: the patched shard was not written"
+"$BIN" pretrain --preset test --max_seq_len 16 --batch 2 --steps 1 --data "$T/fz" --out "$T/fzrun" >"$T/fz.log" 2>&1
+rc=$?
+if [ $rc -ne 1 ] || [ "$(grep -c '^error:' "$T/fz.log")" -ne 1 ] || ! grep -q "val-00000.h5" "$T/fz.log"; then
+    fail "fuzz regression shard (huge HDF5 metadata allocation): rc $rc, $(cat "$T/fz.log")"
+fi
+
 if [ $fails -eq 0 ]; then echo "e2e-prep: all checks passed"; exit 0; fi
 echo "e2e-prep: $fails check(s) failed"
 exit 1

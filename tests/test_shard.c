@@ -355,14 +355,6 @@ static void test_attribute_types(void **state) {
     expect_error(p, "attribute 'n_tokens' missing or < 1");
 }
 
-/* Inputs the fuzz targets found (tests/fuzz/regress/): one clear error each. */
-static void test_fuzz_regressions(void **state) {
-    (void)state;
-    /* corrupt metadata that makes HDF5 ask malloc for ~250 TiB (an ASan abort before malloc was
-     * allowed to return NULL): HDF5 refuses the file */
-    expect_error("tests/fuzz/regress/shard-huge-metadata-alloc.h5", "corrupt");
-}
-
 static void test_bad_shape(void **state) {
     (void)state;
     const char *p = tmp_path("shape.h5");
@@ -438,7 +430,6 @@ int main(void) {
         cmocka_unit_test(test_bad_checksum),
         cmocka_unit_test(test_bad_max_token_id),
         cmocka_unit_test(test_attribute_types),
-        cmocka_unit_test(test_fuzz_regressions),
         cmocka_unit_test(test_bad_shape),
         cmocka_unit_test(test_bad_offsets),
         cmocka_unit_test(test_bad_version_and_format),

@@ -8,6 +8,7 @@
 #include "autograd/ops.h"
 #include "autograd/rng.h"
 #include "autograd/util.h"
+#include "data/tokenizer.h"
 #include "model/electra.h"
 #include "model/init.h"
 #include "train/checkpoint.h"
@@ -407,9 +408,7 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
             if (ft_init_config(r->o.init, r->o.init_model, &cfg, &tok, &n_tok, err, sizeof err)) fatal("%s", err);
             if (!n_tok) fatal("checkpoint %s has no tokenizer; cannot check that the task files use its tokenizer", r->o.init);
             char h[17];
-            uint64_t hv = 0xcbf29ce484222325ull;
-            for (size_t i = 0; i < n_tok; i++) { hv ^= tok[i]; hv *= 0x100000001b3ull; }
-            snprintf(h, sizeof h, "%016llx", (unsigned long long)hv);
+            tokenizer_hash_bytes(tok, n_tok, h);
             if (strcmp(h, r->train.tokenizer_hash))
                 fatal("checkpoint %s was pretrained with tokenizer %s, but the task files in %s use tokenizer %s (re-run deberta "
                       "prep-task with --shards of the pretraining data)", r->o.init, h, r->o.data, r->train.tokenizer_hash);

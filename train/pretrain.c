@@ -225,6 +225,10 @@ static Loader *open_split(const Run *r, const char *split, int required, int T, 
     char err[1024];
     Loader *L = loader_open_err(r->o.data, split, &lc, err, sizeof err);
     if (!L && required) fatal("%s", err);
+    /* no <split>-00000.h5 at all: a run without validation; one that is there but unreadable: an error */
+    char first[4200];
+    snprintf(first, sizeof first, "%s/%s-00000.h5", r->o.data, split);
+    if (!L && access(first, F_OK) == 0) fatal("%s", err);
     if (!L && dist_rank() == 0) warn("no validation data (%s); evaluation is skipped", err);
     return L;
 }
