@@ -26,6 +26,11 @@ struct Loader {
     int64_t n_seq;
     int vocab_size;
     char hash[17];
+    TokFileKind kind;
+    SpecialIds sp;            /* the shards' special ids */
+    int32_t *never_masked;    /* ascending (MaskVocab.special) */
+    uint8_t *is_special;      /* [vocab_size] */
+    MaskVocab mv;
     int64_t position;
     /* epoch order (cached for one epoch) */
     int64_t order_epoch;
@@ -74,15 +79,28 @@ const char *mask_mode_name(MaskMode m) { return (unsigned)m < 4 ? MODE_NAMES[m] 
 
 /* ---------------------------------------------------------------- masking */
 
-static inline int is_special(int32_t id) { return id < TOK_N_SPECIAL; }
+static inline int is_special(const MaskVocab *v, int32_t id) {
+    if (v->is_special) return id < 0 || id >= v->vocab_size || v->is_special[id];
+    for (int i = 0; i < v->n_special && v->special[i] <= id; i++)
+        if (v->special[i] == id) return 1;
+    return 0;
+}
 
-int mask_sequence(int32_t *ids, int32_t *labels, int n, int T, MaskMode mode, double p, int vocab_size,
-                  uint64_t seed, uint64_t stream, uint64_t base) {
+/* The k-th non-special id (k from 0): k shifted past every special id at or below it (ascending), so
+ * that with our tokenizer (special 0..4) it is 5 + k. */
+static int32_t nth_plain(const MaskVocab *v, uint64_t k) {
+    int32_t id = (int32_t)k;
+    for (int i = 0; i < v->n_special && v->special[i] <= id; i++) id++;
+    return id;
+}
+
+int mask_sequence_vocab(int32_t *ids, int32_t *labels, int n, int T, MaskMode mode, double p, const MaskVocab *v,
+                        uint64_t seed, uint64_t stream, uint64_t base) {
     for (int i = 0; i < T; i++) labels[i] = 0;
     if (mode == MASK_NONE || n <= 0) return 0;
     int cand[n];
     int nc = 0;
-    for (int i = 0; i < n; i++) if (!is_special(ids[i])) cand[nc++] = i;
+    for (int i = 0; i < n; i++) if (!is_special(v, ids[i])) cand[nc++] = i;
     int max_preds = (int)ceil((double)T * p / 10.0) * 10;
     int num = (int)rint((double)n * p);
     if (num < 1) num = 1;
@@ -98,12 +116,13 @@ int mask_sequence(int32_t *ids, int32_t *labels, int n, int T, MaskMode mode, do
             if (masked < num) {
                 int pos = cand[off + m];
                 labels[pos] = ids[pos];
-                ids[pos] = TOK_MASK;
+                ids[pos] = v->mask_id;
                 masked++;
             }
         }
         return masked;
     }
+    const int64_t n_plain = (int64_t)v->vocab_size - v->n_special;
     /* random / bert: partial Fisher-Yates over the candidates */
     if (num > nc) num = nc;
     for (int i = 0; i < num; i++) {
@@ -113,17 +132,23 @@ int mask_sequence(int32_t *ids, int32_t *labels, int n, int T, MaskMode mode, do
         labels[pos] = ids[pos];
         if (mode == MASK_BERT) {
             double u = rng_uniform(seed, stream, base + (1u << 19) + (uint64_t)i);
-            if (u < 0.8) ids[pos] = TOK_MASK;
-            else if (u < 0.9)
-                ids[pos] = TOK_N_SPECIAL + (int32_t)rng_below(seed, stream, base + (1u << 18) + (uint64_t)i,
-                                                              (uint64_t)(vocab_size - TOK_N_SPECIAL));
+            if (u < 0.8) ids[pos] = v->mask_id;
+            else if (u < 0.9 && n_plain > 0)
+                ids[pos] = nth_plain(v, rng_below(seed, stream, base + (1u << 18) + (uint64_t)i, (uint64_t)n_plain));
             /* else: keep the original token */
         } else {
-            ids[pos] = TOK_MASK;
+            ids[pos] = v->mask_id;
         }
         masked++;
     }
     return masked;
+}
+
+int mask_sequence(int32_t *ids, int32_t *labels, int n, int T, MaskMode mode, double p, int vocab_size,
+                  uint64_t seed, uint64_t stream, uint64_t base) {
+    static const int32_t ours[5] = {TOK_PAD, TOK_CLS, TOK_SEP, TOK_UNK, TOK_MASK}; /* ascending */
+    const MaskVocab v = {vocab_size, TOK_MASK, ours, 5, NULL};
+    return mask_sequence_vocab(ids, labels, n, T, mode, p, &v, seed, stream, base);
 }
 
 /* ---------------------------------------------------------------- opening */
@@ -187,9 +212,18 @@ Loader *loader_open_err(const char *dir, const char *split, const LoaderConfig *
         m->n_seq = (m->n_tokens + m->n_docs + Lc - 1) / Lc;
         m->base = L->n_seq;
         L->n_seq += m->n_seq;
-        if (i == 0) {
+        if (i == 0) { /* the other shards have the same tokenizer (hash), so the same special ids */
             L->vocab_size = (int)shard_vocab_size(s);
             snprintf(L->hash, sizeof L->hash, "%s", shard_tokenizer_hash(s));
+            L->kind = shard_tokenizer_kind(s);
+            L->sp = shard_special_ids(s);
+            int ns;
+            const int32_t *never = shard_never_masked(s, &ns);
+            L->never_masked = xmalloc((size_t)ns * sizeof(int32_t));
+            memcpy(L->never_masked, never, (size_t)ns * sizeof(int32_t));
+            L->is_special = xcalloc((size_t)L->vocab_size, 1);
+            for (int k = 0; k < ns; k++) L->is_special[never[k]] = 1;
+            L->mv = (MaskVocab){L->vocab_size, L->sp.mask, L->never_masked, ns, L->is_special};
         } else if (shard_vocab_size(s) != L->vocab_size || strcmp(shard_tokenizer_hash(s), L->hash) != 0) {
             errf(err, errlen, "shard %s: tokenizer %s (vocab %lld) differs from %s's %s (vocab %d); mixed prep outputs?",
                     m->path, shard_tokenizer_hash(s), (long long)shard_vocab_size(s), L->shards[0].path, L->hash,
@@ -228,6 +262,7 @@ void loader_close(Loader *L) {
     if (!L) return;
     for (int i = 0; i < L->n_shards; i++) free(L->shards[i].path);
     free(L->shards);
+    free(L->never_masked); free(L->is_special);
     free(L->shard_order); free(L->shard_cum);
     free(L->win_order); free(L->win_cum);
     if (L->cur) shard_close(L->cur);
@@ -316,7 +351,7 @@ static void load_window(Loader *L, int64_t epoch, int s, int64_t w) {
         int64_t t = t0, sep = L->offsets[d + 1] + d;
         for (int64_t p = a; p < b; p++) {
             if (p == sep) {
-                L->wbuf[p - a] = TOK_SEP;
+                L->wbuf[p - a] = L->sp.sep;
                 d++;
                 sep = d < m->n_docs ? L->offsets[d + 1] + d : INT64_MAX;
             } else {
@@ -362,10 +397,10 @@ static int fetch_sequence(Loader *L, int64_t epoch, int64_t p, int32_t *ids, int
     int64_t S = m->n_tokens + m->n_docs;
     int64_t a = seq * Lc, len = MIN(Lc, S - a);
     const int32_t *src = L->wbuf + (local * Lc);
-    ids[0] = TOK_CLS;
+    ids[0] = L->sp.cls;
     memcpy(ids + 1, src, (size_t)len * sizeof(int32_t));
-    ids[len + 1] = TOK_SEP;
-    for (int t = (int)len + 2; t < T; t++) ids[t] = TOK_PAD;
+    ids[len + 1] = L->sp.sep;
+    for (int t = (int)len + 2; t < T; t++) ids[t] = L->sp.pad;
     *gid = m->base + seq;
     return (int)len + 2;
 }
@@ -381,7 +416,7 @@ int loader_next(Loader *L, Batch *b) {
         int32_t *ids = b->input_ids + (size_t)r * T, *am = b->attention_mask + (size_t)r * T, *lab = b->labels + (size_t)r * T;
         int64_t q = L->position + (int64_t)L->cfg.rank * B + r;
         if (L->single_pass && q >= L->n_seq) {
-            memset(ids, 0, (size_t)T * sizeof(int32_t));
+            for (int t = 0; t < T; t++) ids[t] = L->sp.pad;
             memset(am, 0, (size_t)T * sizeof(int32_t));
             memset(lab, 0, (size_t)T * sizeof(int32_t));
             continue;
@@ -390,8 +425,8 @@ int loader_next(Loader *L, Batch *b) {
         int n = fetch_sequence(L, epoch, p, ids, &gid);
         for (int t = 0; t < T; t++) am[t] = t < n;
         b->n_tokens += n;
-        b->n_masked += mask_sequence(ids, lab, n, T, L->cfg.mask_mode, L->cfg.mask_prob, L->vocab_size, L->cfg.seed,
-                                     rng_stream(RNG_MASK, (uint64_t)epoch, 0), (uint64_t)gid << 20);
+        b->n_masked += mask_sequence_vocab(ids, lab, n, T, L->cfg.mask_mode, L->cfg.mask_prob, &L->mv, L->cfg.seed,
+                                           rng_stream(RNG_MASK, (uint64_t)epoch, 0), (uint64_t)gid << 20);
     }
     L->position += (int64_t)B * L->cfg.world;
     return 1;
@@ -433,6 +468,8 @@ double loader_epoch(const Loader *L) { return (double)L->position / (double)L->n
 int loader_vocab_size(const Loader *L) { return L->vocab_size; }
 
 const char *loader_tokenizer_hash(const Loader *L) { return L->hash; }
+SpecialIds loader_special_ids(const Loader *L) { return L->sp; }
+TokFileKind loader_tokenizer_kind(const Loader *L) { return L->kind; }
 
 uint8_t *loader_tokenizer_bytes(const Loader *L, size_t *len) {
     char err[1024];

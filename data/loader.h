@@ -15,6 +15,10 @@
  * Ranks.  A global batch is G = B*world consecutive positions; rank r takes positions
  * [P + r*B, P + (r+1)*B) of the global batch starting at P.  Disjoint across ranks by construction.
  *
+ * Special ids ([CLS], [SEP], [PAD], [MASK]) are the shards' (their tokenizer's, data/tokfile.h): ours
+ * 0..4, or a SentencePiece model's.  "Non-special" below = not one of the ids the tokenizer never
+ * masks (the five special ids and a SentencePiece model's control pieces).
+ *
  * Masking (spec §4.2, §11) uses rng_* keyed by (seed, RNG_MASK with the epoch, global sequence id), so
  * it is a pure function of (seed, epoch, sequence) — dynamic per epoch and exact on resume.
  *   official: num = min(max_preds, max(1, rint(p*n))), n = real length incl. [CLS]/[SEP],
@@ -23,7 +27,8 @@
  *             masked, all with [MASK].
  *   random:   the same num, chosen uniformly without replacement among candidates, all [MASK].
  *   bert:     the selection of `random`; each chosen position becomes [MASK] with prob. 0.8, a uniform
- *             non-special token with prob. 0.1, and keeps its token with prob. 0.1.
+ *             non-special token with prob. 0.1 (the k-th non-special id, k uniform: with our tokenizer
+ *             id 5 + k), and keeps its token with prob. 0.1.
  *   none:     no masking (labels all 0).
  */
 #ifndef DEBERTA_LOADER_H
@@ -31,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "data/batch.h"
+#include "data/tokfile.h"
 
 typedef enum { MASK_OFFICIAL = 0, MASK_RANDOM = 1, MASK_BERT = 2, MASK_NONE = 3 } MaskMode;
 
@@ -85,9 +91,25 @@ int loader_vocab_size(const Loader *L);
 const char *loader_tokenizer_hash(const Loader *L);
 /* The tokenizer file bytes stored in the first shard (malloc'd). */
 uint8_t *loader_tokenizer_bytes(const Loader *L, size_t *len);
+/* The shards' special ids and tokenizer kind. */
+SpecialIds loader_special_ids(const Loader *L);
+TokFileKind loader_tokenizer_kind(const Loader *L);
+
+/* What masking needs of the tokenizer: the id space, [MASK], and the ids never masked nor drawn as a
+ * replacement (ascending; is_special, when not NULL, is the same set as a [vocab_size] 0/1 table). */
+typedef struct MaskVocab {
+    int vocab_size;
+    int32_t mask_id;
+    const int32_t *special;
+    int n_special;
+    const uint8_t *is_special;
+} MaskVocab;
 
 /* Masks one sequence in place (exposed for tests): ids[0..T) with n real tokens; writes labels[0..T).
- * Returns the number of masked positions. */
+ * Returns the number of masked positions.  mask_sequence_vocab takes the tokenizer's ids;
+ * mask_sequence is it for our tokenizer (special 0..4, [MASK] 4). */
+int mask_sequence_vocab(int32_t *ids, int32_t *labels, int n, int T, MaskMode mode, double p, const MaskVocab *v,
+                        uint64_t seed, uint64_t stream, uint64_t counter_base);
 int mask_sequence(int32_t *ids, int32_t *labels, int n, int T, MaskMode mode, double p, int vocab_size,
                   uint64_t seed, uint64_t stream, uint64_t counter_base);
 #endif

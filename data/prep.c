@@ -3,7 +3,9 @@
 #include "data/brown.h"
 #include "data/corpus.h"
 #include "data/shard.h"
+#include "data/spm.h"
 #include "data/tokenizer.h"
+#include "data/tokfile.h"
 #include "autograd/rng.h"
 #include "autograd/util.h"
 #include <errno.h>
@@ -24,15 +26,28 @@ static int cmp_split(const void *a, const void *b) {
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+/* The ids of one document into a fresh array (*k of them): our BPE through the thread's encoder (its
+ * word cache lives across blocks), a SentencePiece model directly (spm_encode is thread-safe). */
+static int32_t *encode_doc(const TokFile *tf, TokEncoder *enc, const char *text, size_t len, size_t *k) {
+    if (tf->kind == TOKFILE_SPM) {
+        int32_t *ids = spm_encode(tf->spm, text, len, k);
+        return ids ? ids : xmalloc(sizeof(int32_t));
+    }
+    const int32_t *r = tok_encode(enc, text, len, k);
+    int32_t *ids = xmalloc((*k ? *k : 1) * sizeof(int32_t));
+    if (*k) memcpy(ids, r, *k * sizeof(int32_t));
+    return ids;
+}
+
 /* Encodes the documents idx[0..n) and writes them as shards "<split>-NNNNN.h5". Returns #shards, or
  * -1 with err. */
-static int write_split(const PrepConfig *c, const char *split, const Tokenizer *tk, const DocSet *ds, const size_t *idx,
+static int write_split(const PrepConfig *c, const char *split, const TokFile *tf, const DocSet *ds, const size_t *idx,
                        size_t n, long long *tokens_out, char *err, size_t errlen) {
     const char *out = c->out;
     const long long shard_tokens = c->shard_tokens;
     size_t tlen;
-    const uint8_t *tbytes = tokenizer_bytes(tk, &tlen);
-    ShardInfo info = {tokenizer_vocab_size(tk), tbytes, tlen, split, 0};
+    const uint8_t *tbytes = tokfile_bytes(tf, &tlen);
+    ShardInfo info = {tf->vocab_size, tbytes, tlen, split, 0, &tf->sp};
     size_t cap_tok = 1 << 20, cap_doc = 1024;
     int32_t *toks = xmalloc(cap_tok * sizeof(int32_t));
     int64_t *offs = xmalloc((cap_doc + 1) * sizeof(int64_t));
@@ -47,19 +62,14 @@ static int write_split(const PrepConfig *c, const char *split, const Tokenizer *
     int failed = 0;
     snprintf(stage, sizeof stage, "encoding %s", split);
     int nthreads = omp_get_max_threads();
-    TokEncoder **enc = xmalloc((size_t)nthreads * sizeof(TokEncoder *));
-    for (int t = 0; t < nthreads; t++) enc[t] = tok_encoder_new(tk);
+    TokEncoder **enc = xcalloc((size_t)nthreads, sizeof(TokEncoder *));
+    if (tf->kind == TOKFILE_BPE)
+        for (int t = 0; t < nthreads; t++) enc[t] = tok_encoder_new(tf->bpe);
     for (size_t b0 = 0; b0 < n; b0 += ENCODE_BLOCK) {
         size_t nb = MIN((size_t)ENCODE_BLOCK, n - b0);
         for (size_t i = 0; i < nb; i++) { texts[i] = ds->buf + ds->off[idx[b0 + i]]; lens[i] = ds->len[idx[b0 + i]]; }
 #pragma omp parallel for schedule(dynamic, 16)
-        for (size_t i = 0; i < nb; i++) { /* per-thread encoders keep their word caches across blocks */
-            size_t k;
-            const int32_t *r = tok_encode(enc[omp_get_thread_num()], texts[i], lens[i], &k);
-            ids[i] = xmalloc((k ? k : 1) * sizeof(int32_t));
-            if (k) memcpy(ids[i], r, k * sizeof(int32_t));
-            nids[i] = k;
-        }
+        for (size_t i = 0; i < nb; i++) ids[i] = encode_doc(tf, enc[omp_get_thread_num()], texts[i], lens[i], &nids[i]);
         for (size_t i = 0; i < nb; i++) {
             if (failed) { free(ids[i]); continue; }
             if ((size_t)nt + nids[i] > cap_tok) {
@@ -84,7 +94,8 @@ static int write_split(const PrepConfig *c, const char *split, const Tokenizer *
         if (failed) break;
         if (c->progress) c->progress(stage, (double)(b0 + nb) / (double)n, c->progress_ctx);
     }
-    for (int t = 0; t < nthreads; t++) tok_encoder_free(enc[t]);
+    for (int t = 0; t < nthreads; t++)
+        if (enc[t]) tok_encoder_free(enc[t]);
     free(enc);
     free(texts); free(lens); free(nids); free(ids); free(toks); free(offs);
     if (failed) return -1;
@@ -135,9 +146,10 @@ static void split_docs(const DocSet *ds, const PrepConfig *c, size_t *train_idx,
     free(is_val);
 }
 
-/* The tokenizer: loaded from c->tokenizer, or trained on the train documents. */
-static Tokenizer *get_tokenizer(const PrepConfig *c, const DocSet *ds, const size_t *train_idx, size_t n_train, char *err, size_t errlen) {
-    if (c->tokenizer) return tokenizer_load(c->tokenizer, err, errlen);
+/* The tokenizer: loaded from c->tokenizer (ours or a SentencePiece model), or trained on the train
+ * documents. */
+static TokFile *get_tokenizer(const PrepConfig *c, const DocSet *ds, const size_t *train_idx, size_t n_train, char *err, size_t errlen) {
+    if (c->tokenizer) return tokfile_load(c->tokenizer, err, errlen);
     TokTrainConfig tc;
     tok_train_config_default(&tc);
     tc.vocab_size = (int)c->vocab_size;
@@ -149,8 +161,37 @@ static Tokenizer *get_tokenizer(const PrepConfig *c, const DocSet *ds, const siz
     char e[1024];
     Tokenizer *tk = tokenizer_train(texts, lens, n_train, &tc, e, sizeof e);
     free(texts); free(lens);
-    if (!tk) errf(err, errlen, "prep: tokenizer training: %s", e);
-    return tk;
+    if (!tk) {
+        errf(err, errlen, "prep: tokenizer training: %s", e);
+        return NULL;
+    }
+    return tokfile_from_bpe(tk);
+}
+
+/* OUT/tokenizer.bin + OUT/tokenizer.json (ours) or OUT/spm.model (a copy of the SentencePiece model);
+ * the other kind's files of an earlier run in OUT are removed, so that the folder names one tokenizer
+ * (deberta pretrain compares it with the shards'). */
+static int save_tokenizer(const TokFile *tf, const char *out, char *err, size_t errlen) {
+    char path[4096];
+    static const char *const bpe_files[2] = {"tokenizer.bin", "tokenizer.json"};
+    if (tf->kind == TOKFILE_BPE) {
+        snprintf(path, sizeof path, "%s/tokenizer.bin", out);
+        if (tokenizer_save(tf->bpe, path, err, errlen) != 0) return -1;
+        snprintf(path, sizeof path, "%s/tokenizer.json", out);
+        if (tokenizer_write_hf_json(tf->bpe, path, err, errlen) != 0) return -1;
+        snprintf(path, sizeof path, "%s/spm.model", out);
+        unlink(path);
+        return 0;
+    }
+    size_t n;
+    const uint8_t *bytes = tokfile_bytes(tf, &n);
+    snprintf(path, sizeof path, "%s/spm.model", out);
+    if (write_file_atomic(path, bytes, n) != 0) return errf(err, errlen, "%s: write failed (%s)", path, strerror(errno));
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/%s", out, bpe_files[k]);
+        unlink(path);
+    }
+    return 0;
 }
 
 int prep_run(const PrepConfig *c, PrepResult *r, char *err, size_t errlen) {
@@ -159,7 +200,7 @@ int prep_run(const PrepConfig *c, PrepResult *r, char *err, size_t errlen) {
     size_t n_files = 0;
     DocSet ds = {0};
     size_t *train_idx = NULL, *val_idx = NULL;
-    Tokenizer *tk = NULL;
+    TokFile *tk = NULL;
     int rc = -1;
 
     /* 1. inputs */
@@ -176,21 +217,18 @@ int prep_run(const PrepConfig *c, PrepResult *r, char *err, size_t errlen) {
     split_docs(&ds, c, train_idx, &r->n_train, val_idx, &r->n_val, &r->n_held_out);
     if (r->n_train == 0) { errf(err, errlen, "prep: every document is held out for validation; nothing is left to train on"); goto out; }
 
-    /* 3. tokenizer */
+    /* 3. tokenizer: a given file is read before the output folder is made (a bad one leaves nothing),
+     * one to train after (a folder that cannot be made is reported before minutes of training) */
+    double t = now_seconds();
+    if (c->tokenizer && !(tk = get_tokenizer(c, &ds, train_idx, r->n_train, err, errlen))) goto out;
     struct stat out_st;
     if (mkdir_p(c->out) != 0 || stat(c->out, &out_st) != 0 || !S_ISDIR(out_st.st_mode)) {
         errf(err, errlen, "output %s: cannot create folder (%s)", c->out, strerror(errno));
         goto out;
     }
-    double t = now_seconds();
-    tk = get_tokenizer(c, &ds, train_idx, r->n_train, err, errlen);
-    if (!tk) goto out;
+    if (!tk && !(tk = get_tokenizer(c, &ds, train_idx, r->n_train, err, errlen))) goto out;
     r->seconds_tokenizer = now_seconds() - t;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tokenizer.bin", c->out);
-    if (tokenizer_save(tk, path, err, errlen) != 0) goto out;
-    snprintf(path, sizeof path, "%s/tokenizer.json", c->out);
-    if (tokenizer_write_hf_json(tk, path, err, errlen) != 0) goto out;
+    if (save_tokenizer(tk, c->out, err, errlen) != 0) goto out;
 
     /* 4. encode and write shards */
     t = now_seconds();
@@ -202,14 +240,17 @@ int prep_run(const PrepConfig *c, PrepResult *r, char *err, size_t errlen) {
     r->n_files = n_files;
     r->n_docs = ds.n;
     r->text_bytes = ds.buf_len;
-    r->vocab_size = tokenizer_vocab_size(tk);
-    tokenizer_hash_hex(tk, r->tokenizer_hash);
+    r->vocab_size = tk->vocab_size;
+    r->kind = tk->kind;
+    r->special = tk->sp;
+    r->mask_appended = tk->mask_appended;
+    memcpy(r->tokenizer_hash, tk->hash, sizeof r->tokenizer_hash);
     rc = 0;
 out:
     for (size_t i = 0; i < n_files; i++) free(files[i]);
     free(files);
     free(train_idx); free(val_idx);
-    if (tk) tokenizer_free(tk);
+    tokfile_free(tk);
     docset_free(&ds);
     return rc;
 }

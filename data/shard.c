@@ -1,7 +1,7 @@
 /* shard.c — HDF5 shard writer and validating reader.  See shard.h and docs/FORMATS.md. */
 #include "data/shard.h"
 #include "data/h5util.h"
-#include "data/tokenizer.h"
+#include "data/tokfile.h"
 #include "autograd/util.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +18,10 @@ struct Shard {
     hid_t file, tokens, offsets;
     int64_t n_tokens, n_docs, vocab_size, max_id;
     char hash[17];
+    TokFileKind kind;
+    SpecialIds sp;
+    int32_t *never_masked;
+    int n_never_masked;
 };
 
 /* ---------------------------------------------------------------- writing */
@@ -70,11 +74,12 @@ int shard_write(const char *path, const int32_t *tokens, const int64_t *doc_offs
     bad |= h5_attr_i64(file, "version", SHARD_VERSION);
     bad |= h5_attr_i64(file, "vocab_size", info->vocab_size);
     bad |= h5_attr_str(file, "tokenizer_hash", hash);
-    bad |= h5_attr_i64(file, "pad_id", TOK_PAD);
-    bad |= h5_attr_i64(file, "cls_id", TOK_CLS);
-    bad |= h5_attr_i64(file, "sep_id", TOK_SEP);
-    bad |= h5_attr_i64(file, "unk_id", TOK_UNK);
-    bad |= h5_attr_i64(file, "mask_id", TOK_MASK);
+    const SpecialIds sp = info->special ? *info->special : special_ids_bpe();
+    bad |= h5_attr_i64(file, "pad_id", sp.pad);
+    bad |= h5_attr_i64(file, "cls_id", sp.cls);
+    bad |= h5_attr_i64(file, "sep_id", sp.sep);
+    bad |= h5_attr_i64(file, "unk_id", sp.unk);
+    bad |= h5_attr_i64(file, "mask_id", sp.mask);
     bad |= h5_attr_i64(file, "n_docs", n_docs);
     bad |= h5_attr_i64(file, "n_tokens", n_tokens);
     bad |= h5_attr_i64(file, "max_token_id", max_id);
@@ -214,13 +219,13 @@ Shard *shard_open(const char *path, int check_ids, char *err, size_t errlen) {
     if (read_attr_i64(s->file, "vocab_size", &v) != 0 || v <= TOK_MASK || v > INT32_MAX)
         FAIL("shard %s: attribute 'vocab_size' missing or out of range " REDO, path);
     s->n_tokens = nt; s->n_docs = nd; s->vocab_size = v;
-    static const struct { const char *name; int64_t id; } specials[] = {
-        {"pad_id", TOK_PAD}, {"cls_id", TOK_CLS}, {"sep_id", TOK_SEP}, {"unk_id", TOK_UNK}, {"mask_id", TOK_MASK}};
-    for (size_t i = 0; i < ARRAY_LEN(specials); i++) {
-        int64_t x = -1;
-        if (read_attr_i64(s->file, specials[i].name, &x) != 0 || x != specials[i].id)
-            FAIL("shard %s: attribute '%s' is %lld, expected %lld " REDO, path, specials[i].name, (long long)x,
-                 (long long)specials[i].id);
+    /* the special ids: checked against the embedded tokenizer's below */
+    static const char *const special_names[5] = {"pad_id", "cls_id", "sep_id", "unk_id", "mask_id"};
+    int64_t special_attr[5];
+    for (int i = 0; i < 5; i++) {
+        special_attr[i] = -1;
+        if (read_attr_i64(s->file, special_names[i], &special_attr[i]) != 0)
+            FAIL("shard %s: attribute '%s' is missing or not an integer " REDO, path, special_names[i]);
     }
     if (read_attr_str(s->file, "tokenizer_hash", s->hash, sizeof s->hash) != 0 || strlen(s->hash) != 16)
         FAIL("shard %s: attribute 'tokenizer_hash' missing or malformed " REDO, path);
@@ -277,16 +282,24 @@ Shard *shard_open(const char *path, int check_ids, char *err, size_t errlen) {
         if (!tb) goto fail;
         char h[17];
         tokenizer_hash_bytes(tb, tlen, h);
-        char what[64];
-        snprintf(what, sizeof what, "embedded tokenizer");
-        char terr[256];
-        Tokenizer *tk = tokenizer_from_bytes(tb, tlen, what, terr, sizeof terr);
+        char terr[1400];
+        TokFile *tk = tokfile_from_bytes(tb, tlen, "embedded tokenizer", terr, sizeof terr);
         free(tb);
-        if (strcmp(h, s->hash) != 0) { tokenizer_free(tk); FAIL("shard %s: tokenizer bytes hash to %s, attribute says %s " REDO, path, h, s->hash); }
+        if (strcmp(h, s->hash) != 0) { tokfile_free(tk); FAIL("shard %s: tokenizer bytes hash to %s, attribute says %s " REDO, path, h, s->hash); }
         if (!tk) FAIL("shard %s: %s " REDO, path, terr);
-        int tv = tokenizer_vocab_size(tk);
-        tokenizer_free(tk);
+        const int tv = tk->vocab_size;
+        s->kind = tk->kind;
+        s->sp = tk->sp;
+        s->n_never_masked = tk->n_special;
+        s->never_masked = xmalloc((size_t)tk->n_special * sizeof(int32_t));
+        memcpy(s->never_masked, tk->special, (size_t)tk->n_special * sizeof(int32_t));
+        tokfile_free(tk);
         if (tv != v) FAIL("shard %s: vocab_size %lld but the embedded tokenizer has %d tokens " REDO, path, (long long)v, tv);
+        const int32_t want[5] = {s->sp.pad, s->sp.cls, s->sp.sep, s->sp.unk, s->sp.mask};
+        for (int i = 0; i < 5; i++)
+            if (special_attr[i] != want[i])
+                FAIL("shard %s: attribute '%s' is %lld, but the embedded tokenizer's is %d " REDO, path, special_names[i],
+                     (long long)special_attr[i], want[i]);
     }
     /* every id <= max_token_id < vocab_size: checked here once, and on every read */
     int64_t mx = -1;
@@ -318,6 +331,7 @@ void shard_close(Shard *s) {
     if (s->offsets >= 0) H5Dclose(s->offsets);
     if (s->file >= 0) H5Fclose(s->file);
     free(s->path);
+    free(s->never_masked);
     free(s);
 }
 
@@ -325,6 +339,12 @@ int64_t shard_n_tokens(const Shard *s) { return s->n_tokens; }
 int64_t shard_n_docs(const Shard *s) { return s->n_docs; }
 int64_t shard_vocab_size(const Shard *s) { return s->vocab_size; }
 const char *shard_tokenizer_hash(const Shard *s) { return s->hash; }
+TokFileKind shard_tokenizer_kind(const Shard *s) { return s->kind; }
+SpecialIds shard_special_ids(const Shard *s) { return s->sp; }
+const int32_t *shard_never_masked(const Shard *s, int *n) {
+    *n = s->n_never_masked;
+    return s->never_masked;
+}
 
 int shard_read_tokens(Shard *s, int64_t start, int64_t count, int32_t *out, char *err, size_t errlen) {
     if (start < 0 || count < 0 || start + count > s->n_tokens) {

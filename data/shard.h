@@ -13,6 +13,7 @@
 #define DEBERTA_SHARD_H
 #include <stddef.h>
 #include <stdint.h>
+#include "data/tokfile.h"
 
 #define SHARD_FORMAT "deberta.c-shard"
 #define SHARD_VERSION 2 /* 2: Fletcher-32 checksums on tokens and doc_offsets, attribute max_token_id */
@@ -24,6 +25,7 @@ typedef struct {
     size_t tokenizer_len;
     const char *split;         /* "train" or "val" */
     int64_t index;             /* shard number within the split */
+    const SpecialIds *special; /* the tokenizer's special ids; NULL: ours (special_ids_bpe) */
 } ShardInfo;
 
 /* Writes path (via path.tmp + rename).  n_docs >= 1; doc_offsets has n_docs + 1 entries. */
@@ -31,8 +33,9 @@ int shard_write(const char *path, const int32_t *tokens, const int64_t *doc_offs
                 const ShardInfo *info, char *err, size_t errlen);
 
 typedef struct Shard Shard;
-/* Opens and validates: format, version, datasets and dtypes, shapes against the counts, special ids,
- * tokenizer hash and vocab size, doc_offsets (0, monotonic, last == n_tokens; streamed), and, when
+/* Opens and validates: format, version, datasets and dtypes, shapes against the counts, the embedded
+ * tokenizer (either kind, data/tokfile.h): its hash, vocab size and special ids against the
+ * attributes, doc_offsets (0, monotonic, last == n_tokens; streamed), and, when
  * check_ids, every token id < vocab_size (streamed chunk by chunk).  NULL + message on failure. */
 Shard *shard_open(const char *path, int check_ids, char *err, size_t errlen);
 void shard_close(Shard *s);
@@ -40,6 +43,10 @@ int64_t shard_n_tokens(const Shard *s);
 int64_t shard_n_docs(const Shard *s);
 int64_t shard_vocab_size(const Shard *s);
 const char *shard_tokenizer_hash(const Shard *s); /* 16 hex digits */
+TokFileKind shard_tokenizer_kind(const Shard *s);
+SpecialIds shard_special_ids(const Shard *s);
+/* The ids never masked (tokfile.h): ascending, *n of them; valid while the shard is open. */
+const int32_t *shard_never_masked(const Shard *s, int *n);
 /* Reads tokens[start, start+count) into out (hyperslab); ids are checked against vocab_size. */
 int shard_read_tokens(Shard *s, int64_t start, int64_t count, int32_t *out, char *err, size_t errlen);
 /* Reads doc_offsets[start, start+count). */

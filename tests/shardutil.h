@@ -41,7 +41,7 @@ static inline void test_write_shard(const char *path, int vocab, const char *spl
                                     int n_docs) {
     size_t tl;
     uint8_t *tb = test_tokenizer(vocab, &tl);
-    ShardInfo info = {vocab, tb, tl, split, index};
+    ShardInfo info = {vocab, tb, tl, split, index, NULL}; /* NULL: our special ids */
     char err[512];
     const int rc = shard_write(path, tok, off, n_docs, &info, err, sizeof err);
     free(tb);

@@ -132,7 +132,7 @@ static void test_byte_identical_and_atomic(void **state) {
     int64_t off[2] = {0, 0};
     size_t tl;
     uint8_t *tb = test_tokenizer(300, &tl);
-    ShardInfo info = {300, tb, tl, "train", 0};
+    ShardInfo info = {300, tb, tl, "train", 0, NULL};
     char err[512];
     const char *e = tmp_path("empty.h5");
     assert_int_not_equal(shard_write(e, NULL, off, 1, &info, err, sizeof err), 0);

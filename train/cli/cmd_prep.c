@@ -31,15 +31,17 @@ static void usage(FILE *f) {
             "  --vocab-size N       tokenizer vocabulary size (default %d)\n"
             "  --val-fraction F     fraction of documents held out for validation, 0 <= F < 1 (default %g)\n"
             "  --shard-tokens N     start a new shard after this many tokens (default %lld)\n"
-            "  --tokenizer FILE     reuse this tokenizer.bin instead of training one\n"
+            "  --tokenizer FILE     reuse this tokenizer.bin instead of training one, or encode with this\n"
+            "                       SentencePiece unigram model (.model, e.g. a published DeBERTa-V3 spm.model;\n"
+            "                       special ids from its pieces [PAD] [CLS] [SEP] [UNK] [MASK])\n"
             "  --seed S             seed of the train/val split (default %d)\n"
             "  --holdout-brown DIR  the tagged Brown texts (fetch-corpus.sh's DIR/brown-tagged): the texts that\n"
             "                       deberta prep-task uses for dev and test go to val, never to train\n"
             "  --threads N          OpenMP threads (default: all cores)\n"
             "  --help               this text\n"
             "\n"
-            "Writes DIR/train-00000.h5..., DIR/val-00000.h5..., DIR/tokenizer.bin (ours) and\n"
-            "DIR/tokenizer.json (Hugging Face).\n",
+            "Writes DIR/train-00000.h5..., DIR/val-00000.h5..., and DIR/tokenizer.bin (ours) and\n"
+            "DIR/tokenizer.json (Hugging Face), or DIR/spm.model (a copy of the SentencePiece model).\n",
             DEFAULT_VOCAB, DEFAULT_VAL_FRACTION, DEFAULT_SHARD_TOKENS, DEFAULT_SEED);
 }
 
@@ -142,6 +144,10 @@ int cmd_prep(int argc, char **argv) {
         warn("prep: --vocab-size %lld ignored; %s has %d tokens", vocab, tok_path, r.vocab_size);
     if (!tok_path && r.vocab_size < vocab)
         warn("prep: the corpus supports only %d tokens (asked %lld): no pair occurs twice more", r.vocab_size, vocab);
+    if (r.kind == TOKFILE_SPM)
+        printf("prep: SentencePiece model %s: [PAD] %d [CLS] %d [SEP] %d [UNK] %d [MASK] %d%s\n", tok_path, r.special.pad, r.special.cls,
+               r.special.sep, r.special.unk, r.special.mask,
+               r.mask_appended ? " (the model has no [MASK] piece: the id after its last piece, as DeBERTa-V3 tokenizers add it)" : "");
     printf("prep: %zu files, %zu docs (%zu train, %zu val), %.1f MB text -> %lld tokens (%lld train in %d shards, "
            "%lld val in %d shards), vocab %d, tokenizer %s (%s %.2f s), encode+write %.2f s, total %.2f s -> %s\n",
            r.n_files, r.n_docs, r.n_train, r.n_val, (double)r.text_bytes / 1e6, r.tokens_train + r.tokens_val, r.tokens_train,
