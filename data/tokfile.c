@@ -56,12 +56,12 @@ static int spm_specials(TokFile *t, const char *what, char *err, size_t errlen) 
         *ids[k] = spm_piece_to_id(m, names[k], strlen(names[k]));
         if (*ids[k] < 0)
             return errf(err, errlen,
-                        "sentencepiece model %s: no piece '%s' (the special tokens must be the pieces [PAD], [CLS], [SEP] and [UNK] as "
-                        "in DeBERTa-V3's spm.model; train with pad_piece/bos_piece/eos_piece/unk_piece set to them)",
+                        "%s: the SentencePiece model has no piece '%s' (the special tokens must be the pieces [PAD], [CLS], [SEP] and "
+                        "[UNK] as in DeBERTa-V3's spm.model; train with pad_piece/bos_piece/eos_piece/unk_piece set to them)",
                         what, names[k]);
     }
     if (t->sp.unk != spm_unk_id(m))
-        return errf(err, errlen, "sentencepiece model %s: the piece '[UNK]' is id %d but the model's unknown piece is id %d", what,
+        return errf(err, errlen, "%s: the SentencePiece piece '[UNK]' is id %d but the model's unknown piece is id %d", what,
                     t->sp.unk, spm_unk_id(m));
     const int n = spm_vocab_size(m);
     t->sp.mask = spm_piece_to_id(m, "[MASK]", 6);
@@ -81,7 +81,7 @@ static int spm_specials(TokFile *t, const char *what, char *err, size_t errlen) 
         size_t len;
         const char *p = spm_piece(m, 0, &len);
         return errf(err, errlen,
-                    "sentencepiece model %s: id 0 is the ordinary piece '%.*s', but masking labels use 0 for 'not masked': id 0 must "
+                    "%s: id 0 is the ordinary SentencePiece piece '%.*s', but masking labels use 0 for 'not masked': id 0 must "
                     "be [PAD], [CLS], [SEP], [UNK], [MASK] or a control piece",
                     what, (int)(len > 64 ? 64 : len), p);
     }
@@ -95,7 +95,14 @@ TokFile *tokfile_from_bytes(const uint8_t *buf, size_t len, const char *what, ch
     }
     TokFile *t = xcalloc(1, sizeof *t);
     t->kind = TOKFILE_SPM;
-    t->spm = spm_from_bytes(buf, len, what, err, errlen);
+    char e[1400];
+    t->spm = spm_from_bytes(buf, len, what, e, sizeof e);
+    if (!t->spm) { /* say that both kinds were tried; spm.c's reason without its "sentencepiece model <what>: " */
+        char prefix[1100];
+        snprintf(prefix, sizeof prefix, "sentencepiece model %.1000s: ", what);
+        const char *reason = strncmp(e, prefix, strlen(prefix)) ? e : e + strlen(prefix);
+        errf(err, errlen, "%s: not a deberta.c tokenizer file (no DBTOKENZ magic), and as a SentencePiece model: %s", what, reason);
+    }
     if (!t->spm || spm_specials(t, what, err, errlen)) {
         tokfile_free(t);
         return NULL;
@@ -111,10 +118,8 @@ TokFile *tokfile_load(const char *path, char *err, size_t errlen) {
         errf(err, errlen, "tokenizer %s: cannot open (%s)", path, strerror(errno));
         return NULL;
     }
-    /* messages as tokenizer_load and spm_load word them */
     char what[1100];
-    if (tokfile_is_bpe((const uint8_t *)buf, n)) snprintf(what, sizeof what, "tokenizer %s", path);
-    else snprintf(what, sizeof what, "%s", path);
+    snprintf(what, sizeof what, "tokenizer %s", path); /* as tokenizer_load words it */
     TokFile *t = tokfile_from_bytes((const uint8_t *)buf, n, what, err, errlen);
     free(buf);
     return t;

@@ -45,7 +45,7 @@ typedef struct TokFile {
 /* 1 when the bytes start with our tokenizer file's magic (else they are read as a SentencePiece model). */
 int tokfile_is_bpe(const uint8_t *buf, size_t len);
 /* Parses and validates a tokenizer file of either kind (what names it in messages).  NULL + one line
- * in err on any problem, e.g. "sentencepiece model m.model: no piece '[CLS]' (...)". */
+ * in err on any problem, e.g. "tokenizer m.model: the SentencePiece model has no piece '[CLS]' (...)". */
 TokFile *tokfile_from_bytes(const uint8_t *buf, size_t len, const char *what, char *err, size_t errlen);
 TokFile *tokfile_load(const char *path, char *err, size_t errlen);
 /* Takes ownership of a trained or loaded BPE tokenizer. */

@@ -163,10 +163,10 @@ static void test_spm_refused(void **state) {
     expect_refused(no_cls, 5, 3, "no piece '[CLS]'");
     const Piece unk_not_unknown[6] = {{"[PAD]", SPM_CONTROL}, {"[CLS]", SPM_CONTROL}, {"[SEP]", SPM_CONTROL},
                                       {"<unk>", SPM_UNKNOWN}, {"[UNK]", SPM_USER_DEFINED}, {"a", SPM_NORMAL}};
-    expect_refused(unk_not_unknown, 6, 3, "the piece '[UNK]' is id 4 but the model's unknown piece is id 3");
+    expect_refused(unk_not_unknown, 6, 3, "piece '[UNK]' is id 4 but the model's unknown piece is id 3");
     const Piece ordinary_zero[6] = {{"a", SPM_NORMAL}, {"[PAD]", SPM_CONTROL}, {"[CLS]", SPM_CONTROL},
                                     {"[SEP]", SPM_CONTROL}, {"[UNK]", SPM_UNKNOWN}, {"b", SPM_NORMAL}};
-    expect_refused(ordinary_zero, 6, 4, "id 0 is the ordinary piece 'a'");
+    expect_refused(ordinary_zero, 6, 4, "id 0 is the ordinary SentencePiece piece 'a'");
     size_t len;
     uint8_t *b = deberta_like(40, 1, &len);
     char err[1400] = "";
