@@ -13,6 +13,7 @@
 typedef struct TrainOptions {
     char data[4096];
     char out[4096];
+    char init_from[4096];   /* a fresh run's parameters from this checkpoint (an import's, or a run's); "" = initialised */
     int resume;
     long steps;             /* total training steps (schedule length) */
     double minutes;         /* > 0: choose `steps` to fit this many minutes (measured before training) */

@@ -28,6 +28,18 @@ char *config_to_text(const ModelConfig *c) {
     return buf;
 }
 
+int config_check_data(const ModelConfig *c, const Loader *L, char *err, size_t errlen) {
+    const int V = loader_vocab_size(L);
+    if (V > c->vocab_size) return errf(err, errlen, "a vocabulary of %d ids, but the model has %d", V, c->vocab_size);
+    const SpecialIds sp = loader_special_ids(L);
+    static const char *const names[5] = {"pad_id", "cls_id", "sep_id", "unk_id", "mask_id"};
+    const int model[5] = {c->pad_id, c->cls_id, c->sep_id, c->unk_id, c->mask_id};
+    const int data[5] = {sp.pad, sp.cls, sp.sep, sp.unk, sp.mask};
+    for (int i = 0; i < 5; i++)
+        if (model[i] != data[i]) return errf(err, errlen, "%s is %d in the model but %d in the shards", names[i], model[i], data[i]);
+    return 0;
+}
+
 /* ---------------- the run ---------------- */
 
 typedef struct Run {
@@ -254,22 +266,54 @@ static void open_curriculum(Run *r) {
     for (int i = 0; i < r->o.accum; i++) batch_alloc(&r->micro_short[i], Bs, Ts);
 }
 
-/* One tokenizer for the train shards, the val shards and DIR/tokenizer.bin (when present). */
+/* One tokenizer for the train shards, the val shards and the tokenizer file prep wrote beside them
+ * (DIR/tokenizer.bin, or DIR/spm.model for a SentencePiece model; when present). */
 static void check_data_tokenizer(const Run *r) {
     const char *h = loader_tokenizer_hash(r->train);
     if (r->val && strcmp(loader_tokenizer_hash(r->val), h))
         fatal("data %s: the val shards were made with tokenizer %s, the train shards with %s (same vocabulary size or not, "
               "they do not agree: re-run deberta prep so that both come from one tokenizer)", r->o.data, loader_tokenizer_hash(r->val), h);
-    char path[4200], file_hash[17];
-    snprintf(path, sizeof path, "%s/tokenizer.bin", r->o.data);
-    size_t n;
-    char *bytes = read_file(path, &n);
-    if (!bytes) return;
-    tokenizer_hash_bytes((const uint8_t *)bytes, n, file_hash);
-    free(bytes);
-    if (strcmp(file_hash, h))
-        fatal("data %s: tokenizer.bin is tokenizer %s, but the shards were made with %s (replace tokenizer.bin by the one prep wrote "
-              "with these shards, or re-run deberta prep)", r->o.data, file_hash, h);
+    static const char *const names[2] = {"tokenizer.bin", "spm.model"};
+    for (int k = 0; k < 2; k++) {
+        char path[4200], file_hash[17];
+        snprintf(path, sizeof path, "%s/%s", r->o.data, names[k]);
+        size_t n;
+        char *bytes = read_file(path, &n);
+        if (!bytes) continue;
+        tokenizer_hash_bytes((const uint8_t *)bytes, n, file_hash);
+        free(bytes);
+        if (strcmp(file_hash, h))
+            fatal("data %s: %s is tokenizer %s, but the shards were made with %s (replace %s by the one prep wrote "
+                  "with these shards, or re-run deberta prep)", r->o.data, names[k], file_hash, h, names[k]);
+    }
+}
+
+/* A new model's vocabulary and special ids are the data's. */
+static void adopt_data_ids(Run *r) {
+    const SpecialIds sp = loader_special_ids(r->train);
+    r->cfg.vocab_size = loader_vocab_size(r->train);
+    r->cfg.pad_id = sp.pad, r->cfg.cls_id = sp.cls, r->cfg.sep_id = sp.sep, r->cfg.unk_id = sp.unk, r->cfg.mask_id = sp.mask;
+}
+
+/* --init-from: the checkpoint's model must read this data: the same tokenizer when the checkpoint
+ * holds one (an import with its spm.model, a pretraining run), and in any case ids that fit the model
+ * and the same special ids (an import without a tokenizer). */
+static void check_init_data(const Run *r) {
+    char err[1024];
+    CheckpointState st;
+    memset(&st, 0, sizeof st);
+    if (checkpoint_read_state(r->o.init_from, &st, err, sizeof err)) fatal("--init-from: %s", err);
+    if (st.n_tokenizer) {
+        char h[17];
+        tokenizer_hash_bytes(st.tokenizer, st.n_tokenizer, h);
+        if (strcmp(h, loader_tokenizer_hash(r->train)))
+            fatal("--init-from %s: the model was made with tokenizer %s, but the shards in %s with tokenizer %s (prep the text with "
+                  "the model's tokenizer, e.g. deberta prep --tokenizer spm.model)", r->o.init_from, h, r->o.data, loader_tokenizer_hash(r->train));
+    }
+    checkpoint_state_free(&st);
+    if (config_check_data(&r->cfg, r->train, err, sizeof err))
+        fatal("--init-from %s: the shards in %s do not fit the model: %s (prep the text with the model's tokenizer; an import "
+              "takes the special ids from HF_DIR/spm.model or --tokenizer)", r->o.init_from, r->o.data, err);
 }
 
 /* Choose the number of steps that fits o->minutes, timing one step after a warm-up step. */
@@ -443,20 +487,26 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
     r->val = open_split(r, "val", 0, r->cfg.max_seq_len, r->o.batch);
     check_data_tokenizer(r);
     if (!r->o.resume) {
-        int V = loader_vocab_size(r->train);
-        if (V != r->cfg.vocab_size) r->cfg.vocab_size = V; /* the model's vocabulary is the data's */
+        if (r->o.init_from[0]) check_init_data(r); /* the model, its vocabulary and special ids are the checkpoint's */
+        else adopt_data_ids(r);                    /* a new model's are the data's */
         if (config_validate(&r->cfg, err, sizeof err)) fatal("%s", err);
         r->o.ranks = world > 1 ? world : 0;
         if (memory_check(&r->cfg, r->o.batch, memory_available_bytes(), err, sizeof err)) fatal("%s", err);
         if (lead && (run_check_fresh(r->o.out, err, sizeof err) || run_mkdir(r->o.out, err, sizeof err))) fatal("%s", err);
-    } else if (loader_vocab_size(r->train) != r->cfg.vocab_size) {
-        fatal("data %s: vocabulary of %d tokens, but the checkpoint's model has %d (different tokenizer?)", r->o.data,
-              loader_vocab_size(r->train), r->cfg.vocab_size);
+    } else if (config_check_data(&r->cfg, r->train, err, sizeof err)) {
+        fatal("data %s: %s (checkpoint %s: different tokenizer?)", r->o.data, err, path);
     } else if (memory_check(&r->cfg, r->o.batch, memory_available_bytes(), err, sizeof err)) {
         fatal("%s", err);
     }
 
     electra_build(&r->m, &r->cfg, r->o.seed);
+    if (!r->o.resume && r->o.init_from[0]) { /* the parameters only: the optimizer and the data start afresh */
+        CheckpointState ist;
+        memset(&ist, 0, sizeof ist);
+        if (checkpoint_load(r->o.init_from, &r->m.ps, NULL, &ist, err, sizeof err)) fatal("--init-from: %s", err);
+        if (lead) fprintf(stderr, "init: the parameters of %s (step %lld)\n", r->o.init_from, (long long)ist.step);
+        checkpoint_state_free(&ist);
+    }
     optim_moments_init(&r->moments, &r->m.ps);
     tape_init(&r->t, (size_t)64 << 20);
     r->t.seed = r->o.seed;

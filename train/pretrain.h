@@ -8,6 +8,8 @@
  */
 #ifndef DEBERTA_PRETRAIN_H
 #define DEBERTA_PRETRAIN_H
+#include <stddef.h>
+#include "data/loader.h"
 #include "model/config.h"
 #include "train/options.h"
 
@@ -17,4 +19,10 @@ int pretrain_run(const ModelConfig *cfg, const TrainOptions *o, int argc, char *
 
 /* The config as `key = value` text (heap string). */
 char *config_to_text(const ModelConfig *c);
+
+/* Whether a model of config c can read the data of L: every id of the data is a row of the model
+ * (the model may have more: the published DeBERTa-V3 have 128,100 rows for 128,001 ids) and the
+ * special ids ([PAD] [CLS] [SEP] [UNK] [MASK]) are the same.  0, or -1 with the first difference in
+ * err, e.g. "mask_id is 4 in the model but 1503 in the shards". */
+int config_check_data(const ModelConfig *c, const Loader *L, char *err, size_t errlen);
 #endif

@@ -8,6 +8,7 @@
 #include "train/cli/model_source.h"
 #include "data/tokenizer.h"
 #include "train/evaluate.h"
+#include "train/pretrain.h"
 
 int cmd_eval(int argc, char **argv) {
     const char *ckpt = NULL, *data = NULL;
@@ -55,9 +56,6 @@ int cmd_eval(int argc, char **argv) {
     lc.seed = seed;
     Loader *val = loader_open_err(data, "val", &lc, err, sizeof err);
     if (!val) fatal("%s", err);
-    if (loader_vocab_size(val) != cfg.vocab_size)
-        fatal("data %s: vocabulary of %d tokens, but checkpoint %s has %d (different tokenizer?)", data, loader_vocab_size(val), ckpt,
-              cfg.vocab_size);
     if (src.st.n_tokenizer) { /* the checkpoint's tokenizer identity against the shards' */
         char h[17];
         tokenizer_hash_bytes(src.st.tokenizer, src.st.n_tokenizer, h);
@@ -65,6 +63,8 @@ int cmd_eval(int argc, char **argv) {
             fatal("data %s: the shards were made with tokenizer %s, but checkpoint %s was trained with tokenizer %s (evaluate on shards "
                   "prepared with the checkpoint's tokenizer)", data, loader_tokenizer_hash(val), ckpt, h);
     }
+    if (config_check_data(&cfg, val, err, sizeof err)) fatal("data %s: %s (checkpoint %s: different tokenizer?)", data, err, ckpt);
+
     Tape t;
     tape_init(&t, (size_t)64 << 20);
     EvalResult e = evaluate(&m, val, &t, batch, cfg.max_seq_len, batches, seed);

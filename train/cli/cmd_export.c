@@ -1,7 +1,8 @@
 /* cmd_export.c — `deberta export SRC OUTDIR`: a checkpoint (or a parity weights file) as two Hugging
  * Face DebertaV2 folders, OUTDIR/generator and OUTDIR/discriminator, each with config.json (the keys
  * and types of spec §7.2), model.safetensors (F32, little-endian) and, when the checkpoint carries
- * the tokenizer, tokenizer.json.  Layout and names: docs/FORMATS.md "Export".
+ * the tokenizer, tokenizer.json (ours) or spm.model (a SentencePiece model, as the published DeBERTa-V3
+ * folders hold it).  Layout and names: docs/FORMATS.md "Export".
  *
  * Names: our parameters are the HF ones with a "generator." / "discriminator." prefix; the prefix
  * is dropped.  The generator's MLM head is written as the transformers class will look for it:
@@ -22,6 +23,7 @@
 #include <sys/stat.h>
 #include "autograd/util.h"
 #include "data/tokenizer.h"
+#include "data/tokfile.h"
 #include "model/electra.h"
 #include "model/safetensors.h"
 #include "data/task.h"
@@ -31,6 +33,25 @@
 #include "train/cli/h5io.h"
 #include "train/cli/model_source.h"
 
+/* The checkpoint's tokenizer into each of dirs[0..n): ours as tokenizer.json, a SentencePiece model
+ * as a copy of its spm.model.  Returns the note for the summary line. */
+static const char *write_tokenizer(const uint8_t *bytes, size_t len, const char *src, int vocab_size, const char *const *dirs, int n) {
+    if (!len) return "no tokenizer in the checkpoint: tokenizer.json not written";
+    char err[1400], path[4200];
+    TokFile *tf = tokfile_from_bytes(bytes, len, src, err, sizeof err);
+    if (!tf) fatal("checkpoint %s: tokenizer: %s", src, err);
+    if (tf->vocab_size > vocab_size)
+        warn("export: the tokenizer has %d ids but the model's vocab_size is %d", tf->vocab_size, vocab_size);
+    const int spm = tf->kind == TOKFILE_SPM;
+    for (int k = 0; k < n; k++) {
+        snprintf(path, sizeof path, "%s/%s", dirs[k], spm ? "spm.model" : "tokenizer.json");
+        if (spm ? write_file_atomic(path, bytes, len) != 0 : tokenizer_write_hf_json(tf->bpe, path, err, sizeof err) != 0)
+            fatal("export: %s", spm ? strerror(errno) : err);
+    }
+    tokfile_free(tf);
+    return spm ? "spm.model written" : "tokenizer.json written";
+}
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: deberta export CHECKPOINT OUTDIR [--mlm-head cls|official|both] [--rtd-head] [--allow-no-c2c]\n"
@@ -39,9 +60,10 @@ static void usage(FILE *f) {
             "OUTDIR, of DebertaV2ForTokenClassification or DebertaV2ForSequenceClassification, with\n"
             "id2label/label2id in config.json.  A pretraining checkpoint:\n"
             "Writes OUTDIR/generator and OUTDIR/discriminator as Hugging Face DebertaV2 folders:\n"
-            "config.json, model.safetensors (F32) and tokenizer.json (when the checkpoint has the\n"
-            "tokenizer).  CHECKPOINT is a training checkpoint (RUNDIR/checkpoint.h5) or a parity weights\n"
-            "file (root attributes + one dataset per parameter, docs/FORMATS.md).\n"
+            "config.json, model.safetensors (F32) and tokenizer.json or spm.model (when the checkpoint has\n"
+            "the tokenizer: ours, or the SentencePiece model it was trained with).  CHECKPOINT is a training\n"
+            "checkpoint (RUNDIR/checkpoint.h5) or a parity weights file (root attributes + one dataset per\n"
+            "parameter, docs/FORMATS.md).\n"
             "\n"
             "  --mlm-head cls   the generator's MLM head as cls.predictions.* with \"legacy\": true (default; what\n"
             "                   DebertaV2ForMaskedLM reads in every transformers version)\n"
@@ -204,15 +226,7 @@ static int export_finetuned(const char *src, const char *outdir, CheckpointState
     snprintf(path, sizeof path, "%s/config.json", outdir);
     if (write_config_json(path, cfg, cfg->num_hidden_layers, arch, extra, 1, err, sizeof err)) fatal("%s", err);
     free(extra);
-    const char *tok_note = "no tokenizer in the checkpoint: tokenizer.json not written";
-    if (st2.n_tokenizer > 0) {
-        Tokenizer *tk = tokenizer_from_bytes(st2.tokenizer, st2.n_tokenizer, src, err, sizeof err);
-        if (!tk) fatal("checkpoint %s: tokenizer: %s", src, err);
-        snprintf(path, sizeof path, "%s/tokenizer.json", outdir);
-        if (tokenizer_write_hf_json(tk, path, err, sizeof err)) fatal("export: %s", err);
-        tokenizer_free(tk);
-        tok_note = "tokenizer.json written";
-    }
+    const char *tok_note = write_tokenizer(st2.tokenizer, st2.n_tokenizer, src, cfg->vocab_size, &outdir, 1);
     printf("export: %s (fine-tuned, %s, %d labels) -> %s: %d tensors; %s\n", src, arch, L, outdir, es.n, tok_note);
     entries_free(&es);
     checkpoint_state_free(&st2);
@@ -346,17 +360,8 @@ int cmd_export(int argc, char **argv) {
 
     const char *tok_note = "no tokenizer in the source: tokenizer.json not written";
     if (ckpt && st->n_tokenizer > 0) {
-        Tokenizer *tk = tokenizer_from_bytes(st->tokenizer, st->n_tokenizer, src, err, sizeof err);
-        if (!tk) fatal("checkpoint %s: tokenizer: %s", src, err);
-        if (tokenizer_vocab_size(tk) != cfg.vocab_size)
-            warn("export: the tokenizer has %d ids but the model's vocab_size is %d", tokenizer_vocab_size(tk), cfg.vocab_size);
         const char *dirs[2] = {gdir, ddir};
-        for (int k = 0; k < 2; k++) {
-            snprintf(path, sizeof path, "%s/tokenizer.json", dirs[k]);
-            if (tokenizer_write_hf_json(tk, path, err, sizeof err)) fatal("export: %s", err);
-        }
-        tokenizer_free(tk);
-        tok_note = "tokenizer.json written";
+        tok_note = write_tokenizer(st->tokenizer, st->n_tokenizer, src, cfg.vocab_size, dirs, 2);
     }
     printf("export: %s (%s, %s, emd=%d) -> %s: %d tensors, %s: %d tensors; %s\n", src, config_sharing_str(cfg.embedding_sharing),
            ckpt ? "checkpoint" : "weights file", cfg.use_emd, gdir, ge.n, ddir, de.n, tok_note);

@@ -10,12 +10,18 @@
  * config with its word and position tables copied from the discriminator and its MLM head taken from
  * HF_DIR when HF_DIR has one.  Sharing: nes (default; each model keeps its tables, the export gives
  * them back bit for bit) or gdes (E_Δ = E_D − E_G; zero when the generator was initialised here).
+ *
+ * The tokenizer (--tokenizer FILE, by default HF_DIR/spm.model when there is one) gives the special
+ * ids of the run's config ([PAD] [CLS] [SEP] [UNK] [MASK], data/tokfile.h) and travels in the
+ * checkpoint, so that `pretrain --init-from` and `eval` accept exactly the shards prep made with it.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "autograd/util.h"
+#include "data/tokfile.h"
 #include "model/electra.h"
 #include "model/safetensors.h"
 #include "train/checkpoint.h"
@@ -25,7 +31,8 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: deberta import HF_DIR --out RUN [--generator GEN_DIR] [--sharing nes|gdes] [--seed N] [--KEY VALUE ...]\n"
+            "usage: deberta import HF_DIR --out RUN [--generator GEN_DIR] [--tokenizer FILE] [--sharing nes|gdes] [--seed N]\n"
+            "                      [--KEY VALUE ...]\n"
             "\n"
             "Reads a Hugging Face DebertaV2 model (HF_DIR/config.json + HF_DIR/model.safetensors; float32,\n"
             "float16 or bfloat16) as the discriminator and writes RUN/checkpoint.h5 (step 0) and RUN/config.txt.\n"
@@ -34,6 +41,9 @@ static void usage(FILE *f) {
             "  --generator GEN_DIR  the generator's folder (deberta.* + lm_predictions.lm_head.* or cls.predictions.*);\n"
             "                       without it a generator of gen_num_hidden_layers (default half the depth) is\n"
             "                       initialised, with the discriminator's word/position tables\n"
+            "  --tokenizer FILE     the model's tokenizer (default HF_DIR/spm.model when present): its special ids\n"
+            "                       ([PAD] [CLS] [SEP] [UNK] [MASK]) go into the config, its bytes into the\n"
+            "                       checkpoint; prep the text with the same file to continue pretraining\n"
             "  --sharing nes|gdes   embedding sharing of the run (default nes)\n"
             "  --seed N             seed of the initialisation of what the files do not hold (default 0)\n"
             "  --KEY VALUE          any config key not in config.json (rtd_lambda, use_emd, max_seq_len, ...)\n");
@@ -128,8 +138,31 @@ static void report_unused(const Src *s) {
     if (n) warn("import: %s: %d tensor(s) not used (%s%s)", s->dir, n, list, n > 4 ? ", ..." : "");
 }
 
+/* The tokenizer of the model: *path, or HF_DIR/spm.model (written into def, *path then points to it)
+ * when *path is NULL and the file exists (else NULL: no tokenizer).  Its special ids go into c, whose
+ * vocabulary must hold its ids; config.json's pad_token_id must be its [PAD]. */
+static TokFile *open_tokenizer(const char *hf, const char **pathp, char *def, size_t deflen, ModelConfig *c) {
+    char err[1600];
+    if (!*pathp) {
+        snprintf(def, deflen, "%s/spm.model", hf);
+        if (access(def, F_OK) != 0) return NULL;
+        *pathp = def;
+    }
+    const char *path = *pathp;
+    TokFile *t = tokfile_load(path, err, sizeof err);
+    if (!t) fatal("import: %s", err);
+    if (t->vocab_size > c->vocab_size)
+        fatal("import: tokenizer %s has %d ids but %s/config.json has vocab_size %d (is it this model's tokenizer?)", path, t->vocab_size,
+              hf, c->vocab_size);
+    if (c->pad_id != t->sp.pad)
+        fatal("import: %s/config.json has pad_token_id %d but [PAD] of tokenizer %s is %d (is it this model's tokenizer?)", hf, c->pad_id,
+              path, t->sp.pad);
+    c->pad_id = t->sp.pad, c->cls_id = t->sp.cls, c->sep_id = t->sp.sep, c->unk_id = t->sp.unk, c->mask_id = t->sp.mask;
+    return t;
+}
+
 int cmd_import(int argc, char **argv) {
-    const char *hf = NULL, *gen_dir = NULL, *out = NULL, *sharing = "nes";
+    const char *hf = NULL, *gen_dir = NULL, *out = NULL, *sharing = "nes", *tok_path = NULL;
     uint64_t seed = 0;
     ModelConfig cfg;
     config_defaults(&cfg);
@@ -145,6 +178,7 @@ int cmd_import(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "--generator") && i + 1 < argc) gen_dir = argv[++i];
         else if (!strcmp(argv[i], "--sharing") && i + 1 < argc) sharing = argv[++i];
+        else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) tok_path = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
         else if (!strncmp(argv[i], "--", 2) && i + 1 < argc) is_flag[i++] = 1;
         else if (argv[i][0] != '-' && !hf) hf = argv[i];
@@ -178,6 +212,8 @@ int cmd_import(int argc, char **argv) {
     }
     cfg.embedding_sharing = !strcmp(sharing, "gdes") ? SHARE_GDES : SHARE_NES;
     if (cfg.max_seq_len > cfg.max_position_embeddings) cfg.max_seq_len = cfg.max_position_embeddings;
+    char tok_def[4200];
+    TokFile *tok = open_tokenizer(hf, &tok_path, tok_def, sizeof tok_def, &cfg);
     for (int i = 1; i < argc; i++) {
         if (!is_flag[i]) continue;
         int k = i, r = config_parse_flag(&cfg, argc, argv, &k, err, sizeof err);
@@ -286,6 +322,7 @@ int cmd_import(int argc, char **argv) {
         checkpoint_set_group_step(&st, "all", 0);
     }
     st.config = text;
+    if (tok) st.tokenizer = (unsigned char *)tokfile_bytes(tok, &st.n_tokenizer);
     if (checkpoint_save(out, &m.ps, NULL, &st, 0, err, sizeof err)) fatal("%s", err);
     if (run_write_text(out, "config.txt", text, err, sizeof err)) fatal("%s", err);
     printf("import: %s%s%s -> %s/checkpoint.h5: hidden %d, discriminator %d layers, generator %d layers%s, vocab %d, %s; "
@@ -293,6 +330,13 @@ int cmd_import(int argc, char **argv) {
            hf, gen_dir ? " + " : "", gen_dir ? gen_dir : "", out, cfg.hidden_size, cfg.num_hidden_layers, cfg.gen_num_hidden_layers,
            gen_dir ? "" : " (initialised)", cfg.vocab_size, config_sharing_str(cfg.embedding_sharing), n_init, n_init ? " (" : "",
            init_list, n_init > 3 ? ", ...)" : n_init ? ")" : "");
+    if (tok)
+        printf("import: tokenizer %s (%d ids, tokenizer %s): [PAD] %d [CLS] %d [SEP] %d [UNK] %d [MASK] %d\n", tok_path, tok->vocab_size,
+               tok->hash, cfg.pad_id, cfg.cls_id, cfg.sep_id, cfg.unk_id, cfg.mask_id);
+    else
+        printf("import: no tokenizer (no %s/spm.model, no --tokenizer): the special ids stay [PAD] %d [CLS] %d [SEP] %d [UNK] %d [MASK] %d\n",
+               hf, cfg.pad_id, cfg.cls_id, cfg.sep_id, cfg.unk_id, cfg.mask_id);
+    tokfile_free(tok);
     free(text);
     electra_free(&m);
     safetensors_close(d.st);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "autograd/util.h"
 #include "data/brown.h"
 #include "data/shard.h"
@@ -105,6 +106,10 @@ int cmd_prep_task(int argc, char **argv) {
     BrownText *bt;
     size_t nb;
     if (brown_read_dir(brown, &bt, &nb, err, sizeof err)) fatal("%s", err);
+    snprintf(path, sizeof path, "%s/spm.model", data);
+    if (access(path, F_OK) == 0) /* data/task.c encodes words with our tokenizer only */
+        fatal("prep-task: %s was prepared with a SentencePiece model (%s); the fine-tuning tasks need shards of our own tokenizer "
+              "(deberta prep without --tokenizer, or with a tokenizer.bin)", data, path);
     snprintf(path, sizeof path, "%s/tokenizer.bin", data);
     Tokenizer *tk = tokenizer_load(path, err, sizeof err);
     if (!tk) fatal("%s", err);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "autograd/util.h"
+#include "train/checkpoint.h"
 #include "train/cli/cli.h"
 #include "train/dist.h"
 #include "train/pretrain.h"
@@ -14,6 +15,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: deberta pretrain --data DIR --out RUNDIR [options]\n"
             "       deberta pretrain --resume RUNDIR --data DIR [--threads N]\n"
+            "       deberta pretrain --init-from CHECKPOINT --data DIR --out RUNDIR [options]\n"
             "\n"
             "ELECTRA-style DeBERTa-V3 pretraining (generator MLM + discriminator RTD) from HDF5 shards\n"
             "written by `deberta prep`.  RUNDIR gets config.txt, cmdline.txt, metrics.jsonl, checkpoint.h5.\n"
@@ -22,6 +24,9 @@ static void usage(FILE *f) {
             "  --data DIR             shards (train-*.h5, val-*.h5)                     (required)\n"
             "  --out RUNDIR           run directory; must not hold a run already          (required)\n"
             "  --resume RUNDIR        continue the run in RUNDIR exactly where it stopped\n"
+            "  --init-from CKPT       a new run from the parameters of CKPT (deberta import's RUN/checkpoint.h5 or a\n"
+            "                         run's): its model config, then the model flags (not --preset); the shards must\n"
+            "                         be of its tokenizer (deberta prep --tokenizer spm.model for an import)\n"
             "  --steps N              training steps                                      [%ld]\n"
             "  --minutes M            instead of --steps: time a step, then fit the run into M minutes\n"
             "  --batch B              sequences per micro-batch                            [%d]\n"
@@ -70,12 +75,24 @@ int cmd_pretrain(int argc, char **argv) {
     int have_data = 0, have_out = 0, model_flags = 0, resume_extra = 0;
     const char *env = getenv("OMP_NUM_THREADS");
     if (env) o.threads = atoi(env);
+    /* --init-from: the checkpoint's model config comes first, the model flags then change it */
+    for (int i = 1; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--init-from")) continue;
+        snprintf(o.init_from, sizeof o.init_from, "%s", argv[i + 1]);
+        CheckpointState st;
+        memset(&st, 0, sizeof st);
+        if (checkpoint_read_state(o.init_from, &st, err, sizeof err)) fatal("--init-from: %s", err);
+        if (config_from_text(&cfg, st.config, o.init_from, err, sizeof err)) fatal("--init-from: %s", err);
+        checkpoint_state_free(&st);
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
         }
+        if (!strcmp(a, "--preset") && o.init_from[0])
+            return cli_usage_error("pretrain", "--preset replaces the model of --init-from; give single model keys instead");
         if (!strcmp(a, "--config")) {
             if (i + 1 >= argc) return cli_usage_error("pretrain", "%s needs a value", a);
             if (config_load(&cfg, argv[++i], err, sizeof err)) {
@@ -104,6 +121,10 @@ int cmd_pretrain(int argc, char **argv) {
         if (!strcmp(k, "data")) {
             snprintf(o.data, sizeof o.data, "%s", v);
             have_data = 1;
+            continue;
+        }
+        if (!strcmp(k, "init-from")) {
+            resume_extra = 1;
             continue;
         }
         if (!strcmp(k, "resume")) {
