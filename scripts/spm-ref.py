@@ -5,6 +5,11 @@
                                                nmt_nfkc or identity; TYPE unigram (default, byte fallback
                                                on), unigram-nobf (byte fallback off) or bpe; [PAD] [CLS]
                                                [SEP] [UNK] = 0..3, user-defined [MASK] <br> @@, control [CTL])
+  spm-ref.py train-v3 CORPUS PREFIX VOCAB MASK a DeBERTa-V3-style model PREFIX.model for continued pretraining
+                                               (tests/e2e-spm-pretrain.sh): nmt_nfkc, byte fallback, [PAD] [CLS]
+                                               [SEP] [UNK] = 0..3, control [CTL], user-defined <br> @@ and, with
+                                               MASK = user, [MASK] after them (id 7); MASK = none: no [MASK] piece,
+                                               as the published spm.model (tokenizers append it after the last)
   spm-ref.py hard OUT                          writes the hard strings, one per line (UTF-8)
   spm-ref.py encode MODEL TEXT                 ids of every line of TEXT (split at '\\n' only), one line each,
                                                as `deberta encode --tokenizer MODEL TEXT` prints them
@@ -51,6 +56,16 @@ def main():
             normalization_rule_name=norm, byte_fallback=kind != "unigram-nobf", hard_vocab_limit=False, pad_id=0, bos_id=1, eos_id=2, unk_id=3,
             pad_piece="[PAD]", bos_piece="[CLS]", eos_piece="[SEP]", unk_piece="[UNK]",
             user_defined_symbols=["[MASK]", "<br>", "@@"], control_symbols=["[CTL]"],
+            num_threads=1, minloglevel=2)
+    elif cmd == "train-v3":
+        corpus, prefix, vocab, mask = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+        if mask not in ("user", "none"):
+            sys.exit("train-v3: MASK must be user or none")
+        spm.SentencePieceTrainer.train(
+            input=corpus, model_prefix=prefix, model_type="unigram", vocab_size=vocab, normalization_rule_name="nmt_nfkc",
+            byte_fallback=True, hard_vocab_limit=False, pad_id=0, bos_id=1, eos_id=2, unk_id=3,
+            pad_piece="[PAD]", bos_piece="[CLS]", eos_piece="[SEP]", unk_piece="[UNK]",
+            user_defined_symbols=["<br>", "@@"] + (["[MASK]"] if mask == "user" else []), control_symbols=["[CTL]"],
             num_threads=1, minloglevel=2)
     elif cmd == "hard":
         with open(sys.argv[2], "w", encoding="utf-8", newline="") as f:
