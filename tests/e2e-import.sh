@@ -12,8 +12,9 @@
 #     alone imports (generator of the default depth initialised; the summary line says so);
 #   * export warns about the distance clamp exactly when max_relative_positions < max_position_embeddings;
 #   * scripts/convert-to-safetensors.py turns a PyTorch pickle into a file import reads;
-#   * bad input: config shapes that disagree with the tensors, a truncated safetensors file, a
-#     missing tensor, a pickle-only folder: one error line each.
+#   * bad input: config shapes that disagree with the tensors, a truncated safetensors file, a header
+#     that lies about a tensor's size, an unknown dtype, a missing tensor, a pickle-only folder: one
+#     error line each (the reader's other refusals: tests/test_safetensors.c).
 # Exit 0 = pass, 77 = skipped (reason printed), anything else = fail.
 . "$(dirname "$0")/lib-e2e.sh"
 e2e_need_reference
@@ -121,11 +122,31 @@ bad "config and weights disagree" -- "$BIN" import "$T/badcfg" --out "$T/run-x1"
 cp "$T/s32/discriminator/config.json" "$T/trunc/"
 head -c 20000 "$T/s32/discriminator/model.safetensors" > "$T/trunc/model.safetensors"
 bad "truncated" -- "$BIN" import "$T/trunc" --out "$T/run-x2"
+"$PY" - "$T" <<'PYEOF' || fail "writing safetensors files with a lying header"
+import json, os, shutil, struct, sys
+T = sys.argv[1]
+src = T + "/s32/discriminator"
+raw = open(src + "/model.safetensors", "rb").read()
+(n,) = struct.unpack("<Q", raw[:8])
+hdr, data = json.loads(raw[8:8 + n]), raw[8 + n:]
+def write(name, edit):
+    h = json.loads(json.dumps(hdr))
+    edit(h[next(k for k in h if k != "__metadata__")])
+    os.makedirs(T + "/" + name, exist_ok=True)
+    shutil.copy(src + "/config.json", T + "/" + name)
+    b = json.dumps(h).encode()
+    b += b" " * (-len(b) % 8)
+    open(T + "/" + name + "/model.safetensors", "wb").write(struct.pack("<Q", len(b)) + b + data)
+write("baddtype", lambda t: t.update(dtype="Q4"))
+write("badsize", lambda t: t["data_offsets"].__setitem__(1, t["data_offsets"][1] + 4))
+PYEOF
+bad "unknown dtype 'Q4'" -- "$BIN" import "$T/baddtype" --out "$T/run-x4"
+bad "lies about sizes" -- "$BIN" import "$T/badsize" --out "$T/run-x5"
 mkdir -p "$T/deepgen"
 sed 's/"num_hidden_layers": 2/"num_hidden_layers": 3/' "$T/s32/generator/config.json" > "$T/deepgen/config.json"
 ln -s "$T/s32/generator/model.safetensors" "$T/deepgen/model.safetensors"
 bad "has no tensor 'deberta.encoder.layer.2." -- "$BIN" import "$T/s32/discriminator" --generator "$T/deepgen" --out "$T/run-x3"
-[ ! -e "$T/run-x1/checkpoint.h5" ] && [ ! -e "$T/run-x3/checkpoint.h5" ] || fail "a refused import left a checkpoint"
+for x in x1 x2 x3 x4 x5; do [ ! -e "$T/run-$x/checkpoint.h5" ] || fail "a refused import ($x) left a checkpoint"; done
 bad "already holds a run" -- "$BIN" import "$T/s32/discriminator" --out "$T/run-disc"
 
 [ $fails -eq 0 ] && echo "e2e-import: all checks passed"
