@@ -91,6 +91,36 @@ for f in checkpoint.h5 best.h5 metrics.jsonl results.txt; do
 done
 echo "ok   resume: checkpoint.h5, best.h5, metrics.jsonl, results.txt identical to the uninterrupted run"
 
+# ---- SIGTERM / SIGINT: finish the step, checkpoint it, say so, exit 0; --resume continues exactly
+LONG="--init scratch --preset test --task pos --data $TMP/task-pos --steps 1000000 --batch 4 --eval-every 2 --save-every 0 --log-every 1"
+ckpt_step() { h5dump -a /step "$1" | sed -n 's/^ *(0): \([0-9]*\).*/\1/p'; }
+for sig in TERM INT; do
+    "$BIN" finetune $LONG --out "$TMP/sig$sig" >/dev/null 2>"$TMP/sig$sig.err" &
+    pid=$!
+    i=0
+    while c=$(grep -c '"kind":"train"' "$TMP/sig$sig/metrics.jsonl" 2>/dev/null); [ "${c:-0}" -lt 3 ]; do
+        i=$((i + 1))
+        [ $i -lt 600 ] || { kill -9 $pid; fail "SIG$sig: the run did not log 3 steps in 60 s"; }
+        kill -0 $pid 2>/dev/null || { cat "$TMP/sig$sig.err"; fail "SIG$sig: the run ended early"; }
+        sleep 0.1
+    done
+    kill -$sig $pid
+    wait $pid; rc=$?
+    [ $rc -eq 0 ] || { cat "$TMP/sig$sig.err"; fail "SIG$sig: exit status $rc, expected 0"; }
+    n=$(sed -n "s/^stopped by SIG$sig after step \([0-9]*\): checkpoint written to .*--resume .*/\1/p" "$TMP/sig$sig.err")
+    [ -n "$n" ] || { cat "$TMP/sig$sig.err"; fail "SIG$sig: no 'stopped by SIG$sig after step N' line"; }
+    [ "$(ckpt_step "$TMP/sig$sig/checkpoint.h5")" = "$n" ] || fail "SIG$sig: checkpoint.h5 is not of step $n"
+    [ -z "$(find "$TMP/sig$sig" -name '*.tmp')" ] || fail "SIG$sig left a .tmp file"
+    [ ! -e "$TMP/sig$sig/results.txt" ] || fail "SIG$sig: a stopped run wrote results"
+done
+"$BIN" finetune --resume "$TMP/sigTERM" --stop-after 3 >/dev/null 2>"$TMP/sig.err" || { cat "$TMP/sig.err"; fail "--resume after SIGTERM"; }
+n=$(ckpt_step "$TMP/sigTERM/checkpoint.h5")
+"$BIN" finetune $LONG --out "$TMP/sigref" --stop-after "$n" >/dev/null 2>"$TMP/sig.err" || { cat "$TMP/sig.err"; fail "reference run"; }
+for f in checkpoint.h5 best.h5 metrics.jsonl; do
+    cmp -s "$TMP/sigTERM/$f" "$TMP/sigref/$f" || fail "resumed after SIGTERM: $f differs from an uninterrupted run of $n steps"
+done
+echo "ok   SIGTERM/SIGINT: the step finished, its checkpoint written, exit 0; resumed + 3 steps == $n uninterrupted steps (checkpoint.h5, best.h5, metrics.jsonl)"
+
 # ---- genre from scratch
 "$BIN" finetune --init scratch --preset test --task genre --data "$TMP/task-genre" --steps 6 --batch 4 --out "$TMP/g" \
     >"$TMP/g.out" 2>"$TMP/g.err" || { cat "$TMP/g.err"; fail "finetune genre"; }
