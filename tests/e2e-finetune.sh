@@ -57,6 +57,15 @@ expect_error "prep-task on shards that hold test texts" "is the Brown text c.0[2
     >"$TMP/prep.out" 2>&1 || { cat "$TMP/prep.out"; fail "prep --holdout-brown"; }
 grep -q "4 documents are dev/test texts of the Brown tasks .*: 4 of them were in the inputs, now in val" "$TMP/prep.out" ||
     { cat "$TMP/prep.out"; fail "prep did not report the 4 held-out texts"; }
+# the hold-out marker: written by prep --holdout-brown, absent (and removed) without the flag
+[ ! -e "$TMP/leaky/holdout-brown.txt" ] || fail "prep without --holdout-brown wrote holdout-brown.txt"
+grep -q "^holdout_in_inputs = 4$" "$TMP/data/holdout-brown.txt" && grep -q "^holdout_texts = 4$" "$TMP/data/holdout-brown.txt" &&
+    grep -q "^tokenizer_hash = $(sed -n 's/.*tokenizer \([0-9a-f]\{16\}\) (trained.*/\1/p' "$TMP/prep.out")$" "$TMP/data/holdout-brown.txt" ||
+    { cat "$TMP/data/holdout-brown.txt"; fail "holdout-brown.txt content"; }
+cp "$TMP/data/holdout-brown.txt" "$TMP/leaky/"
+"$BIN" prep --input "$C/brown.txt" "$C/other.txt" --out "$TMP/leaky" --vocab-size 400 --val-fraction 0 >/dev/null 2>&1 || fail "prep again"
+[ ! -e "$TMP/leaky/holdout-brown.txt" ] || fail "prep without --holdout-brown left an old holdout-brown.txt"
+echo "ok   holdout-brown.txt: written by prep --holdout-brown (texts, found, tokenizer), removed by a prep without it"
 for t in pos genre; do
     "$BIN" prep-task --task $t --brown "$C/brown-tagged" --shards "$TMP/data" --out "$TMP/task-$t" --seq-len 24 \
         >"$TMP/pt-$t.out" 2>&1 || { cat "$TMP/pt-$t.out"; fail "prep-task $t"; }
