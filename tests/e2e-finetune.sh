@@ -28,25 +28,8 @@ expect_error() {
 
 # ---- a synthetic tagged corpus and its plain text
 C=$TMP/corpus
-mkdir -p "$C/brown-tagged"
-for g in a b; do
-    for n in 1 2 3 4 5; do
-        awk -v seed="$n$g" -v genre=$g 'BEGIN {
-            srand(length(seed) * 7 + (genre == "a" ? 11 : 29) + substr(seed, 1, 1) * 3);
-            split("the a this every", DT, " "); split("big small red old quiet", JJ, " ");
-            split(genre == "a" ? "dog cat house tree man car" : "ship star planet engine pilot moon", NN, " ");
-            split("saw liked took found moved", VB, " "); split("in on near under", IN, " ");
-            for (s = 0; s < 25; s++) {
-                printf "\n\n\t%s/at %s/jj %s/nn %s/vbd %s/at %s/nn %s/in %s/at %s/nn ./.\n",
-                    DT[int(rand()*4)+1], JJ[int(rand()*5)+1], NN[int(rand()*6)+1], VB[int(rand()*5)+1],
-                    DT[int(rand()*4)+1], NN[int(rand()*6)+1], IN[int(rand()*4)+1], DT[int(rand()*4)+1], NN[int(rand()*6)+1]
-            } }' > "$C/brown-tagged/c${g}0$n"
-    done
-done
-for f in "$C"/brown-tagged/c*; do  # plain form: tags stripped, words joined by spaces
-    tr -s ' \t\n' '\n' <"$f" | grep . | sed 's|/[^/]*$||' | tr '\n' ' ' | sed 's/ $//'; printf '\n\n'
-done > "$C/brown.txt"
-for i in $(seq 1 40); do echo "Other text number $i: a dog and a ship met near the old house."; echo; done > "$C/other.txt"
+. tests/lib-brown.sh
+make_brown_corpus "$C"
 
 # ---- the hold-out rule
 "$BIN" prep --input "$C/brown.txt" "$C/other.txt" --out "$TMP/leaky" --vocab-size 400 --val-fraction 0 >/dev/null 2>&1 ||
