@@ -410,7 +410,7 @@ def label_text(label, init, o):
     if init == "scratch":
         return "scratch (%s preset, random init)" % o.preset
     step = checkpoint_step(init) if os.path.exists(init) else None
-    return "%s: `%s`%s" % (label, init, "" if step is None else " (pretrained %d steps)" % step)
+    return "%s: `%s`%s" % (label, init, "" if step is None else " (pretrained %s)" % plural(step, "step"))
 
 
 def task_table(o, task, rows):
