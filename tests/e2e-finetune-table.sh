@@ -102,7 +102,14 @@ for bad in "x" "scratch=$TMP/pre/checkpoint.h5" "a=$TMP/none.h5"; do
 done
 FT_LR=abc $T >/dev/null 2>"$TMP/t6.err" && fail "FT_LR=abc accepted"
 grep -q "^error: finetune-table: FT_LR='abc' must be a number" "$TMP/t6.err" || fail "FT_LR=abc: no error line"
-ok "another budget, a bad label, a missing checkpoint, a bad knob: one error line, exit 1"
+"$BIN" prep --input "$TMP/corpus/brown.txt" "$TMP/corpus/other.txt" --out "$TMP/shards2" --vocab-size 350 \
+    --holdout-brown "$TMP/corpus/brown-tagged" >/dev/null 2>&1 || fail "prep (another tokenizer)"
+"$BIN" pretrain --data "$TMP/shards2" --out "$TMP/pre2" --preset test --steps 1 --batch 2 --max_seq_len 32 >/dev/null 2>&1 || fail "pretrain 2"
+FT_TABLE_DIR=$TMP/tab4 FT_TASKS=pos FT_SEEDS=1 $T other=$TMP/pre2/checkpoint.h5 >/dev/null 2>"$TMP/t6.err"; rc=$?
+[ $rc -eq 1 ] && [ "$(grep -c '^error:' "$TMP/t6.err")" = 1 ] &&
+    grep -q '^error: finetune-table: pos other seed 1: deberta finetune exited 1: checkpoint .*/pre2/checkpoint.h5 was pretrained with tokenizer [0-9a-f]*, but the task files .* (log: .*/tab4/other/pos-seed1.log)$' "$TMP/t6.err" ||
+    { cat "$TMP/t6.err"; fail "a checkpoint with another tokenizer: exit $rc"; }
+ok "another budget, a bad label, a missing checkpoint, a bad knob, a checkpoint of another tokenizer: one error line, exit 1"
 
 # the checkpoint changed after its runs: they are moved aside and run again
 touch "$TMP/pre/checkpoint.h5"
