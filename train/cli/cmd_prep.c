@@ -135,7 +135,7 @@ int cmd_prep(int argc, char **argv) {
      * anything, written again only after a successful prep with --holdout-brown */
     char marker[4200];
     if (snprintf(marker, sizeof marker, "%s/holdout-brown.txt", out) >= (int)sizeof marker) fatal("--out %s: path too long", out);
-    if (unlink(marker) != 0 && errno != ENOENT) fatal("output %s: cannot remove %s (%s)", out, marker, strerror(errno));
+    if (unlink(marker) != 0 && errno != ENOENT && errno != ENOTDIR) fatal("output %s: cannot remove %s (%s)", out, marker, strerror(errno));
     PrepResult r;
     const int rc = prep_run(&pc, &r, err, sizeof err);
     free(inputs);
