@@ -18,7 +18,7 @@ aside() {  # a free name: $1-no-holdout, $1-no-holdout-2, ...
 if [ ! -f $S/holdout-brown.txt ]; then
     if [ -f $S/train-00000.h5 ]; then
         to=$(aside $S)
-        echo "note: $S was prepped without --holdout-brown (no $S/holdout-brown.txt): its train split holds the dev/test texts of the fine-tuning tasks; moving it to $to and prepping again"
+        echo "note: $S has no holdout-brown.txt (prepped without --holdout-brown, or before prep recorded it), so its train split may hold the dev/test texts of the fine-tuning tasks; moving it to $to and prepping again"
         mv $S "$to"
     fi
     ./build/deberta prep --input data/corpus --out $S --vocab-size 8192 --val-fraction 0.02 --holdout-brown data/corpus/brown-tagged
