@@ -6,6 +6,8 @@
   ablate.py summary OUTDIR [--only V1,V2] [--name NAME] [--baseline V] [--data DIR] [--min-count N]
                     [--no-plots]
   ablate.py cosine  CHECKPOINT... [--data DIR] [--min-count N]
+  ablate.py finetune OUTDIR [--task pos] [--seeds 1] [--scratch-seeds S] [--only V1,V2] [--parallel P]
+                    [--threads T] [--deberta BIN]
 
 Axes (each a comma- or space-separated list; an axis not given is left to the pretrain flags):
   --terms   attention-term subsets, e.g. "c2c,c2c+c2p,c2c+p2c,c2c+c2p+p2c" ('+' or '|' inside one)
@@ -35,6 +37,17 @@ Timing: each pretrain invocation's wall time, steps and tokens go to RUNDIR/abla
 (metrics.jsonl stays free of wall-clock values); tokens/s in the summary = trained tokens / wall
 seconds over all invocations of the run (start-up, evaluations and checkpoints included).
 
+Downstream (finetune): every finished run's final checkpoint is fine-tuned on the Brown task(s) with the
+fine-tuning seeds (--seeds, default 1), and the model from scratch with --scratch-seeds (default: the
+grid's seeds), all with one budget: the FT_* variables of scripts/finetune-table.sh (FT_STEPS,
+FT_BATCH, FT_LR, FT_SEQ_LEN, FT_EVAL_EVERY, FT_PRESET = the scratch model; SHARDS defaults to the
+grid's --data, whose tokenizer the task files must use), through the same machinery
+(scripts/finetune_table.py: skip finished, resume interrupted, refuse other budgets).  Runs go to
+OUTDIR/finetune/<variant>-seed<k>/<task>-seed<s>/ and OUTDIR/finetune/scratch/<task>-seed<s>/.
+summary then adds a column per task: test accuracy of the best-dev model, per pretraining run the
+mean over its fine-tuning seeds, then mean ± sd over the variant's runs (and paired differences with
+--baseline), and a line with scratch as the floor.
+
 Embedding cosine (DeBERTaV3 §5.3): for a token table E and the token set S (all ids except the 5
 special tokens [PAD] [CLS] [SEP] [UNK] [MASK]; optionally only ids seen >= --min-count times in the
 train shards), the mean cosine similarity over all unordered pairs of distinct tokens,
@@ -49,6 +62,7 @@ import glob
 import json
 import math
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -553,6 +567,138 @@ def cmd_cosine(argv):
     return 0
 
 
+# ---------------------------------------------------------------- downstream (fine-tuning)
+
+def ft_module():
+    sys.path.insert(0, HERE)
+    import finetune_table
+    return finetune_table
+
+
+def finished_runs(outdir, only):
+    """(variant, seed, rundir) of the finished runs in OUTDIR, in the grid's variant order, seed-major."""
+    out = []
+    for spec_path in sorted(glob.glob(os.path.join(outdir, "*", "ablate.json"))):
+        rundir = os.path.dirname(spec_path)
+        spec = json.load(open(spec_path, encoding="utf-8"))
+        if only and spec["variant"] not in only:
+            continue
+        step, steps = checkpoint_step(rundir), run_steps(rundir)
+        if step is None or steps is None or step != steps:
+            note("%s: not finished (step %s of %s): not fine-tuned" % (os.path.basename(rundir), step, steps))
+            continue
+        out.append((spec["variant"], int(spec["seed"]), rundir))
+    gp = os.path.join(outdir, "ablate-grid.json")
+    order = json.load(open(gp, encoding="utf-8")).get("variants", []) if os.path.exists(gp) else []
+    rank = {v: i for i, v in enumerate(order)}
+    return sorted(out, key=lambda x: (x[1], rank.get(x[0], len(rank)), x[0]))
+
+
+def cmd_finetune(argv):
+    ap = argparse.ArgumentParser(prog="ablate.sh finetune",
+                                 description="fine-tune every finished run of OUTDIR on a Brown task (see ablate.sh --help)")
+    ap.add_argument("outdir")
+    ap.add_argument("--task", default="pos", help="pos, genre or both (comma-separated) [pos]")
+    ap.add_argument("--seeds", default="1", help="fine-tuning seeds per pretraining run [1]")
+    ap.add_argument("--scratch-seeds", default="", help="seeds of the scratch model [the grid's seeds]")
+    ap.add_argument("--only", default="", help="comma-separated variants")
+    ap.add_argument("--parallel", type=int, default=min(2, os.cpu_count() or 1), help="runs at a time [min(2, cores)]")
+    ap.add_argument("--threads", type=int, default=0, help="threads per run [cores / parallel]")
+    ap.add_argument("--deberta", default=os.path.join(ROOT, "build", "deberta"))
+    args = ap.parse_args(argv)
+    if not os.path.isdir(args.outdir):
+        die("%s is not a directory" % args.outdir)
+    if args.parallel < 1:
+        die("--parallel must be >= 1", 2)
+    grid = {}
+    gp = os.path.join(args.outdir, "ablate-grid.json")
+    if os.path.exists(gp):
+        grid = json.load(open(gp, encoding="utf-8"))
+    ft = ft_module()
+    if grid.get("data") and not os.environ.get("SHARDS"):
+        os.environ["SHARDS"] = grid["data"]
+    os.environ["FT_TASKS"] = args.task
+    os.environ["FT_SEEDS"] = args.seeds
+    os.environ["FT_PARALLEL"] = str(args.parallel)
+    os.environ["FT_TABLE_DIR"] = os.path.join(args.outdir, "finetune")
+    os.environ["DEBERTA"] = args.deberta
+    if args.threads > 0:
+        os.environ["THREADS"] = str(args.threads)
+    elif not os.environ.get("THREADS"):
+        os.environ["THREADS"] = str(max(1, (os.cpu_count() or 1) // args.parallel))
+    o = ft.options_from_env()
+    scratch_seeds = split_list(args.scratch_seeds) or [str(x) for x in grid.get("seeds", [])] or [str(x) for x in o.seeds]
+    for x in scratch_seeds:
+        if not x.isdigit():
+            die("--scratch-seeds: '%s' is not a non-negative integer" % x, 2)
+    runs = finished_runs(args.outdir, split_list(args.only))
+    if not runs:
+        die("no finished runs in %s" % args.outdir)
+    os.makedirs(o.table_dir, exist_ok=True)
+    jobs = []
+    for t in o.tasks:
+        tdir = ft.ensure_task_files(o, t)
+        jobs += [ft.make_job(o, "scratch", "scratch", t, int(x), tdir) for x in scratch_seeds]
+        jobs += [ft.make_job(o, "%s-seed%d" % (v, k), os.path.join(d, "checkpoint.h5"), t, x, tdir)
+                 for v, k, d in runs for x in o.seeds]
+    rc = ft.run_jobs(o, jobs)
+    if rc == 0:
+        note("fine-tuning done; `ablate.sh summary %s` adds the downstream columns" % args.outdir)
+    return rc
+
+
+def attach_downstream(outdir, runs):
+    """Per pretraining run r: r["ft_<task>_acc"] / r["ft_<task>_dev"] = the mean over its finished
+    fine-tuning seeds (OUTDIR/finetune/<variant>-seed<k>/<task>-seed*/).  Returns (metric entries for the
+    summary, lines about scratch and the budget)."""
+    root = os.path.join(outdir, "finetune")
+    if not os.path.isdir(root):
+        return [], []
+    ft = ft_module()
+
+    def results(label, task):
+        out = []
+        for d in sorted(glob.glob(os.path.join(root, label, "%s-seed*" % task))):
+            if not re.match(r"^%s-seed\d+$" % task, os.path.basename(d)):
+                continue  # .stale-N
+            r = ft.read_result(d)
+            if r:
+                r["config"] = read_config_text(os.path.join(d, "config.txt")) or {}
+                out.append(r)
+        return out
+
+    metrics, lines = [], []
+    for task in ft.TASKS:
+        scratch = results("scratch", task)
+        found = False
+        for r in runs:
+            rs = results("%s-seed%d" % (r["variant"], r["seed"]), task)
+            if rs:
+                found = True
+                r["ft_%s_acc" % task] = sum(x["acc"] for x in rs) / len(rs)
+                r["ft_%s_dev" % task] = sum(x["dev_acc"] for x in rs) / len(rs)
+                r.setdefault("ft_results", []).extend(rs)
+        if not found and not scratch:
+            continue
+        metrics += [("ft_%s_acc" % task, "%s test acc (fine-tuned)" % task, None, "%.4f"),
+                    ("ft_%s_dev" % task, "%s best dev acc" % task, None, "%.4f")]
+        allr = scratch + [x for r in runs for x in r.get("ft_results", []) if x["config"].get("ft_task") == task]
+        budgets = sorted({tuple(x["config"].get(k, "?") for k in ("ft_steps", "ft_batch", "ft_lr", "ft_eval_every"))
+                          for x in allr})
+        T = sorted({os.path.basename(x["config"].get("ft_data", "?")) for x in allr})
+        m, sd, n = mean_sd([x["acc"] for x in scratch])
+        b = ", ".join("%s steps × %s examples, lr %g, dev every %s" % (st, bt, float(lr), ev) for st, bt, lr, ev in budgets)
+        lines.append("Downstream, %s (task files %s; fine-tuning %s%s): the column is the test accuracy of the best-dev "
+                     "model, per pretraining run the mean over its fine-tuning seeds. Scratch (the same budget from "
+                     "random initialisation, the floor): %s (n=%d)%s." % (
+                         task, ", ".join(T), b, " — **the runs do not have the same fine-tuning budget**" if len(budgets) > 1 else "",
+                         fmt_ms(m, sd, "%.4f"), n,
+                         "; baselines: majority class %.4f" % scratch[0]["baseline_majority_acc"] if scratch else ""))
+        if task == "pos" and scratch and scratch[0].get("baseline_word_tag_acc") is not None:
+            lines[-1] = lines[-1][:-1] + ", most frequent tag per word %.4f." % scratch[0]["baseline_word_tag_acc"]
+    return metrics, lines
+
+
 # ---------------------------------------------------------------- summary
 
 METRICS = [("mlm_loss", "val MLM loss", "g_loss", "%.4f"), ("mlm_acc", "val MLM acc", "mlm_acc", "%.4f"),
@@ -740,6 +886,8 @@ def cmd_summary(argv):
     grid, runs, order = collect(args.outdir, only, counts, args.min_count)
     if not runs:
         die("no runs (*/ablate.json) in %s" % args.outdir)
+    ds_metrics, ds_lines = attach_downstream(args.outdir, runs)
+    metrics = METRICS + ds_metrics
     prefix = args.name + "-" if args.name else ""
     cos_keys = ["cos_G", "cos_D"] + (["cos_G_frequent", "cos_D_frequent"] if counts is not None else [])
 
@@ -751,7 +899,7 @@ def cmd_summary(argv):
                "seeds": " ".join(str(r["seed"]) for r in sorted(done, key=lambda r: r["seed"])),
                "steps": sorted({r["steps"] for r in vr if r["steps"]}),
                "tokens_per_run": sorted({r["steps"] * r["tokens_per_step"] for r in vr if r["steps"]})}
-        for key, _, _, _ in METRICS:
+        for key, _, _, _ in metrics:
             src = done if key != "tokens_per_s" else [r for r in done if r.get("tokens_per_s")]
             row[key] = mean_sd([r.get(key) for r in src])
         for key in cos_keys:
@@ -770,7 +918,7 @@ def cmd_summary(argv):
     with open(csv_path, "w", newline="") as f:
         w = csv.writer(f)
         head = ["variant", "n_finished", "seeds", "steps", "tokens_per_run"]
-        for key, _, _, _ in METRICS:
+        for key, _, _, _ in metrics:
             head += [key + "_mean", key + "_sd"]
         head += ["params", "d_params"]
         for key in cos_keys:
@@ -779,7 +927,7 @@ def cmd_summary(argv):
         for row in rows:
             line = [row["variant"], row["finished"], row["seeds"], " ".join(map(str, row["steps"])),
                     " ".join(map(str, row["tokens_per_run"]))]
-            for key in [m[0] for m in METRICS] + ["params", "d_params"] + cos_keys:
+            for key in [m[0] for m in metrics] + ["params", "d_params"] + cos_keys:
                 if key in ("params", "d_params"):
                     line.append(row[key] if row[key] is not None else "")
                     continue
@@ -789,7 +937,7 @@ def cmd_summary(argv):
     # per-run CSV (every seed)
     with open(os.path.join(args.outdir, prefix + "runs.csv"), "w", newline="") as f:
         w = csv.writer(f)
-        keys = [m[0] for m in METRICS] + cos_keys
+        keys = [m[0] for m in metrics] + cos_keys
         w.writerow(["run", "variant", "seed", "step", "steps", "finished", "wall_s", "params"] + keys)
         for r in sorted(runs, key=lambda r: (order.index(r["variant"]), r["seed"])):
             w.writerow([os.path.basename(r["dir"]), r["variant"], r["seed"], r["step"], r["steps"], int(r["finished"]),
@@ -807,16 +955,20 @@ def cmd_summary(argv):
               "tokens/s = trained tokens / wall time of each run (evaluations and checkpoints included; "
               "%s runs in parallel with %s thread(s) each)." % (grid.get("parallel", "?"), grid.get("threads", "?")))
     md.append("")
-    md.append("| variant | n | " + " | ".join(m[1] for m in METRICS) + " | params (G+D) | D params |")
-    md.append("|---|---|" + "---|" * (len(METRICS) + 2))
+    md.append("| variant | n | " + " | ".join(m[1] for m in metrics) + " | params (G+D) | D params |")
+    md.append("|---|---|" + "---|" * (len(metrics) + 2))
     for row in rows:
         cells = [row["variant"], str(row["finished"])]
-        for key, _, _, f in METRICS:
-            m, sd, _ = row[key]
-            cells.append(fmt_ms(m, sd, f))
+        for key, _, _, f in metrics:
+            m, sd, n = row[key]
+            # a downstream value missing for some finished runs: say over how many runs it is
+            cells.append(fmt_ms(m, sd, f) + (" (n=%d)" % n if key.startswith("ft_") and m is not None and n != row["finished"] else ""))
         cells.append("{:,}".format(row["params"]) if isinstance(row["params"], int) else "–")
         cells.append("{:,}".format(row["d_params"]) if isinstance(row["d_params"], int) else "–")
         md.append("| " + " | ".join(cells) + " |")
+    if ds_lines:
+        md.append("")
+        md += ds_lines
     md.append("")
     md.append("Embedding cosine (mean pairwise cosine similarity of the token embeddings, all %s): " %
               ("non-special tokens, and tokens seen ≥ %d times in the train shards" % args.min_count
@@ -832,7 +984,7 @@ def cmd_summary(argv):
         if args.baseline not in order:
             die("--baseline %s is not among the variants (%s)" % (args.baseline, ", ".join(order)))
         base = {r["seed"]: r for r in runs if r["variant"] == args.baseline and r["finished"]}
-        keys = [m for m in METRICS if m[0] != "tokens_per_s"]
+        keys = [m for m in metrics if m[0] != "tokens_per_s"]
         md.append("")
         md.append("Paired differences against `%s` (variant − baseline per seed, same seed = same sequences and "
                   "masks; mean ± sd over the seeds both finished; t = mean / (sd/√n)):" % args.baseline)
@@ -890,7 +1042,9 @@ def main():
         return cmd_summary(rest)
     if cmd == "cosine":
         return cmd_cosine(rest)
-    die("unknown command '%s' (run, summary, cosine; --help)" % cmd, 2)
+    if cmd == "finetune":
+        return cmd_finetune(rest)
+    die("unknown command '%s' (run, summary, cosine, finetune; --help)" % cmd, 2)
 
 
 if __name__ == "__main__":

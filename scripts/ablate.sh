@@ -1,6 +1,7 @@
 #!/bin/sh
 # ablate.sh — grids of `deberta pretrain` runs (attention terms, EMD, embedding sharing, position
-# buckets, λ, seeds), their summary tables and plots, and the embedding cosine analysis.
+# buckets, λ, seeds), their summary tables and plots, the embedding cosine analysis, and fine-tuning
+# of every run's checkpoint on the Brown tasks for a downstream column (through scripts/finetune_table.py).
 # The work is done by scripts/ablate.py (Python standard library + numpy + h5py, run with
 # /usr/bin/python3); this wrapper only finds the interpreter.  Usage: scripts/ablate.sh --help,
 # docs/ABLATIONS.md.

@@ -1,17 +1,22 @@
 #!/bin/sh
-# `make demo-finetune`: a brief part-of-speech fine-tune of a pretrained tiny encoder beside the same
-# model from random initialisation with the same budget, each printed next to the baselines.
+# `make demo-finetune`: a brief part-of-speech fine-tune of `make demo`'s tiny encoder beside the same
+# model from random initialisation with the same budget, both printed next to the baselines.
 #
-# The test texts of the task must not be in the pretraining data, and `make demo`'s shards
-# (data/shards) were prepped without the hold-out, so this demo preps its own shards with
-# --holdout-brown (data/shards-heldout) and pretrains its own tiny model on them with the demo's
-# recipe (32-token sequences x 64, about DEMO_MINUTES minutes), then fine-tunes it and a scratch model.
+# The pretrained encoder is `make demo`'s checkpoint (DEMO_DIR/checkpoint.h5) when it exists; without
+# it this demo pretrains its own tiny model with the demo's recipe (32-token sequences x 64, about
+# DEMO_MINUTES minutes) in FT_DIR/pretrain.  Both are pretrained on data/shards, which
+# scripts/demo-prep.sh makes with the tasks' dev/test texts held out of the train split.  The
+# fine-tuning is scripts/finetune-table.sh's: pos task files of 64 tokens (data/tasks/pos-T64), FT_STEPS
+# steps of 32 examples, lr 2e-4 (10 % warm-up, linear decay), dev every 100 steps, the best dev model
+# tested; runs in FT_DIR/<model>/pos-seed<s>/, and a re-run skips the finished ones.
 #
-# Environment knobs (all optional): FT_DIR (default runs/demo-ft), DEMO_MINUTES (default 10),
-# DEMO_STEPS (a fixed pretraining step count instead), FT_STEPS (fine-tuning steps, default 300),
-# FT_SEED (default 1), THREADS (default: all cores).
+# Environment knobs (all optional): DEMO_DIR (default runs/demo), FT_DIR (default runs/demo-ft),
+# DEMO_MINUTES (default 10) or DEMO_STEPS (a fixed step count) for the fallback pretraining,
+# FT_STEPS (fine-tuning steps, default 300), FT_SEED (default 1; several, e.g. "1 2 3", give mean ± sd),
+# THREADS (default: all cores).
 set -e
 cd "$(dirname "$0")/.."
+DEMO_DIR=${DEMO_DIR:-runs/demo}
 FT_DIR=${FT_DIR:-runs/demo-ft}
 DEMO_MINUTES=${DEMO_MINUTES:-10}
 FT_STEPS=${FT_STEPS:-300}
@@ -26,34 +31,24 @@ echo "== corpus"
 sh scripts/fetch-corpus.sh data/corpus
 
 echo "== prep (the tasks' dev/test texts held out of the train split)"
-if [ ! -f data/shards-heldout/train-00000.h5 ]; then
-    $BIN prep --input data/corpus --out data/shards-heldout --vocab-size 8192 --val-fraction 0.02 \
-        --holdout-brown data/corpus/brown-tagged
-fi
-$BIN prep-task --task pos --brown data/corpus/brown-tagged --shards data/shards-heldout --out data/tasks-heldout/pos --seq-len 64
+sh scripts/demo-prep.sh "$DEMO_DIR" "$FT_DIR/pretrain"
 
-echo "== pretrain (tiny preset, 32-token sequences x 64, ${DEMO_STEPS:-about $DEMO_MINUTES minutes})"
-if [ -n "$DEMO_STEPS" ]; then BUDGET="--steps $DEMO_STEPS"; else BUDGET="--minutes $DEMO_MINUTES"; fi
-if [ -f "$FT_DIR/pretrain/checkpoint.h5" ]; then
-    $BIN pretrain --resume "$FT_DIR/pretrain" --data data/shards-heldout --threads "$THREADS"
+if [ -f "$DEMO_DIR/checkpoint.h5" ]; then
+    echo "== pretrained encoder: $DEMO_DIR/checkpoint.h5 (make demo's)"
+    MODEL="demo=$DEMO_DIR/checkpoint.h5"
 else
-    $BIN pretrain --preset tiny --data data/shards-heldout --out "$FT_DIR/pretrain" --threads "$THREADS" \
-        --max_seq_len 32 --batch 64 $BUDGET
+    echo "== pretrain (no $DEMO_DIR/checkpoint.h5: tiny preset, 32-token sequences x 64, ${DEMO_STEPS:-about $DEMO_MINUTES minutes})"
+    if [ -n "$DEMO_STEPS" ]; then BUDGET="--steps $DEMO_STEPS"; else BUDGET="--minutes $DEMO_MINUTES"; fi
+    if [ -f "$FT_DIR/pretrain/checkpoint.h5" ]; then
+        $BIN pretrain --resume "$FT_DIR/pretrain" --data data/shards --threads "$THREADS"
+    else
+        $BIN pretrain --preset tiny --data data/shards --out "$FT_DIR/pretrain" --threads "$THREADS" \
+            --max_seq_len 32 --batch 64 $BUDGET
+    fi
+    MODEL="pretrained=$FT_DIR/pretrain/checkpoint.h5"
 fi
 
-FT="--task pos --data data/tasks-heldout/pos --steps $FT_STEPS --batch 32 --lr 2e-4 --eval-every 100 --seed $FT_SEED --threads $THREADS"
-for init in pretrained scratch; do
-    out="$FT_DIR/pos-$init-seed$FT_SEED"
-    echo "== finetune pos ($init, $FT_STEPS steps)"
-    if [ -f "$out/results.txt" ]; then continue; fi
-    if [ -f "$out/checkpoint.h5" ]; then
-        $BIN finetune --resume "$out" --threads "$THREADS" >/dev/null
-    elif [ $init = pretrained ]; then
-        $BIN finetune --init "$FT_DIR/pretrain/checkpoint.h5" $FT --out "$out" >/dev/null
-    else
-        $BIN finetune --init scratch --preset tiny $FT --out "$out" >/dev/null
-    fi
-done
-echo
-echo "pretrained: $(cat "$FT_DIR/pos-pretrained-seed$FT_SEED/results.txt")"
-echo "scratch:    $(cat "$FT_DIR/pos-scratch-seed$FT_SEED/results.txt")"
+echo "== finetune pos (scratch and pretrained, $FT_STEPS steps, seed $FT_SEED)"
+FT_TASKS=pos FT_SEEDS="$FT_SEED" FT_STEPS=$FT_STEPS FT_BATCH=32 FT_LR=2e-4 FT_SEQ_LEN=64 FT_EVAL_EVERY=100 FT_PRESET=tiny \
+    FT_TABLE_DIR="$FT_DIR" SHARDS=data/shards BROWN=data/corpus/brown-tagged FT_TASK_DATA=data/tasks THREADS=$THREADS \
+    FT_PARALLEL=1 DEBERTA=$BIN sh scripts/finetune-table.sh "$MODEL"

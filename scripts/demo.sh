@@ -21,10 +21,8 @@ make -s -j"$THREADS" build/deberta
 echo "== corpus"
 sh scripts/fetch-corpus.sh data/corpus
 
-echo "== prep"
-if [ ! -f data/shards/train-00000.h5 ]; then
-    ./build/deberta prep --input data/corpus --out data/shards --vocab-size 8192 --val-fraction 0.02
-fi
+echo "== prep (the fine-tuning tasks' dev/test texts held out of the train split)"
+sh scripts/demo-prep.sh "$DEMO_DIR"
 
 echo "== pretrain (tiny preset $DEMO_FLAGS, ${DEMO_STEPS:-about $DEMO_MINUTES minutes})"
 if [ -n "$DEMO_STEPS" ]; then BUDGET="--steps $DEMO_STEPS"; else BUDGET="--minutes $DEMO_MINUTES"; fi

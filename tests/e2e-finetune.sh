@@ -28,25 +28,8 @@ expect_error() {
 
 # ---- a synthetic tagged corpus and its plain text
 C=$TMP/corpus
-mkdir -p "$C/brown-tagged"
-for g in a b; do
-    for n in 1 2 3 4 5; do
-        awk -v seed="$n$g" -v genre=$g 'BEGIN {
-            srand(length(seed) * 7 + (genre == "a" ? 11 : 29) + substr(seed, 1, 1) * 3);
-            split("the a this every", DT, " "); split("big small red old quiet", JJ, " ");
-            split(genre == "a" ? "dog cat house tree man car" : "ship star planet engine pilot moon", NN, " ");
-            split("saw liked took found moved", VB, " "); split("in on near under", IN, " ");
-            for (s = 0; s < 25; s++) {
-                printf "\n\n\t%s/at %s/jj %s/nn %s/vbd %s/at %s/nn %s/in %s/at %s/nn ./.\n",
-                    DT[int(rand()*4)+1], JJ[int(rand()*5)+1], NN[int(rand()*6)+1], VB[int(rand()*5)+1],
-                    DT[int(rand()*4)+1], NN[int(rand()*6)+1], IN[int(rand()*4)+1], DT[int(rand()*4)+1], NN[int(rand()*6)+1]
-            } }' > "$C/brown-tagged/c${g}0$n"
-    done
-done
-for f in "$C"/brown-tagged/c*; do  # plain form: tags stripped, words joined by spaces
-    tr -s ' \t\n' '\n' <"$f" | grep . | sed 's|/[^/]*$||' | tr '\n' ' ' | sed 's/ $//'; printf '\n\n'
-done > "$C/brown.txt"
-for i in $(seq 1 40); do echo "Other text number $i: a dog and a ship met near the old house."; echo; done > "$C/other.txt"
+. tests/lib-brown.sh
+make_brown_corpus "$C"
 
 # ---- the hold-out rule
 "$BIN" prep --input "$C/brown.txt" "$C/other.txt" --out "$TMP/leaky" --vocab-size 400 --val-fraction 0 >/dev/null 2>&1 ||
@@ -57,6 +40,15 @@ expect_error "prep-task on shards that hold test texts" "is the Brown text c.0[2
     >"$TMP/prep.out" 2>&1 || { cat "$TMP/prep.out"; fail "prep --holdout-brown"; }
 grep -q "4 documents are dev/test texts of the Brown tasks .*: 4 of them were in the inputs, now in val" "$TMP/prep.out" ||
     { cat "$TMP/prep.out"; fail "prep did not report the 4 held-out texts"; }
+# the hold-out marker: written by prep --holdout-brown, absent (and removed) without the flag
+[ ! -e "$TMP/leaky/holdout-brown.txt" ] || fail "prep without --holdout-brown wrote holdout-brown.txt"
+grep -q "^holdout_in_inputs = 4$" "$TMP/data/holdout-brown.txt" && grep -q "^holdout_texts = 4$" "$TMP/data/holdout-brown.txt" &&
+    grep -q "^tokenizer_hash = $(sed -n 's/.*tokenizer \([0-9a-f]\{16\}\) (trained.*/\1/p' "$TMP/prep.out")$" "$TMP/data/holdout-brown.txt" ||
+    { cat "$TMP/data/holdout-brown.txt"; fail "holdout-brown.txt content"; }
+cp "$TMP/data/holdout-brown.txt" "$TMP/leaky/"
+"$BIN" prep --input "$C/brown.txt" "$C/other.txt" --out "$TMP/leaky" --vocab-size 400 --val-fraction 0 >/dev/null 2>&1 || fail "prep again"
+[ ! -e "$TMP/leaky/holdout-brown.txt" ] || fail "prep without --holdout-brown left an old holdout-brown.txt"
+echo "ok   holdout-brown.txt: written by prep --holdout-brown (texts, found, tokenizer), removed by a prep without it"
 for t in pos genre; do
     "$BIN" prep-task --task $t --brown "$C/brown-tagged" --shards "$TMP/data" --out "$TMP/task-$t" --seq-len 24 \
         >"$TMP/pt-$t.out" 2>&1 || { cat "$TMP/pt-$t.out"; fail "prep-task $t"; }
@@ -90,6 +82,36 @@ for f in checkpoint.h5 best.h5 metrics.jsonl results.txt; do
     cmp -s "$TMP/a/$f" "$TMP/b/$f" || fail "resumed run: $f differs from the uninterrupted run's"
 done
 echo "ok   resume: checkpoint.h5, best.h5, metrics.jsonl, results.txt identical to the uninterrupted run"
+
+# ---- SIGTERM / SIGINT: finish the step, checkpoint it, say so, exit 0; --resume continues exactly
+LONG="--init scratch --preset test --task pos --data $TMP/task-pos --steps 1000000 --batch 4 --eval-every 2 --save-every 0 --log-every 1"
+ckpt_step() { h5dump -a /step "$1" | sed -n 's/^ *(0): \([0-9]*\).*/\1/p'; }
+for sig in TERM INT; do
+    "$BIN" finetune $LONG --out "$TMP/sig$sig" >/dev/null 2>"$TMP/sig$sig.err" &
+    pid=$!
+    i=0
+    while c=$(grep -c '"kind":"train"' "$TMP/sig$sig/metrics.jsonl" 2>/dev/null); [ "${c:-0}" -lt 3 ]; do
+        i=$((i + 1))
+        [ $i -lt 600 ] || { kill -9 $pid; fail "SIG$sig: the run did not log 3 steps in 60 s"; }
+        kill -0 $pid 2>/dev/null || { cat "$TMP/sig$sig.err"; fail "SIG$sig: the run ended early"; }
+        sleep 0.1
+    done
+    kill -$sig $pid
+    wait $pid; rc=$?
+    [ $rc -eq 0 ] || { cat "$TMP/sig$sig.err"; fail "SIG$sig: exit status $rc, expected 0"; }
+    n=$(sed -n "s/^stopped by SIG$sig after step \([0-9]*\): checkpoint written to .*--resume .*/\1/p" "$TMP/sig$sig.err")
+    [ -n "$n" ] || { cat "$TMP/sig$sig.err"; fail "SIG$sig: no 'stopped by SIG$sig after step N' line"; }
+    [ "$(ckpt_step "$TMP/sig$sig/checkpoint.h5")" = "$n" ] || fail "SIG$sig: checkpoint.h5 is not of step $n"
+    [ -z "$(find "$TMP/sig$sig" -name '*.tmp')" ] || fail "SIG$sig left a .tmp file"
+    [ ! -e "$TMP/sig$sig/results.txt" ] || fail "SIG$sig: a stopped run wrote results"
+done
+"$BIN" finetune --resume "$TMP/sigTERM" --stop-after 3 >/dev/null 2>"$TMP/sig.err" || { cat "$TMP/sig.err"; fail "--resume after SIGTERM"; }
+n=$(ckpt_step "$TMP/sigTERM/checkpoint.h5")
+"$BIN" finetune $LONG --out "$TMP/sigref" --stop-after "$n" >/dev/null 2>"$TMP/sig.err" || { cat "$TMP/sig.err"; fail "reference run"; }
+for f in checkpoint.h5 best.h5 metrics.jsonl; do
+    cmp -s "$TMP/sigTERM/$f" "$TMP/sigref/$f" || fail "resumed after SIGTERM: $f differs from an uninterrupted run of $n steps"
+done
+echo "ok   SIGTERM/SIGINT: the step finished, its checkpoint written, exit 0; resumed + 3 steps == $n uninterrupted steps (checkpoint.h5, best.h5, metrics.jsonl)"
 
 # ---- genre from scratch
 "$BIN" finetune --init scratch --preset test --task genre --data "$TMP/task-genre" --steps 6 --batch 4 --out "$TMP/g" \

@@ -15,6 +15,7 @@
 #include "train/metrics.h"
 #include "train/optim.h"
 #include "train/pretrain.h"
+#include "train/signals.h"
 
 #define FT_STATE_VERSION 1
 #define FT_STATE_LEN 4 /* /loader_state of a fine-tuning checkpoint: version, best step, best dev score bits, N */
@@ -489,6 +490,8 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
             omp_get_max_threads());
 
     progress_init(&r->prog, start, r->o.steps);
+    /* SIGTERM/SIGINT: finish the step, checkpoint, exit 0 (as in pretrain; train/signals.h) */
+    signals_install(r->o.out);
     long done_here = 0;
     for (long step = start; step < r->o.steps; step++) {
         for (int b = 0; b < B; b++) r->idx[b] = example_at(r, (int64_t)step * B + b);
@@ -540,12 +543,18 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
             }
             log_eval(r, completed, &e, best);
         }
-        const int stop_now = r->o.stop_after > 0 && done_here >= r->o.stop_after;
+        const int stop_sig = signals_stop_requested();
+        const int stop_now = (r->o.stop_after > 0 && done_here >= r->o.stop_after) || stop_sig;
         if ((r->o.save_every > 0 && completed % r->o.save_every == 0) || last || stop_now) save(r, completed, "checkpoint.h5");
         if (stop_now && !last) {
             progress_done(&r->prog);
-            fprintf(stderr, "stopped after %ld steps (--stop-after); resume with --resume\n", done_here);
+            if (stop_sig)
+                fprintf(stderr, "stopped by %s after step %ld: checkpoint written to %s/checkpoint.h5; continue with --resume %s\n",
+                        signals_name(stop_sig), completed, r->o.out, r->o.out);
+            else
+                fprintf(stderr, "stopped after %ld steps (--stop-after); resume with --resume\n", done_here);
             metrics_close(&r->log);
+            signals_restore();
             return 0;
         }
     }
@@ -580,6 +589,7 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
              strcmp(r->o.init, "scratch") ? r->o.init_model : "");
     fputs(res, stdout);
     if (run_write_text(r->o.out, "results.txt", res, err, sizeof err)) fatal("%s", err);
+    signals_restore();
     fprintf(stderr, "run: %s (checkpoint.h5, best.h5, metrics.jsonl, results.txt)\n", r->o.out);
     tape_free(&r->t);
     optim_group_free(&r->g);

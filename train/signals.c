@@ -8,7 +8,8 @@
 
 static volatile sig_atomic_t g_stop = 0;
 /* the run directory's temporary files (util.h: every file is written as "<path>.tmp") */
-static const char *const TMP_NAMES[] = {"checkpoint.h5.tmp", "metrics.jsonl.tmp", "config.txt.tmp"};
+static const char *const TMP_NAMES[] = {"checkpoint.h5.tmp", "metrics.jsonl.tmp", "config.txt.tmp",
+                                        "best.h5.tmp", "results.txt.tmp"}; /* the last two: deberta finetune */
 #define N_TMP (sizeof TMP_NAMES / sizeof TMP_NAMES[0])
 static char g_tmp[N_TMP][4200];
 static struct sigaction g_old_term, g_old_int;

@@ -36,7 +36,8 @@ static void usage(FILE *f) {
             "                       special ids from its pieces [PAD] [CLS] [SEP] [UNK] [MASK])\n"
             "  --seed S             seed of the train/val split (default %d)\n"
             "  --holdout-brown DIR  the tagged Brown texts (fetch-corpus.sh's DIR/brown-tagged): the texts that\n"
-            "                       deberta prep-task uses for dev and test go to val, never to train\n"
+            "                       deberta prep-task uses for dev and test go to val, never to train;\n"
+            "                       --out's holdout-brown.txt records it (a prep without the flag removes it)\n"
             "  --threads N          OpenMP threads (default: all cores)\n"
             "  --help               this text\n"
             "\n"
@@ -132,14 +133,26 @@ int cmd_prep(int argc, char **argv) {
         free(bt);
         pc.holdout = holdout;
     }
+    /* OUT/holdout-brown.txt says the shards were made with the hold-out: removed before prep writes
+     * anything, written again only after a successful prep with --holdout-brown */
+    char marker[4200];
+    if (snprintf(marker, sizeof marker, "%s/holdout-brown.txt", out) >= (int)sizeof marker) fatal("--out %s: path too long", out);
+    if (unlink(marker) != 0 && errno != ENOENT && errno != ENOTDIR) fatal("output %s: cannot remove %s (%s)", out, marker, strerror(errno));
     PrepResult r;
     const int rc = prep_run(&pc, &r, err, sizeof err);
     free(inputs);
     free(holdout);
     if (rc != 0) fatal("%s", err);
-    if (holdout_dir)
+    if (holdout_dir) {
         printf("prep: %zu documents are dev/test texts of the Brown tasks (%s): %zu of them were in the inputs, now in val\n",
                pc.n_holdout, holdout_dir, r.n_held_out);
+        AtomicFile a;
+        if (atomic_open(&a, marker) != 0) fatal("output %s: cannot write %s (%s)", out, marker, strerror(errno));
+        fprintf(a.f, "# deberta prep --holdout-brown: the dev/test texts of the Brown tasks are in val, not in train\n"
+                     "holdout_brown = %s\nholdout_texts = %zu\nholdout_in_inputs = %zu\ntokenizer_hash = %s\n",
+                holdout_dir, pc.n_holdout, r.n_held_out, r.tokenizer_hash);
+        if (atomic_commit(&a) != 0) fatal("output %s: cannot write %s (%s)", out, marker, strerror(errno));
+    }
     if (tok_path && vocab_given && vocab != r.vocab_size)
         warn("prep: --vocab-size %lld ignored; %s has %d tokens", vocab, tok_path, r.vocab_size);
     if (!tok_path && r.vocab_size < vocab)

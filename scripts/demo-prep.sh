@@ -1,0 +1,35 @@
+#!/bin/sh
+# The shards of `make demo` and `make demo-finetune`: data/shards (8,192-token vocabulary, 2 % val) made
+# from data/corpus with the Brown tasks' dev/test texts held out of the train split (deberta prep
+# --holdout-brown), so that the demo's checkpoint can be fine-tuned and tested on those texts.
+# data/shards/holdout-brown.txt records the hold-out (docs/FORMATS.md); shards without it (an earlier
+# demo's) are moved to data/shards-no-holdout and made again.  A run pretrained on other shards (its
+# config.txt's tokenizer_hash is not data/shards') cannot continue on them: each RUNDIR given that holds
+# such a run is moved to RUNDIR-no-holdout, with a message, so that the demo starts it again.
+# Usage (by demo.sh and demo-finetune.sh, after the build and the corpus):  sh scripts/demo-prep.sh [RUNDIR...]
+set -e
+cd "$(dirname "$0")/.."
+S=data/shards
+aside() {  # a free name: $1-no-holdout, $1-no-holdout-2, ...
+    n=$1-no-holdout k=2
+    while [ -e "$n" ]; do n=$1-no-holdout-$k; k=$((k + 1)); done
+    echo "$n"
+}
+if [ ! -f $S/holdout-brown.txt ]; then
+    if [ -f $S/train-00000.h5 ]; then
+        to=$(aside $S)
+        echo "note: $S has no holdout-brown.txt (prepped without --holdout-brown, or before prep recorded it), so its train split may hold the dev/test texts of the fine-tuning tasks; moving it to $to and prepping again"
+        mv $S "$to"
+    fi
+    ./build/deberta prep --input data/corpus --out $S --vocab-size 8192 --val-fraction 0.02 --holdout-brown data/corpus/brown-tagged
+fi
+hash=$(sed -n 's/^tokenizer_hash = //p' $S/holdout-brown.txt)
+for run in "$@"; do
+    [ -f "$run/checkpoint.h5" ] || continue
+    h=$(sed -n 's/^tokenizer_hash = //p' "$run/config.txt" 2>/dev/null || true)
+    if [ "$h" != "$hash" ]; then
+        to=$(aside "$run")
+        echo "note: $run was pretrained on other shards (tokenizer ${h:-not recorded}; $S has $hash) and cannot continue on $S; moving it to $to"
+        mv "$run" "$to"
+    fi
+done
