@@ -63,6 +63,16 @@ for s in 2 3; do
 done
 ok "curriculum (--short-seq-len 8 --short-frac 0.375): 3 steps at 8 tokens then 32; resumed inside the short phase and at the switch == uninterrupted"
 
+# the default curriculum: at max_seq_len >= 128 (here the test shape stretched to 128 positions) half
+# the steps read 32-token sequences unless --short-seq-len 0; below 128 none (run A above)
+L128="--preset test --max_position_embeddings 128 --max_seq_len 128 --data $W/shards --batch 2 --steps 4 --eval-every 0 --save-every 0"
+$D pretrain $L128 --out "$W/L" > "$W/L.log" 2>&1 || { cat "$W/L.log"; fail "128-token run"; }
+grep -q "curriculum: steps 1-2 read 8 x 32-token sequences per micro-batch, then 2 x 128" "$W/L.log" || { cat "$W/L.log"; fail "128 tokens: no default curriculum"; }
+grep -q "train_short_seq_len = 32" "$W/L/config.txt" || fail "128 tokens: the default curriculum is not saved"
+$D pretrain $L128 --out "$W/L0" --short-seq-len 0 > "$W/L0.log" 2>&1 || { cat "$W/L0.log"; fail "128-token run without curriculum"; }
+grep -q "curriculum" "$W/L0.log" "$W/L0/config.txt" && fail "--short-seq-len 0 still ran a curriculum"
+ok "default curriculum: 32-token sequences for half the steps at max_seq_len 128 (saved in config.txt); --short-seq-len 0 turns it off"
+
 # numbered checkpoints: --keep-every 3 keeps checkpoint-0000003.h5 and -0000006.h5 beside the latest, also across a resume
 $D pretrain $COMMON --out "$W/E" --keep-every 3 --stop-after 4 > "$W/E1.log" 2>&1 || { cat "$W/E1.log"; fail "run E part 1"; }
 $D pretrain --resume "$W/E" --data "$W/shards" > "$W/E2.log" 2>&1 || { cat "$W/E2.log"; fail "run E resume"; }

@@ -27,8 +27,15 @@ void train_options_default(TrainOptions *o) {
     o->log_every = 10;
     o->keep_every = 0;
     o->max_bad_steps = 5;
-    o->short_seq_len = 0;
+    o->short_seq_len = -1; /* auto: train_options_resolve */
     o->short_frac = 0.5;
+}
+
+/* The default curriculum (docs/RECIPE.md): at max_seq_len >= 128 the first half of the steps read
+ * 32-token sequences.  Measured at 128 tokens only, where without it the tiny discriminator flags
+ * nothing within any budget tried; shorter sequences learn without it and keep the old recipe. */
+void train_options_resolve(TrainOptions *o, int max_seq_len) {
+    if (o->short_seq_len < 0) o->short_seq_len = max_seq_len >= TRAIN_AUTO_CURRICULUM_MIN_T ? TRAIN_AUTO_SHORT_SEQ_LEN : 0;
 }
 
 long train_short_steps(const TrainOptions *o, int T) {

@@ -30,6 +30,7 @@ typedef struct TrainOptions {
     long keep_every;        /* > 0: also keep RUNDIR/checkpoint-<step>.h5 every this many steps */
     int max_bad_steps;      /* stop after this many consecutive skipped steps */
     int short_seq_len;      /* sequence-length curriculum: > 0 and below max_seq_len: the first */
+                            /*   (< 0 until resolved: the default, train_options_resolve) */
     double short_frac;      /*   round(short_frac · steps) steps use sequences of short_seq_len tokens, */
                             /*   batch·T/short_seq_len of them per micro-batch (about the same tokens) */
     long stop_after;        /* > 0: stop (with a checkpoint) after this many steps of this invocation (tests) */
@@ -41,6 +42,10 @@ void train_options_default(TrainOptions *o);
 
 /* The curriculum's short phase: its number of steps (0 = none for this run and model length T) and
  * its micro-batch size. */
+/* The default curriculum: 32-token sequences for the first half of the steps when max_seq_len >= 128. */
+enum { TRAIN_AUTO_SHORT_SEQ_LEN = 32, TRAIN_AUTO_CURRICULUM_MIN_T = 128 };
+/* A fresh run, once max_seq_len is known: short_seq_len < 0 (not given) becomes the default. */
+void train_options_resolve(TrainOptions *o, int max_seq_len);
 long train_short_steps(const TrainOptions *o, int T);
 int train_short_batch(const TrainOptions *o, int T);
 

@@ -491,6 +491,7 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
         else adopt_data_ids(r);                    /* a new model's are the data's */
         if (config_validate(&r->cfg, err, sizeof err)) fatal("%s", err);
         r->o.ranks = world > 1 ? world : 0;
+        train_options_resolve(&r->o, r->cfg.max_seq_len);
         if (memory_check(&r->cfg, r->o.batch, memory_available_bytes(), err, sizeof err)) fatal("%s", err);
         if (lead && (run_check_fresh(r->o.out, err, sizeof err) || run_mkdir(r->o.out, err, sizeof err))) fatal("%s", err);
     } else if (config_check_data(&r->cfg, r->train, err, sizeof err)) {
