@@ -385,8 +385,11 @@ def model_flops(cfg, B, T, n_masked):
     return 3 * fwd
 
 
-def bench_step(cfg, args, dtype):
-    P = rm.init_params(rm.full_shapes(cfg), seed=args.seed, dtype=dtype)
+def bench_step(cfg, args, dtype, P=None):
+    """The timed step (a closure over the parameters) and four full-length batches.  P: the parameters
+    by name (default: rm.init_params of the preset; plain_step.py check passes its own)."""
+    if P is None:
+        P = rm.init_params(rm.full_shapes(cfg), seed=args.seed, dtype=dtype)
     for t in P.values():
         t.requires_grad_(True)
     gnames = [n for n in P if n.startswith("generator.")]
