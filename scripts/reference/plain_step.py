@@ -21,10 +21,12 @@ at 1.0 per model, replacements sampled with torch.multinomial.
   plain_step.py bench --preset tiny --seq 128 --batch 16 --steps 20 --warmup 3 --threads 2
   plain_step.py check [--preset test]      # same losses, gradients and updates as deberta_ref.py, float64
 
-`bench` prints the same `RESULT {json}` line as deberta_ref.py bench.  `check` copies the reference's
-(perturbed) parameters into the modules, runs two steps of both with dropout 0 in float64 on a full-length
-and a padded batch, and compares losses, every gradient and every parameter update (exit 1 on a
-difference above --tol, relative to the largest entry of the reference tensor).
+`bench` prints the same `RESULT {json}` line as deberta_ref.py bench (plus "impl": "plain").  `check`
+copies the reference's (perturbed) parameters into the modules, runs three steps of both with dropout 0 in
+float64 (a full-length batch, a padded one, the full-length one again; the same torch seed before each, so
+that both sample the same replacements) and compares both losses, every gradient (after clipping) and every
+parameter update; exit 1 if one differs by more than --tol (1e-10) relative to the largest entry of the
+reference tensor (floored at 1e-4 of the largest tensor of its kind).  Exit 2 on a usage error.
 """
 import argparse
 import json
