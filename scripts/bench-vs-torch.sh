@@ -3,7 +3,7 @@
 # decoupled, GDES, dropout 0.1, no padding, float32) of deberta.c (`deberta bench`) next to two PyTorch
 # implementations of the identical step: the reference (`deberta_ref.py bench --part step`, functional,
 # the parity oracle) and a plain torch.nn program (`plain_step.py bench`: fused QKV Linear, nn.LayerNorm,
-# nn.Dropout, AdamW foreach; `plain_step.py check` shows it computes the reference's step).  Each PyTorch
+# nn.Dropout, AdamW; `plain_step.py check` shows it computes the reference's step).  Each PyTorch
 # one runs with its default OpenMP settings and with OMP_WAIT_POLICY=PASSIVE; all five alternate in every
 # round of one run, at the same thread count.  Shapes: tiny (seq 128, batch 16) and the xsmall shape
 # (seq 256, batch 8).  Prints every measurement, then per shape the medians over the rounds, the ratios
