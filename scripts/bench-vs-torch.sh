@@ -4,12 +4,13 @@
 # implementations of the identical step: the reference (`deberta_ref.py bench --part step`, functional,
 # the parity oracle) and a plain torch.nn program (`plain_step.py bench`: fused QKV Linear, nn.LayerNorm,
 # nn.Dropout, AdamW; `plain_step.py check` shows it computes the reference's step).  Each PyTorch
-# one runs with its default OpenMP settings and with OMP_WAIT_POLICY=PASSIVE; all five alternate in every
-# round of one run, at the same thread count.  Shapes: tiny (seq 128, batch 16) and the xsmall shape
+# one runs with its default OpenMP settings and with OMP_WAIT_POLICY=PASSIVE (both with glibc malloc set
+# to reuse freed memory, their --malloc tuned; TORCH_MALLOC=default to leave it); all five alternate in
+# every round of one run, at the same thread count.  Shapes: tiny (seq 128, batch 16) and the xsmall shape
 # (seq 256, batch 8).  Prints every measurement, then per shape the medians over the rounds, the ratios
 # deberta.c / each PyTorch run, and deberta.c / the FASTEST PyTorch run of each round (the yardstick:
 # median and range over the rounds), in tokens/s (higher is better) and in peak RSS.
-# usage: [WARMUP=3] [BUILD=build] scripts/bench-vs-torch.sh [rounds (2)] [steps (10)] [threads (2)] [shapes ("tiny:128:16 xsmall:256:8")]
+# usage: [WARMUP=3] [BUILD=build] [TORCH_MALLOC=tuned] scripts/bench-vs-torch.sh [rounds (2)] [steps (10)] [threads (2)] [shapes ("tiny:128:16 xsmall:256:8")]
 # deberta.c is run as users run it: no OMP_* variables (it sets its own wait policy, see
 # train/cli/omp_policy.c).  OPENBLAS_* variables of the environment are passed through unchanged.
 # A measurement, never an assertion.  Numbers: docs/PERFORMANCE.md, "Training step".
@@ -24,10 +25,11 @@ BIN=$BUILD/deberta
 OUT=$(mktemp /tmp/bench-vs-torch-XXXXXX)
 trap 'rm -f "$OUT"' EXIT
 WARM=${WARMUP:-3}
+MALLOC=${TORCH_MALLOC:-tuned}
 CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 FLAGS=$(grep -m 1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx|avx2|fma|avx512f|avx512bw|avx512vl|avx512_bf16|amx_tile)$' | tr '\n' ' ')
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $CPU, flags: $FLAGS"
-echo "# load $(cut -d' ' -f1-3 /proc/loadavg), threads $TH, $ROUNDS rounds x $STEPS steps (+$WARM warm-up), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo "# load $(cut -d' ' -f1-3 /proc/loadavg), threads $TH, $ROUNDS rounds x $STEPS steps (+$WARM warm-up), PyTorch malloc $MALLOC, commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 for shape in $SHAPES; do
     preset=${shape%%:*}; rest=${shape#*:}; seq=${rest%%:*}; batch=${rest#*:}
     r=1
@@ -41,7 +43,7 @@ for shape in $SHAPES; do
             for pol in default PASSIVE; do
                 if [ $pol = default ]; then set -- env -u OMP_WAIT_POLICY; else set -- env OMP_WAIT_POLICY=PASSIVE; fi
                 "$@" "$PY" scripts/reference/$script bench --preset "$preset" --seq "$seq" --batch "$batch" \
-                    --steps "$STEPS" --warmup "$WARM" --threads "$TH" \
+                    --steps "$STEPS" --warmup "$WARM" --threads "$TH" --malloc "$MALLOC" \
                     | sed "s/^RESULT /RESULT ${tag}_$pol $preset $r /" | tee -a "$OUT" | grep -v RESULT \
                     | sed "s/^/[$impl $pol] /"
             done

@@ -9,7 +9,9 @@ stored as ONE nn.Linear (3AD x H, rows query | key | value), nn.LayerNorm, F.gel
 torch.optim.AdamW (single-tensor: faster than foreach on CPU), zero_grad(set_to_none=True), the relative
 index computed once per shape, the c2p/p2c terms as one matmul against the relative table plus
 torch.gather (as Hugging Face's DebertaV2), the attention scale folded into the (small) query side, the
-attention mask skipped when the batch has no padding (the same function: every mask entry is 1).  It does
+attention mask skipped when the batch has no padding (the same function: every mask entry is 1), and
+glibc's malloc set to reuse freed memory (deberta_ref.tune_malloc, as its bench does; `--malloc default`
+leaves it).  It does
 the same work as deberta.c and the reference otherwise (every layer forward, the EMD's own K/V projections
 in both passes).
 
@@ -342,6 +344,7 @@ def view(t, sl):
 # ------------------------------------------------------------------------------------------------
 
 def cmd_bench(args):
+    tuned = dr.tune_malloc() if args.malloc == "tuned" else False
     torch.set_num_threads(args.threads)
     dtype = dr.DTYPES[args.dtype]
     try:
@@ -379,11 +382,12 @@ def cmd_bench(args):
            "ms_median": med * 1e3, "ms_min": min(times) * 1e3, "ms_max": max(times) * 1e3,
            "tokens_per_s": toks / med, "peak_rss_mb": rss_mb,
            "model_gflop": fl / 1e9, "gflops": fl / 1e9 / med, "mlm_loss": last[0], "rtd_loss": last[1],
-           "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""), "torch": torch.__version__}
-    print("bench step (plain torch.nn): preset=%s B=%d T=%d threads=%d gdes/decoupled dropout=%g  median %.1f "
-          "ms/step (min %.1f max %.1f)  %.0f tokens/s  ~%.1f GFLOP/step  %.1f GFLOP/s  peak RSS %.0f MB"
-          % (args.preset, B, T, args.threads, cfg["hidden_dropout_prob"], med * 1e3, min(times) * 1e3,
-             max(times) * 1e3, toks / med, fl / 1e9, fl / 1e9 / med, rss_mb))
+           "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""), "torch": torch.__version__,
+           "malloc_tuned": tuned}
+    print("bench step (plain torch.nn): preset=%s B=%d T=%d threads=%d gdes/decoupled dropout=%g malloc %s  "
+          "median %.1f ms/step (min %.1f max %.1f)  %.0f tokens/s  ~%.1f GFLOP/step  %.1f GFLOP/s  peak RSS %.0f MB"
+          % (args.preset, B, T, args.threads, cfg["hidden_dropout_prob"], "tuned" if tuned else "default",
+             med * 1e3, min(times) * 1e3, max(times) * 1e3, toks / med, fl / 1e9, fl / 1e9 / med, rss_mb))
     if args.profile:
         with torch.autograd.profiler.profile() as prof:
             step(*batches[0])
@@ -495,6 +499,8 @@ def main(argv=None):
     p.add_argument("--profile", type=int, default=0, metavar="N")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dtype", choices=dr.DTYPES, default="float32")
+    p.add_argument("--malloc", choices=("tuned", "default"), default="tuned",
+                   help="glibc malloc set to reuse freed memory (deberta_ref.tune_malloc) or left as it is")
     p = sub.add_parser("check", help="float64, dropout 0: same losses, gradients, updates as deberta_ref.py")
     p.add_argument("--preset", choices=rm.PRESETS, default="test")
     dr.add_shape_flags(p)
