@@ -1,12 +1,16 @@
 #!/bin/sh
 # The full pretraining step (generator fwd/bwd, sampling, discriminator fwd/bwd, both AdamW updates;
-# decoupled, GDES, dropout 0.1, no padding, float32) of deberta.c (`deberta bench`) next to the
-# PyTorch reference's identical step (`deberta_ref.py bench --part step`), PyTorch both with its
-# default OpenMP settings and with OMP_WAIT_POLICY=PASSIVE (the tuned figure), alternating the three
-# in every round of one run, at the same thread count.  Shapes: tiny (seq 128, batch 16) and the
-# xsmall shape (seq 256, batch 8).  Prints every measurement, then per shape the medians over the
-# rounds and the ratios deberta.c / PyTorch in tokens/s (higher is better) and in peak RSS.
-# usage: [WARMUP=3] [BUILD=build] scripts/bench-vs-torch.sh [rounds (2)] [steps (10)] [threads (2)] [shapes ("tiny:128:16 xsmall:256:8")]
+# decoupled, GDES, dropout 0.1, no padding, float32) of deberta.c (`deberta bench`) next to two PyTorch
+# implementations of the identical step: the reference (`deberta_ref.py bench --part step`, functional,
+# the parity oracle) and a plain torch.nn program (`plain_step.py bench`: fused QKV Linear, nn.LayerNorm,
+# nn.Dropout, AdamW; `plain_step.py check` shows it computes the reference's step).  Each PyTorch
+# one runs with its default OpenMP settings and with OMP_WAIT_POLICY=PASSIVE (both with glibc malloc set
+# to reuse freed memory, their --malloc tuned; TORCH_MALLOC=default to leave it); all five alternate in
+# every round of one run, at the same thread count.  Shapes: tiny (seq 128, batch 16) and the xsmall shape
+# (seq 256, batch 8).  Prints every measurement, then per shape the medians over the rounds, the ratios
+# deberta.c / each PyTorch run, and deberta.c / the FASTEST PyTorch run of each round (the yardstick:
+# median and range over the rounds), in tokens/s (higher is better) and in peak RSS.
+# usage: [WARMUP=3] [BUILD=build] [TORCH_MALLOC=tuned] scripts/bench-vs-torch.sh [rounds (2)] [steps (10)] [threads (2)] [shapes ("tiny:128:16 xsmall:256:8")]
 # deberta.c is run as users run it: no OMP_* variables (it sets its own wait policy, see
 # train/cli/omp_policy.c).  OPENBLAS_* variables of the environment are passed through unchanged.
 # A measurement, never an assertion.  Numbers: docs/PERFORMANCE.md, "Training step".
@@ -21,7 +25,11 @@ BIN=$BUILD/deberta
 OUT=$(mktemp /tmp/bench-vs-torch-XXXXXX)
 trap 'rm -f "$OUT"' EXIT
 WARM=${WARMUP:-3}
-echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), threads $TH, $ROUNDS rounds x $STEPS steps (+$WARM warm-up)"
+MALLOC=${TORCH_MALLOC:-tuned}
+CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+FLAGS=$(grep -m 1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx|avx2|fma|avx512f|avx512bw|avx512vl|avx512_bf16|amx_tile)$' | tr '\n' ' ')
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $CPU, flags: $FLAGS"
+echo "# load $(cut -d' ' -f1-3 /proc/loadavg), threads $TH, $ROUNDS rounds x $STEPS steps (+$WARM warm-up), PyTorch malloc $MALLOC, commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 for shape in $SHAPES; do
     preset=${shape%%:*}; rest=${shape#*:}; seq=${rest%%:*}; batch=${rest#*:}
     r=1
@@ -29,12 +37,16 @@ for shape in $SHAPES; do
         echo "## $preset T=$seq B=$batch round $r, load $(cut -d' ' -f1 /proc/loadavg)"
         env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OMP_NUM_THREADS "$BIN" bench --preset "$preset" --seq "$seq" \
             --batch "$batch" --steps "$STEPS" --warmup "$WARM" --threads "$TH" --profile 0 \
-            | sed "s/^RESULT /RESULT C $preset /" | tee -a "$OUT" | sed -n '2,4p'
-        for pol in default PASSIVE; do
-            if [ $pol = default ]; then set -- env -u OMP_WAIT_POLICY; else set -- env OMP_WAIT_POLICY=PASSIVE; fi
-            "$@" "$PY" scripts/reference/deberta_ref.py bench --preset "$preset" --seq "$seq" --batch "$batch" \
-                --steps "$STEPS" --warmup "$WARM" --threads "$TH" \
-                | sed "s/^RESULT /RESULT T_$pol $preset /" | tee -a "$OUT" | grep -v RESULT | sed "s/^/[torch $pol] /"
+            | sed "s/^RESULT /RESULT C $preset $r /" | tee -a "$OUT" | sed -n '2,4p'
+        for impl in ref plain; do
+            if [ $impl = ref ]; then script=deberta_ref.py; tag=T; else script=plain_step.py; tag=P; fi
+            for pol in default PASSIVE; do
+                if [ $pol = default ]; then set -- env -u OMP_WAIT_POLICY; else set -- env OMP_WAIT_POLICY=PASSIVE; fi
+                "$@" "$PY" scripts/reference/$script bench --preset "$preset" --seq "$seq" --batch "$batch" \
+                    --steps "$STEPS" --warmup "$WARM" --threads "$TH" --malloc "$MALLOC" \
+                    | sed "s/^RESULT /RESULT ${tag}_$pol $preset $r /" | tee -a "$OUT" | grep -v RESULT \
+                    | sed "s/^/[$impl $pol] /"
+            done
         done
         r=$((r + 1))
     done
@@ -44,32 +56,56 @@ import json, statistics, sys
 res = {}
 for line in open(sys.argv[1]):
     if line.startswith("RESULT "):
-        _, who, preset, js = line.split(" ", 3)
-        res.setdefault((preset, who), []).append(json.loads(js))
+        _, who, preset, rnd, js = line.split(" ", 4)
+        res.setdefault((preset, who), {})[int(rnd)] = json.loads(js)
+NAMES = {"C": "deberta.c", "T_default": "reference default", "T_PASSIVE": "reference PASSIVE",
+         "P_default": "torch nn default", "P_PASSIVE": "torch nn PASSIVE"}
+TORCH = ("T_default", "T_PASSIVE", "P_default", "P_PASSIVE")
 print()
-print("%-8s %-16s %10s %12s %9s %10s" % ("shape", "implementation", "ms/step", "tokens/s", "GFLOP/s", "RSS MB"))
+print("%-8s %-19s %10s %12s %9s %10s" % ("shape", "implementation", "ms/step", "tokens/s", "GFLOP/s", "RSS MB"))
 for preset in dict.fromkeys(p for p, _ in res):
     med = {}
-    for who, name in (("C", "deberta.c"), ("T_default", "torch default"), ("T_PASSIVE", "torch PASSIVE")):
-        rs = res.get((preset, who))
+    for who, name in NAMES.items():
+        rs = list(res.get((preset, who), {}).values())
         if not rs:
             continue
         m = {k: statistics.median(r[k] for r in rs) for k in ("ms_median", "tokens_per_s", "peak_rss_mb")}
         # one FLOP count for all (deberta.c's, docs/PERFORMANCE.md; the reference's own formula differs)
-        fl = statistics.median(r["model_gflop"] for r in res.get((preset, "C"), rs))
+        fl = statistics.median(r["model_gflop"] for r in (list(res[(preset, "C")].values()) if (preset, "C") in res else rs))
         m["gflops"] = fl / (m["ms_median"] / 1e3)
         med[who] = m
-        print("%-8s %-16s %10.1f %12.0f %9.1f %10.0f" % (preset, name, m["ms_median"], m["tokens_per_s"], m["gflops"],
+        print("%-8s %-19s %10.1f %12.0f %9.1f %10.0f" % (preset, name, m["ms_median"], m["tokens_per_s"], m["gflops"],
                                                          m["peak_rss_mb"]))
+    best = lambda ws: max(ws, key=lambda w: med[w]["tokens_per_s"])
+    ref = [w for w in ("T_default", "T_PASSIVE") if w in med]
+    plain = [w for w in ("P_default", "P_PASSIVE") if w in med]
+    if ref and plain:
+        br, bp = best(ref), best(plain)
+        print("%-8s torch nn / reference (the faster setting of each: %s, %s): tokens/s %.2fx   peak RSS %.2fx" % (
+            preset, NAMES[bp], NAMES[br], med[bp]["tokens_per_s"] / med[br]["tokens_per_s"],
+            med[bp]["peak_rss_mb"] / med[br]["peak_rss_mb"]))
     c = med.get("C")
-    if c:
-        if True:
-            pk = statistics.median(r["gemm_peak_gflops"] for r in res[(preset, "C")])
-            print("%-8s deberta.c model GFLOP/s = %.0f%% of the raw sgemm peak %.1f GFLOP/s of the same runs"
-                  % (preset, 100 * c["gflops"] / pk, pk))
-        for who in ("T_default", "T_PASSIVE"):
-            if who in med:
-                t = med[who]
-                print("%-8s deberta.c / %-14s tokens/s %.2fx   peak RSS %.2fx" % (
-                    preset, "torch " + who[2:], c["tokens_per_s"] / t["tokens_per_s"], c["peak_rss_mb"] / t["peak_rss_mb"]))
+    if not c:
+        continue
+    cr = res[(preset, "C")]
+    pk = statistics.median(r["gemm_peak_gflops"] for r in cr.values())
+    print("%-8s deberta.c model GFLOP/s = %.0f%% of the raw sgemm peak %.1f GFLOP/s of the same runs"
+          % (preset, 100 * c["gflops"] / pk, pk))
+    for who in TORCH:
+        if who in med:
+            t = med[who]
+            print("%-8s deberta.c / %-19s tokens/s %.2fx   peak RSS %.2fx" % (
+                preset, NAMES[who], c["tokens_per_s"] / t["tokens_per_s"], c["peak_rss_mb"] / t["peak_rss_mb"]))
+    # the yardstick: per round, deberta.c against the fastest PyTorch run of that round
+    per = []
+    for rnd, rc in sorted(cr.items()):
+        ts = [(res[(preset, w)][rnd], w) for w in TORCH if rnd in res.get((preset, w), {})]
+        if ts:
+            t, w = max(ts, key=lambda x: x[0]["tokens_per_s"])
+            per.append((rc["tokens_per_s"] / t["tokens_per_s"], rc["peak_rss_mb"] / t["peak_rss_mb"], NAMES[w], rnd))
+    if per:
+        print("%-8s deberta.c / the fastest PyTorch of each round: tokens/s %.2fx (range %.2f-%.2f)   peak RSS %.2fx;"
+              " rounds: %s" % (preset, statistics.median(p[0] for p in per), min(p[0] for p in per),
+                               max(p[0] for p in per), statistics.median(p[1] for p in per),
+                               ", ".join("%d %.2fx vs %s" % (p[3], p[0], p[2]) for p in per)))
 PYEOF
