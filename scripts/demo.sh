@@ -5,15 +5,14 @@
 #
 # Environment knobs (all optional): DEMO_DIR (default runs/demo), DEMO_MINUTES (default 10),
 # DEMO_STEPS (overrides the time budget with a fixed step count), THREADS (default: all cores),
-# DEMO_FLAGS (extra `deberta pretrain` flags; default: 32-token sequences, 64 per batch -- the same
-# 2,048 tokens per step as the preset's 16 x 128, but a discriminator that leaves the all-original
-# baseline within the 10 minutes; README, "Why not the preset's 128-token sequences").
+# DEMO_FLAGS (extra `deberta pretrain` flags; default none: the preset's 16 x 128-token sequences with
+# the default curriculum, 32-token sequences for the first half of the steps; docs/RECIPE.md).
 set -e
 cd "$(dirname "$0")/.."
 DEMO_DIR=${DEMO_DIR:-runs/demo}
 DEMO_MINUTES=${DEMO_MINUTES:-10}
 THREADS=${THREADS:-$(nproc)}
-DEMO_FLAGS=${DEMO_FLAGS---max_seq_len 32 --batch 64}
+DEMO_FLAGS=${DEMO_FLAGS-}
 
 sh scripts/install-deps.sh
 make -s -j"$THREADS" build/deberta
@@ -24,7 +23,7 @@ sh scripts/fetch-corpus.sh data/corpus
 echo "== prep (the fine-tuning tasks' dev/test texts held out of the train split)"
 sh scripts/demo-prep.sh "$DEMO_DIR"
 
-echo "== pretrain (tiny preset $DEMO_FLAGS, ${DEMO_STEPS:-about $DEMO_MINUTES minutes})"
+echo "== pretrain (tiny preset${DEMO_FLAGS:+ $DEMO_FLAGS}, ${DEMO_STEPS:-about $DEMO_MINUTES minutes})"
 if [ -n "$DEMO_STEPS" ]; then BUDGET="--steps $DEMO_STEPS"; else BUDGET="--minutes $DEMO_MINUTES"; fi
 if [ -f "$DEMO_DIR/checkpoint.h5" ]; then
     # an earlier demo run exists: continue it if unfinished (a finished run just re-evaluates)
