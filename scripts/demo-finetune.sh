@@ -3,8 +3,9 @@
 # model from random initialisation with the same budget, both printed next to the baselines.
 #
 # The pretrained encoder is `make demo`'s checkpoint (DEMO_DIR/checkpoint.h5) when it exists; without
-# it this demo pretrains its own tiny model with the demo's recipe (32-token sequences x 64, about
-# DEMO_MINUTES minutes) in FT_DIR/pretrain.  Both are pretrained on data/shards, which
+# it this demo pretrains its own tiny model with the demo's recipe (the tiny preset's defaults: 16 x
+# 128-token sequences after a first half of the steps at 64 x 32; about DEMO_MINUTES minutes) in
+# FT_DIR/pretrain.  Both are pretrained on data/shards, which
 # scripts/demo-prep.sh makes with the tasks' dev/test texts held out of the train split.  The
 # fine-tuning is scripts/finetune-table.sh's: pos task files of 64 tokens (data/tasks/pos-T64), FT_STEPS
 # steps of 32 examples, lr 2e-4 (10 % warm-up, linear decay), dev every 100 steps, the best dev model
@@ -37,13 +38,12 @@ if [ -f "$DEMO_DIR/checkpoint.h5" ]; then
     echo "== pretrained encoder: $DEMO_DIR/checkpoint.h5 (make demo's)"
     MODEL="demo=$DEMO_DIR/checkpoint.h5"
 else
-    echo "== pretrain (no $DEMO_DIR/checkpoint.h5: tiny preset, 32-token sequences x 64, ${DEMO_STEPS:-about $DEMO_MINUTES minutes})"
+    echo "== pretrain (no $DEMO_DIR/checkpoint.h5: tiny preset, ${DEMO_STEPS:-about $DEMO_MINUTES minutes})"
     if [ -n "$DEMO_STEPS" ]; then BUDGET="--steps $DEMO_STEPS"; else BUDGET="--minutes $DEMO_MINUTES"; fi
     if [ -f "$FT_DIR/pretrain/checkpoint.h5" ]; then
         $BIN pretrain --resume "$FT_DIR/pretrain" --data data/shards --threads "$THREADS"
     else
-        $BIN pretrain --preset tiny --data data/shards --out "$FT_DIR/pretrain" --threads "$THREADS" \
-            --max_seq_len 32 --batch 64 $BUDGET
+        $BIN pretrain --preset tiny --data data/shards --out "$FT_DIR/pretrain" --threads "$THREADS" $BUDGET
     fi
     MODEL="pretrained=$FT_DIR/pretrain/checkpoint.h5"
 fi
