@@ -182,8 +182,7 @@ int task_write(const char *path, const TaskSet *ts, char *err, size_t errlen) {
     h5_quiet(&q);
     int rc = -1;
     char *labels = NULL, *docs = NULL;
-    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
-    H5Pset_obj_track_times(fcpl, 0);
+    hid_t fcpl = h5_sealed_fcpl();
     hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
     H5Pclose(fcpl);
     if (file < 0) { errf(err, errlen, "task %s: cannot create", tmp); goto out; }
@@ -215,6 +214,8 @@ int task_write(const char *path, const TaskSet *ts, char *err, size_t errlen) {
     bad |= write_nd(file, "tokenizer", H5T_STD_U8LE, H5T_NATIVE_UINT8, ts->tokenizer, 1, dt);
     if (H5Fclose(file) < 0) bad = 1;
     if (bad) { errf(err, errlen, "task %s: HDF5 write failed (disk full?)", tmp); goto out; }
+    char serr[512];
+    if (h5_seal(tmp, serr, sizeof serr) != 0) { errf(err, errlen, "task %s: %s (disk full?)", path, serr); goto out; }
     if (durable_rename(tmp, path) != 0) { errf(err, errlen, "task %s: fsync or rename failed (%s)", path, strerror(errno)); goto out; }
     rc = 0;
 out:
@@ -299,7 +300,9 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
     h5_quiet(&q);
     int rc = -1;
     char *s = NULL;
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t f = -1;
+    if (h5_seal_require("task", path, "re-run deberta prep-task", err, errlen) != 0) goto out;
+    f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) { errf(err, errlen, "task %s: not an HDF5 file, or truncated (re-run deberta prep-task)", path); goto out; }
     s = read_attr_str(f, "format");
     if (!s || strcmp(s, TASK_FORMAT)) {
