@@ -104,6 +104,13 @@ int h5_scalar_sane(hid_t o, int is_attr) {
             ok = sz >= 1 && sz <= 8 && prec >= 1 && off >= 0 && prec + (size_t)off <= 8 * sz;
         } else if (cl == H5T_STRING) {
             ok = H5Tis_variable_str(t) > 0 || (sz >= 1 && sz <= ((size_t)1 << 30));
+        } else if (cl == H5T_ENUM) { /* numpy bools: an enum over a sane integer */
+            hid_t b = H5Tget_super(t);
+            const size_t prec = b >= 0 ? H5Tget_precision(b) : 0;
+            const int off = b >= 0 ? H5Tget_offset(b) : -1;
+            ok = b >= 0 && H5Tget_class(b) == H5T_INTEGER && sz >= 1 && sz <= 8 && H5Tget_size(b) == sz && prec >= 1 && off >= 0 &&
+                 prec + (size_t)off <= 8 * sz && H5Tget_nmembers(t) >= 0;
+            if (b >= 0) H5Tclose(b);
         } else {
             ok = 0;
         }

@@ -46,8 +46,9 @@ void h5_dtype_str(char *buf, size_t len, hid_t type);
 hid_t h5_dcpl(void);
 /* 1 when the open attribute or dataset (is_attr) holds one element (scalar or a 1-element array)
  * of a sane datatype: an integer or float of 1..8 bytes whose precision and bit offset fit in its
- * size, or a string (fixed length of 1 byte .. 1 GiB, or variable length).  Checked before every
- * H5Aread/H5Dread of a scalar: a corrupt datatype must be an error, not a crash inside HDF5. */
+ * size, an enum over such an integer (numpy bools), or a string (fixed length of 1 byte .. 1 GiB,
+ * or variable length).  Checked before every H5Aread/H5Dread of a scalar: a corrupt datatype must
+ * be an error, not a crash inside HDF5. */
 int h5_scalar_sane(hid_t obj, int is_attr);
 /* Integer attribute `name` of obj read into *out as mtype: 0, -1 missing, -2 not one sane integer or
  * unreadable. */

@@ -227,37 +227,15 @@ out:
 
 /* ---------------------------------------------------------------- reading */
 
-static int read_attr_i64(hid_t f, const char *name, int64_t *v) {
-    if (H5Aexists(f, name) <= 0) return -1;
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    if (a < 0) return -1;
-    hid_t t = H5Aget_type(a);
-    int ok = H5Tget_class(t) == H5T_INTEGER && H5Aread(a, H5T_NATIVE_INT64, v) >= 0;
-    H5Tclose(t);
-    H5Aclose(a);
-    return ok ? 0 : -1;
-}
-/* A string attribute into a malloc'd buffer (fixed or variable length), NULL if absent or not a string. */
+/* Attributes through the checked readers of data/h5util (class, size, precision and element count
+ * before H5Aread; strings whole whatever their padding). */
+static int read_attr_i64(hid_t f, const char *name, int64_t *v) { return h5_read_int_attr(f, name, H5T_NATIVE_INT64, v) ? -1 : 0; }
+/* A string attribute into a malloc'd buffer (fixed or variable length), NULL if absent or not one string. */
 static char *read_attr_str(hid_t f, const char *name) {
     if (H5Aexists(f, name) <= 0) return NULL;
     hid_t a = H5Aopen(f, name, H5P_DEFAULT);
     if (a < 0) return NULL;
-    hid_t t = H5Aget_type(a);
-    char *out = NULL;
-    if (H5Tget_class(t) == H5T_STRING) {
-        if (H5Tis_variable_str(t) > 0) {
-            char *s = NULL;
-            hid_t mt = H5Tcopy(H5T_C_S1);
-            H5Tset_size(mt, H5T_VARIABLE);
-            if (H5Aread(a, mt, &s) >= 0 && s) { out = xstrdup(s); H5free_memory(s); }
-            H5Tclose(mt);
-        } else {
-            size_t n = H5Tget_size(t);
-            out = xcalloc(n + 1, 1);
-            if (H5Aread(a, t, out) < 0) { free(out); out = NULL; }
-        }
-    }
-    H5Tclose(t);
+    char *out = h5_read_string(a, 1, H5T_CSET_ASCII);
     H5Aclose(a);
     return out;
 }

@@ -41,8 +41,10 @@ typedef struct AttrIter {
 } AttrIter;
 
 /* Reads a scalar attribute as text ("%lld", "%.17g", the string, or an enum's value as for numpy
- * bools). 0 ok, -1 unreadable. */
+ * bools). 0 ok, -1 unreadable.  Class, size, precision and element count are checked
+ * (h5_scalar_sane) before H5Aread. */
 static int attr_text(hid_t a, char *out, size_t len) {
+    if (!h5_scalar_sane(a, 1)) return -1;
     hid_t t = H5Aget_type(a), s = H5Aget_space(a);
     int rc = -1;
     const hssize_t npts = H5Sget_simple_extent_npoints(s);
