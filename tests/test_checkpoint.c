@@ -464,6 +464,11 @@ static void config_diff_names_first_difference(void **state) {
     assert_string_equal(msg, "'num_hidden_layers' is 2 in the checkpoint but not set now");
     assert_int_equal(checkpoint_config_diff(a, "hidden_size = 256\nnum_hidden_layers = 2\ntotal_steps = 100\nseed = 3\n", NULL, msg, sizeof msg), 1);
     assert_string_equal(msg, "'seed' is 3 now but not set in the checkpoint");
+    /* a key set twice (an edited config.txt: which value holds?) is a difference */
+    assert_int_equal(checkpoint_config_diff(a, "hidden_size = 256\nnum_hidden_layers = 2\ntotal_steps = 100\nhidden_size = 8\n", NULL, msg, sizeof msg), 1);
+    assert_string_equal(msg, "'hidden_size' is set twice now (the second time to 8)");
+    assert_int_equal(checkpoint_config_diff("seed = 1\nseed = 1\n", "seed = 1\n", NULL, msg, sizeof msg), 1);
+    assert_string_equal(msg, "'seed' is set twice in the checkpoint");
 }
 
 /* ---- exact resume of the optimizer state through a checkpoint (toy problem, two groups) ---- */

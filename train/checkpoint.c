@@ -527,9 +527,20 @@ static int ignored(const char *const *ignore, const char *key) {
     return 0;
 }
 
+/* The second line of a key set twice (an edited config text is ambiguous), or NULL. */
+static const KV *kv_dup(const KVList *l) {
+    for (int i = 1; i < l->n; i++)
+        for (int k = 0; k < i; k++)
+            if (!strcmp(l->kv[i].key, l->kv[k].key)) return &l->kv[i];
+    return NULL;
+}
+
 int checkpoint_config_diff(const char *saved, const char *now, const char *const *ignore, char *msg, size_t len) {
     KVList a = kv_parse(saved), b = kv_parse(now);
     int diff = 0;
+    const KV *d;
+    if ((d = kv_dup(&a))) diff = 1, snprintf(msg, len, "'%s' is set twice in the checkpoint", d->key);
+    else if ((d = kv_dup(&b))) diff = 1, snprintf(msg, len, "'%s' is set twice now (the second time to %s)", d->key, d->val);
     for (int i = 0; !diff && i < a.n; i++) {
         const KV *p = &a.kv[i];
         if (ignored(ignore, p->key)) continue;

@@ -78,9 +78,9 @@ int cmd_pretrain(int argc, char **argv) {
         }
         if (!strcmp(a, "--config")) {
             if (i + 1 >= argc) return cli_usage_error("pretrain", "%s needs a value", a);
-            if (config_load(&cfg, argv[++i], err, sizeof err)) {
+            if (config_load(&cfg, argv[++i], err, sizeof err)) { /* a file that cannot be read: bad input, exit 1 */
                 fprintf(stderr, "error: %s\n", err);
-                return 2;
+                return 1;
             }
             model_flags = 1;
             continue;
