@@ -286,7 +286,7 @@ int cmd_dump_encoder(int argc, char **argv) {
     model_init_params(&ps, cfg.initializer_range, seed);
     if (perturb) model_perturb_params(&ps, seed + 1);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (write_weights(out, &ps, &cfg)) fatal("weights %s: cannot write (directory missing or not writable?)", out);
+    if (write_weights(out, &ps, &cfg)) fatal("weights %s: cannot write (disk full, or the directory missing or not writable?)", out);
     printf("dump-encoder: %d parameters (%ld values, %s) -> %s\n", ps.n, params_count(&ps), REAL_NAME, out);
     encoder_free(&e);
     params_free(&ps);

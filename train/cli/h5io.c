@@ -113,6 +113,9 @@ int h5io_read_config(const char *path, ModelConfig *cfg, int *n_full, int *has_m
 }
 
 int h5io_is_checkpoint(const char *path) {
+    char msg[512];
+    if (h5_seal_check(path, msg, sizeof msg) != H5_SEAL_NONE) return 1; /* sealed: one of deberta.c's training files,
+                                                                          * the checkpoint reader checks the seal and says */
     H5Ctx c;
     h5ctx_begin(&c, "weights", path, NULL, 0); /* no message: a plain yes or no */
     hid_t f = open_file(&c);
