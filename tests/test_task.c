@@ -199,6 +199,7 @@ static void test_build_pos(void **state) {
                     i = j;
                 }
             }
+            task_free(&ts);
         }
     }
     /* packing: with T = 64 the two sentences of ca01 share one example */
