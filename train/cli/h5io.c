@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "autograd/util.h"
 #include "data/h5util.h"
@@ -114,8 +115,9 @@ int h5io_read_config(const char *path, ModelConfig *cfg, int *n_full, int *has_m
 
 int h5io_is_checkpoint(const char *path) {
     char msg[512];
-    if (h5_seal_check(path, msg, sizeof msg) != H5_SEAL_NONE) return 1; /* sealed: one of deberta.c's training files,
-                                                                          * the checkpoint reader checks the seal and says */
+    struct stat sb;
+    /* sealed (intact or not): one of deberta.c's training files; the checkpoint reader checks the seal and says */
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && h5_seal_check(path, msg, sizeof msg) != H5_SEAL_NONE) return 1;
     H5Ctx c;
     h5ctx_begin(&c, "weights", path, NULL, 0); /* no message: a plain yes or no */
     hid_t f = open_file(&c);
