@@ -1,9 +1,13 @@
 /* h5util.c — see h5util.h. */
 #include "data/h5util.h"
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "autograd/util.h"
 
 void h5_quiet(H5Quiet *q) {
@@ -100,6 +104,13 @@ int h5_scalar_sane(hid_t o, int is_attr) {
             ok = sz >= 1 && sz <= 8 && prec >= 1 && off >= 0 && prec + (size_t)off <= 8 * sz;
         } else if (cl == H5T_STRING) {
             ok = H5Tis_variable_str(t) > 0 || (sz >= 1 && sz <= ((size_t)1 << 30));
+        } else if (cl == H5T_ENUM) { /* numpy bools: an enum over a sane integer */
+            hid_t b = H5Tget_super(t);
+            const size_t prec = b >= 0 ? H5Tget_precision(b) : 0;
+            const int off = b >= 0 ? H5Tget_offset(b) : -1;
+            ok = b >= 0 && H5Tget_class(b) == H5T_INTEGER && sz >= 1 && sz <= 8 && H5Tget_size(b) == sz && prec >= 1 && off >= 0 &&
+                 prec + (size_t)off <= 8 * sz && H5Tget_nmembers(t) >= 0;
+            if (b >= 0) H5Tclose(b);
         } else {
             ok = 0;
         }
@@ -186,4 +197,207 @@ int h5_read_tensor(H5Ctx *c, hid_t d, const Tensor *t, real *dst, const char *wh
     H5Sclose(sp);
     H5Tclose(ty);
     return rc;
+}
+
+/* ---- the seal ---- */
+
+static const char SEAL_MAGIC[8] = {'D', 'B', 'H', '5', 'S', 'E', 'A', 'L'};
+static const unsigned char HDF5_SIGNATURE[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+#define SEAL_CRC_AT 24
+
+hid_t h5_sealed_fcpl(void) {
+    hid_t p = H5Pcreate(H5P_FILE_CREATE);
+    H5Pset_obj_track_times(p, 0);
+    H5Pset_userblock(p, H5_SEAL_BLOCK);
+    return p;
+}
+
+static uint32_t get_u32(const unsigned char *b) { return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24; }
+static uint64_t get_u64(const unsigned char *b) { return (uint64_t)get_u32(b) | (uint64_t)get_u32(b + 4) << 32; }
+static void put_u32(unsigned char *b, uint32_t v) {
+    for (int k = 0; k < 4; k++) b[k] = (unsigned char)(v >> (8 * k));
+}
+
+/* The seal's CRC comparison, hidden from libFuzzer's comparison tracing (the fuzz build compiles the
+ * library with -fsanitize=fuzzer-no-link, which reports `crc != stored` with both values).  Traced,
+ * it hands libFuzzer the CRC of the mutated bytes, which it copies into the input's CRC field: the
+ * shard target forged a valid seal within 5 minutes that way.  A forged seal is a hostile file, not
+ * a damaged one, and a hostile file reaches libhdf5 by design (docs/FORMATS.md "Sealed HDF5 files");
+ * hidden, the fuzzer tests what the seal is for.  Other compilers: a plain comparison. */
+#if defined(__clang__)
+__attribute__((noinline, no_sanitize("coverage")))
+#endif
+static int crc_differs(uint32_t computed, uint32_t stored) { return computed != stored; }
+
+/* Reads up to n bytes (fewer only at the end of the file); -1 on an error. */
+static ssize_t read_full(int fd, void *buf, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        const ssize_t k = read(fd, (char *)buf + got, n - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return -1;
+        if (k == 0) break;
+        got += (size_t)k;
+    }
+    return (ssize_t)got;
+}
+
+/* Continues crc over the open file from its current offset to its end; -1 on a read error. */
+static int crc_rest(int fd, uint32_t *crc) {
+    enum { CHUNK = 1 << 20 };
+    unsigned char *buf = xmalloc(CHUNK);
+    ssize_t k;
+    while ((k = read_full(fd, buf, CHUNK)) > 0) *crc = crc32_update(*crc, buf, (size_t)k);
+    free(buf);
+    return k < 0 ? -1 : 0;
+}
+
+/* The block's own bytes with the CRC field zeroed, then the rest of the file. */
+static int file_crc(int fd, const unsigned char *block, uint32_t *crc) {
+    unsigned char b[H5_SEAL_BLOCK];
+    memcpy(b, block, sizeof b);
+    put_u32(b + SEAL_CRC_AT, 0);
+    *crc = crc32_update(0, b, sizeof b);
+    if (lseek(fd, H5_SEAL_BLOCK, SEEK_SET) != H5_SEAL_BLOCK) return -1;
+    return crc_rest(fd, crc);
+}
+
+int h5_seal_check(const char *path, char *msg, size_t len) {
+    const int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        snprintf(msg, len, "cannot open (%s)", strerror(errno));
+        return H5_SEAL_BAD;
+    }
+    struct stat sb;
+    unsigned char b[H5_SEAL_BLOCK];
+    int rc = H5_SEAL_BAD;
+    ssize_t got;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        snprintf(msg, len, "not a regular file");
+    } else if ((got = read_full(fd, b, sizeof b)) < 0) {
+        snprintf(msg, len, "cannot read (%s)", strerror(errno));
+    } else if ((size_t)got < sizeof SEAL_MAGIC || memcmp(b, SEAL_MAGIC, sizeof SEAL_MAGIC)) {
+        snprintf(msg, len, "has no seal (deberta.c's whole-file checksum: files of an older deberta.c or of other programs have none, or its first bytes are damaged)");
+        rc = H5_SEAL_NONE;
+    } else if (got < H5_SEAL_BLOCK) {
+        snprintf(msg, len, "is %lld bytes, shorter than its seal block (truncated)", (long long)sb.st_size);
+    } else if (get_u32(b + 8) != H5_SEAL_VERSION || get_u32(b + 12) != H5_SEAL_BLOCK) {
+        snprintf(msg, len, "has a seal of version %u with a %u-byte block; this build reads version %d, %d bytes (damaged, or sealed by a newer deberta.c)",
+                 get_u32(b + 8), get_u32(b + 12), H5_SEAL_VERSION, H5_SEAL_BLOCK);
+    } else if (get_u64(b + 16) != (uint64_t)sb.st_size) {
+        snprintf(msg, len, "is %lld bytes, its seal says %llu: %s after it was written", (long long)sb.st_size,
+                 (unsigned long long)get_u64(b + 16), (uint64_t)sb.st_size < get_u64(b + 16) ? "truncated" : "extended");
+    } else {
+        uint32_t crc = 0;
+        if (file_crc(fd, b, &crc) != 0) snprintf(msg, len, "cannot read (%s)", strerror(errno));
+        else if (crc_differs(crc, get_u32(b + SEAL_CRC_AT)))
+            snprintf(msg, len, "does not match its seal (CRC-32 %08x, sealed %08x): corrupt, or changed after it was written",
+                     (unsigned)crc, (unsigned)get_u32(b + SEAL_CRC_AT));
+        else rc = H5_SEAL_OK;
+    }
+    close(fd);
+    if (rc == H5_SEAL_OK && len) msg[0] = 0;
+    return rc;
+}
+
+int h5_seal(const char *path, char *err, size_t errlen) {
+    const int fd = open(path, O_RDWR);
+    if (fd < 0) return errf(err, errlen, "%s: cannot open to seal (%s)", path, strerror(errno)), -1;
+    struct stat sb;
+    unsigned char b[H5_SEAL_BLOCK] = {0};
+    int rc = -1;
+    uint32_t crc = 0;
+    if (fstat(fd, &sb) != 0 || sb.st_size < H5_SEAL_BLOCK + 8) {
+        errf(err, errlen, "%s: too short to hold a seal block", path);
+    } else if (pread(fd, b + SEAL_CRC_AT, 8, H5_SEAL_BLOCK) != 8 || memcmp(b + SEAL_CRC_AT, HDF5_SIGNATURE, 8)) {
+        errf(err, errlen, "%s: no HDF5 superblock after a %d-byte user block (not created with the seal's user block)", path, H5_SEAL_BLOCK);
+    } else {
+        memset(b, 0, sizeof b);
+        memcpy(b, SEAL_MAGIC, sizeof SEAL_MAGIC);
+        put_u32(b + 8, H5_SEAL_VERSION);
+        put_u32(b + 12, H5_SEAL_BLOCK);
+        put_u32(b + 16, (uint32_t)((uint64_t)sb.st_size & 0xffffffffu));
+        put_u32(b + 20, (uint32_t)((uint64_t)sb.st_size >> 32));
+        if (file_crc(fd, b, &crc) != 0) {
+            errf(err, errlen, "%s: cannot read to seal (%s)", path, strerror(errno));
+        } else {
+            put_u32(b + SEAL_CRC_AT, crc);
+            if (pwrite(fd, b, sizeof b, 0) != (ssize_t)sizeof b) errf(err, errlen, "%s: cannot write the seal (%s)", path, strerror(errno));
+            else rc = 0;
+        }
+    }
+    if (close(fd) != 0 && rc == 0) rc = -1, errf(err, errlen, "%s: cannot write the seal (%s)", path, strerror(errno));
+    return rc;
+}
+
+int h5_seal_require(const char *what, const char *path, const char *hint, char *err, size_t errlen) {
+    char msg[512];
+    const int rc = h5_seal_check(path, msg, sizeof msg);
+    if (rc == H5_SEAL_OK) return 0;
+    if (rc == H5_SEAL_NONE) errf(err, errlen, "%s %s: %s; %s, or if it is intact: deberta seal %s", what, path, msg, hint, path);
+    else errf(err, errlen, "%s %s: %s; %s, or if it was changed on purpose: deberta seal %s", what, path, msg, hint, path);
+    return -1;
+}
+
+int h5_seal_verify_if_present(const char *path, char *msg, size_t len) {
+    char why[512];
+    if (h5_seal_check(path, why, sizeof why) != H5_SEAL_BAD) return 0;
+    errf(msg, len, "%s; if it was changed on purpose: deberta seal %s", why, path);
+    return -1;
+}
+
+int h5_seal_file(const char *path, char *err, size_t errlen) {
+    unsigned char head[8] = {0};
+    const int fd = open(path, O_RDONLY);
+    if (fd < 0) return errf(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
+    const ssize_t got = read_full(fd, head, sizeof head);
+    if (got == (ssize_t)sizeof head && !memcmp(head, SEAL_MAGIC, sizeof head)) { /* sealed before: seal again in place */
+        close(fd);
+        unsigned char v[8];
+        const int f2 = open(path, O_RDONLY);
+        const int ok = f2 >= 0 && pread(f2, v, 8, 8) == 8;
+        if (f2 >= 0) close(f2);
+        if (!ok || get_u32(v) != H5_SEAL_VERSION || get_u32(v + 4) != H5_SEAL_BLOCK)
+            return errf(err, errlen, "%s: has a seal of another version or block size; this build writes version %d, %d bytes", path,
+                        H5_SEAL_VERSION, H5_SEAL_BLOCK);
+        if (h5_seal(path, err, errlen) != 0) return -1;
+        const int f3 = open(path, O_RDONLY);
+        const int synced = f3 >= 0 && fsync(f3) == 0;
+        if (f3 >= 0) close(f3);
+        return synced ? 0 : errf(err, errlen, "%s: cannot fsync (%s)", path, strerror(errno));
+    }
+    if (got != (ssize_t)sizeof head || memcmp(head, HDF5_SIGNATURE, sizeof head)) {
+        close(fd);
+        return errf(err, errlen, "%s: neither sealed nor an HDF5 file without a user block (no HDF5 signature at its start)", path);
+    }
+    /* no user block: a copy with the 512-byte block in front (HDF5 finds its superblock at 512) */
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+        close(fd);
+        return errf(err, errlen, "%s: path too long", path);
+    }
+    const int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out < 0) {
+        close(fd);
+        return errf(err, errlen, "%s: cannot create %s (%s)", path, tmp, strerror(errno));
+    }
+    enum { CHUNK = 1 << 20 };
+    unsigned char *buf = xcalloc(CHUNK, 1);
+    int bad = write(out, buf, H5_SEAL_BLOCK) != H5_SEAL_BLOCK || lseek(fd, 0, SEEK_SET) != 0;
+    ssize_t k;
+    while (!bad && (k = read_full(fd, buf, CHUNK)) > 0) bad = write(out, buf, (size_t)k) != k;
+    if (!bad && k < 0) bad = 1;
+    free(buf);
+    close(fd);
+    if (close(out) != 0) bad = 1;
+    if (bad) {
+        unlink(tmp);
+        return errf(err, errlen, "%s: cannot write %s (disk full?)", path, tmp);
+    }
+    if (h5_seal(tmp, err, errlen) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    if (durable_rename(tmp, path) != 0) return errf(err, errlen, "%s: cannot fsync or rename %s (%s)", path, tmp, strerror(errno));
+    return 0;
 }

@@ -62,8 +62,7 @@ int shard_write(const char *path, const int32_t *tokens, const int64_t *doc_offs
     H5Quiet q;
     h5_quiet(&q);
     int rc = -1;
-    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
-    H5Pset_obj_track_times(fcpl, 0);
+    hid_t fcpl = h5_sealed_fcpl();
     hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
     H5Pclose(fcpl);
     if (file < 0) { errf(err, errlen, "shard %s: cannot create", tmp); goto out; }
@@ -95,6 +94,8 @@ int shard_write(const char *path, const int32_t *tokens, const int64_t *doc_offs
                          (hsize_t)info->tokenizer_len, 0);
     if (H5Fclose(file) < 0) bad = 1;
     if (bad) { errf(err, errlen, "shard %s: cannot write %s (disk full?); free space and re-run deberta prep", path, tmp); goto out; }
+    char serr[512];
+    if (h5_seal(tmp, serr, sizeof serr) != 0) { errf(err, errlen, "shard %s: %s (disk full?); free space and re-run deberta prep", path, serr); goto out; }
     if (durable_rename(tmp, path) != 0) {
         errf(err, errlen, "shard %s: fsync or rename failed (%s); free space and re-run deberta prep", path, strerror(errno));
         goto out;
@@ -204,6 +205,8 @@ Shard *shard_open(const char *path, int check_ids, char *err, size_t errlen) {
     hid_t tokd = -1;
     int64_t *obuf = NULL;
     int32_t *tbuf = NULL;
+    /* the seal first: libhdf5 never sees a damaged file (it can crash decoding corrupt metadata) */
+    if (h5_seal_require("shard", path, "re-run deberta prep", err, errlen) != 0) goto fail;
     if (H5Fis_hdf5(path) <= 0) FAIL("shard %s: not an HDF5 file " REDO, path);
     s->file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (s->file < 0) FAIL("shard %s: cannot open as HDF5 (truncated or corrupt file) " REDO, path);

@@ -182,8 +182,7 @@ int task_write(const char *path, const TaskSet *ts, char *err, size_t errlen) {
     h5_quiet(&q);
     int rc = -1;
     char *labels = NULL, *docs = NULL;
-    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
-    H5Pset_obj_track_times(fcpl, 0);
+    hid_t fcpl = h5_sealed_fcpl();
     hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
     H5Pclose(fcpl);
     if (file < 0) { errf(err, errlen, "task %s: cannot create", tmp); goto out; }
@@ -215,6 +214,8 @@ int task_write(const char *path, const TaskSet *ts, char *err, size_t errlen) {
     bad |= write_nd(file, "tokenizer", H5T_STD_U8LE, H5T_NATIVE_UINT8, ts->tokenizer, 1, dt);
     if (H5Fclose(file) < 0) bad = 1;
     if (bad) { errf(err, errlen, "task %s: HDF5 write failed (disk full?)", tmp); goto out; }
+    char serr[512];
+    if (h5_seal(tmp, serr, sizeof serr) != 0) { errf(err, errlen, "task %s: %s (disk full?)", path, serr); goto out; }
     if (durable_rename(tmp, path) != 0) { errf(err, errlen, "task %s: fsync or rename failed (%s)", path, strerror(errno)); goto out; }
     rc = 0;
 out:
@@ -226,37 +227,15 @@ out:
 
 /* ---------------------------------------------------------------- reading */
 
-static int read_attr_i64(hid_t f, const char *name, int64_t *v) {
-    if (H5Aexists(f, name) <= 0) return -1;
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    if (a < 0) return -1;
-    hid_t t = H5Aget_type(a);
-    int ok = H5Tget_class(t) == H5T_INTEGER && H5Aread(a, H5T_NATIVE_INT64, v) >= 0;
-    H5Tclose(t);
-    H5Aclose(a);
-    return ok ? 0 : -1;
-}
-/* A string attribute into a malloc'd buffer (fixed or variable length), NULL if absent or not a string. */
+/* Attributes through the checked readers of data/h5util (class, size, precision and element count
+ * before H5Aread; strings whole whatever their padding). */
+static int read_attr_i64(hid_t f, const char *name, int64_t *v) { return h5_read_int_attr(f, name, H5T_NATIVE_INT64, v) ? -1 : 0; }
+/* A string attribute into a malloc'd buffer (fixed or variable length), NULL if absent or not one string. */
 static char *read_attr_str(hid_t f, const char *name) {
     if (H5Aexists(f, name) <= 0) return NULL;
     hid_t a = H5Aopen(f, name, H5P_DEFAULT);
     if (a < 0) return NULL;
-    hid_t t = H5Aget_type(a);
-    char *out = NULL;
-    if (H5Tget_class(t) == H5T_STRING) {
-        if (H5Tis_variable_str(t) > 0) {
-            char *s = NULL;
-            hid_t mt = H5Tcopy(H5T_C_S1);
-            H5Tset_size(mt, H5T_VARIABLE);
-            if (H5Aread(a, mt, &s) >= 0 && s) { out = xstrdup(s); H5free_memory(s); }
-            H5Tclose(mt);
-        } else {
-            size_t n = H5Tget_size(t);
-            out = xcalloc(n + 1, 1);
-            if (H5Aread(a, t, out) < 0) { free(out); out = NULL; }
-        }
-    }
-    H5Tclose(t);
+    char *out = h5_read_string(a, 1, H5T_CSET_ASCII);
     H5Aclose(a);
     return out;
 }
@@ -299,7 +278,9 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
     h5_quiet(&q);
     int rc = -1;
     char *s = NULL;
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t f = -1;
+    if (h5_seal_require("task", path, "re-run deberta prep-task", err, errlen) != 0) goto out;
+    f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) { errf(err, errlen, "task %s: not an HDF5 file, or truncated (re-run deberta prep-task)", path); goto out; }
     s = read_attr_str(f, "format");
     if (!s || strcmp(s, TASK_FORMAT)) {

@@ -296,6 +296,9 @@ void safetensors_close(StFile *f) {
     if (!f) return;
     for (int i = 0; i < f->n; i++) free(f->t[i].name);
     free(f->t);
+    for (int i = 0; i < f->n_crc; i++) free(f->crc_name[i]);
+    free(f->crc_name);
+    free(f->crc);
     if (f->map && f->size) munmap((void *)f->map, f->size);
     free(f->path);
     free(f);
@@ -309,6 +312,52 @@ static int cmp_range(const void *a, const void *b) {
 static StFile *st_fail(StFile *f) {
     safetensors_close(f);
     return NULL;
+}
+
+/* __metadata__: kept are the "crc32.<name>" string entries (8 hex digits); everything else is skipped. */
+static void parse_metadata(Js *j, StFile *f) {
+    js_ws(j);
+    if (j->p >= j->end || *j->p != '{') {
+        js_skip(j, 0);
+        return;
+    }
+    j->p++;
+    if (js_lit(j, '}')) return;
+    do {
+        char *k = js_string(j);
+        if (!k) return;
+        if (!js_lit(j, ':')) {
+            free(k);
+            js_fail(j, "expected ':'");
+            return;
+        }
+        js_ws(j);
+        if (strncmp(k, "crc32.", 6) || j->p >= j->end || *j->p != '"') {
+            free(k);
+            js_skip(j, 1);
+            continue;
+        }
+        char *v = js_string(j);
+        if (!v) {
+            free(k);
+            return;
+        }
+        char *e = NULL;
+        const unsigned long c = strtoul(v, &e, 16);
+        if (strlen(v) != 8 || *e) {
+            char m[400];
+            snprintf(m, sizeof m, "metadata entry '%.200s' is '%.20s', not 8 hex digits", k, v);
+            js_fail(j, m);
+        } else {
+            f->crc_name = xrealloc(f->crc_name, (size_t)(f->n_crc + 1) * sizeof *f->crc_name);
+            f->crc = xrealloc(f->crc, (size_t)(f->n_crc + 1) * sizeof *f->crc);
+            f->crc_name[f->n_crc] = xstrdup(k + 6);
+            f->crc[f->n_crc++] = (uint32_t)c;
+        }
+        free(k);
+        free(v);
+    } while (!j->failed && js_lit(j, ','));
+    if (!j->failed && !js_lit(j, '}')) js_fail(j, "expected ',' or '}' in __metadata__");
 }
 
 /* One tensor entry: {"dtype":..., "shape":[...], "data_offsets":[b,e]} in any order. */
@@ -448,7 +497,7 @@ StFile *safetensors_open(const char *path, char *err, size_t errlen) {
             }
             if (!strcmp(name, "__metadata__")) {
                 free(name);
-                js_skip(&j, 0);
+                parse_metadata(&j, f);
                 continue;
             }
             if (f->n == cap) f->t = xrealloc(f->t, (size_t)(cap = cap ? 2 * cap : 64) * sizeof(StTensor));
@@ -521,6 +570,16 @@ StFile *safetensors_open(const char *path, char *err, size_t errlen) {
                 snprintf(err, errlen, "safetensors %.900s: tensor '%.200s' appears twice", path, f->t[i].name);
                 return st_fail(f);
             }
+    for (int i = 0; i < f->n_crc; i++) {
+        const StTensor *t = safetensors_find(f, f->crc_name[i]);
+        if (!t) continue; /* a checksum of nothing: nothing to check */
+        const uint32_t c = crc32_update(0, f->map + f->data_start + t->begin, (size_t)(t->end - t->begin));
+        if (c != f->crc[i]) {
+            snprintf(err, errlen, "safetensors %.900s: tensor '%.200s' does not match its crc32 metadata entry (CRC-32 %08x, stored %08x): the file is corrupt",
+                     path, t->name, (unsigned)c, (unsigned)f->crc[i]);
+            return st_fail(f);
+        }
+    }
     return f;
 }
 

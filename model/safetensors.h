@@ -40,14 +40,19 @@ typedef struct StFile {
     size_t data_start;         /* 8 + header length */
     int n;
     StTensor *t;               /* in header order */
+    int n_crc;                 /* "crc32.<name>" entries of __metadata__ (our exports write one per tensor) */
+    char **crc_name;
+    uint32_t *crc;
 } StFile;
 
 /* Opens and validates the whole header: the length field against the file size, JSON syntax, every
  * entry an object with exactly dtype / shape / data_offsets, a supported dtype, a byte range that
  * matches dtype x shape (every dtype of the format is known: F64/F32/F16/BF16 are readable, integer,
  * bool and float8 tensors are kept as ST_OTHER), lies inside the file, overlaps no other and leaves no gap (the format
- * requires the data to be exactly the tensors back to back), unique names.  NULL + one-line message
- * naming the file on any problem. */
+ * requires the data to be exactly the tensors back to back), unique names; and every tensor that has a
+ * "crc32.<name>" entry in __metadata__ (8 hex digits, as deberta export writes them; files of other
+ * writers have none) against the CRC-32 of its bytes.  NULL + one-line message naming the file on any
+ * problem. */
 StFile *safetensors_open(const char *path, char *err, size_t errlen);
 const StTensor *safetensors_find(const StFile *f, const char *name); /* NULL when absent */
 /* Converts tensor t (not ST_OTHER) into out[numel] (float16/bfloat16 exactly, including subnormals,

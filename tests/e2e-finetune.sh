@@ -138,6 +138,9 @@ if /usr/bin/python3 -c "import h5py, numpy" 2>/dev/null; then
 import h5py, numpy as np, sys
 with h5py.File(sys.argv[1], 'r+') as f:
     y = f['labels'][()]; y[0, 1] = 12; f['labels'][...] = y" "$TMP/task-bad/train.h5"
+    expect_error "task file changed by h5py (its seal no longer matches)" "train.h5: does not match its seal .*deberta seal " \
+        "$BIN" finetune --init scratch --preset test --task pos --data "$TMP/task-bad" --out "$TMP/bad4"
+    "$BIN" seal "$TMP/task-bad/train.h5" >/dev/null || fail "deberta seal of the changed task file"
     expect_error "task labels out of range" "labels\[0, 1\] = 12 is outside \[0, 12) and not the ignore value -100" \
         "$BIN" finetune --init scratch --preset test --task pos --data "$TMP/task-bad" --out "$TMP/bad4"
 else

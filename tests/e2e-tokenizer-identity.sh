@@ -62,6 +62,8 @@ expect_err "'tokenizer_hash' is $ha in the checkpoint but $hb now" $D pretrain -
 cp "$W/run/checkpoint.h5" "$W/bad.h5"
 /usr/bin/python3 -c "import h5py, sys; f = h5py.File(sys.argv[1], 'r+'); f.attrs.modify('tokenizer_hash', b'$hb')" "$W/bad.h5" 2>/dev/null ||
     { echo "SKIPPED part: /usr/bin/python3 h5py missing"; echo "e2e-tokenizer-identity: all checks passed"; exit 0; }
+expect_err "bad.h5: does not match its seal" $D eval "$W/bad.h5" --data "$W/A" --batches 1
+$D seal "$W/bad.h5" >/dev/null || fail "deberta seal"  # as if on purpose: the identity check behind the seal
 expect_err "tokenizer bytes hash to '$ha', attribute 'tokenizer_hash' says '$hb'" $D eval "$W/bad.h5" --data "$W/A" --batches 1
 expect_err "tokenizer bytes hash to '$ha'" $D export "$W/bad.h5" "$W/export"
 ok "a config.txt or a tokenizer_hash attribute of another tokenizer is refused (resume, eval, export)"

@@ -1,6 +1,7 @@
 /* test_safetensors.c — the safetensors reader (model/safetensors.c): values of F32/F16/BF16 files
  * written byte by byte here (subnormals, infinities, NaN, negative zero), a round trip through the
- * writer, and one test per bad file (each must be refused with its own message). */
+ * writer (and a changed byte caught by its crc32 metadata), and one test per bad file (each must be
+ * refused with its own message). */
 #include "tests/testutil.h"
 #include <string.h>
 #include <unistd.h>
@@ -100,7 +101,18 @@ static void round_trip_with_writer(void **state) {
     assert_int_equal(t->dtype, ST_F32);
     safetensors_read(f, t, y);
     for (int i = 0; i < 12; i++) assert_true(y[i] == (real)(float)x[i]);
+    assert_int_equal(f->n_crc, 2); /* the writer's crc32.<name> entries, verified at open */
+    const size_t at = f->data_start + t->begin + 5;
     safetensors_close(f);
+    /* one byte of deberta.x changed: refused, naming the tensor */
+    FILE *fp = fopen(path, "r+b");
+    assert_non_null(fp);
+    fseek(fp, (long)at, SEEK_SET);
+    const int c = fgetc(fp);
+    fseek(fp, (long)at, SEEK_SET);
+    fputc(c ^ 0x01, fp);
+    fclose(fp);
+    expect_refused(path, "tensor 'deberta.x' does not match its crc32 metadata entry");
 }
 
 static const uint8_t Z[64];
@@ -128,6 +140,10 @@ static void f64_and_non_float(void **state) {
 
 static void bad_files(void **state) {
     (void)state;
+    expect_refused(write_st("crc.safetensors", "{\"__metadata__\":{\"crc32.a\":\"xyz\"},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", -1, Z, 4),
+                   "metadata entry 'crc32.a' is 'xyz', not 8 hex digits");
+    expect_refused(write_st("crc2.safetensors", "{\"__metadata__\":{\"crc32.a\":\"00000001\"},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", -1, Z, 4),
+                   "tensor 'a' does not match its crc32 metadata entry (CRC-32 2144df1c, stored 00000001)");
     const char *ok = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
     char p[512];
     snprintf(p, sizeof p, "%s/short", g_dir);

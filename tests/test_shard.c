@@ -185,7 +185,7 @@ static void test_bad_not_hdf5(void **state) {
     FILE *f = fopen(p, "w");
     fputs("this is not HDF5\n", f);
     fclose(f);
-    expect_error(p, "not an HDF5 file");
+    expect_error(p, "has no seal");
 }
 
 static void test_bad_truncated(void **state) {
@@ -205,6 +205,7 @@ static void test_bad_missing_dataset(void **state) {
     hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
     H5Ldelete(f, "tokens", H5P_DEFAULT);
     H5Fclose(f);
+    test_reseal(p);
     expect_error(p, "missing dataset 'tokens'");
 }
 
@@ -220,6 +221,7 @@ static void replace_tokens(const char *p, hid_t ftype, int64_t n, const void *da
     hid_t d = H5Dcreate2(f, "tokens", ftype, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
     H5Dclose(d); H5Pclose(dcpl); H5Sclose(sp); H5Fclose(f);
+    test_reseal(p);
 }
 
 static void test_bad_dtype(void **state) {
@@ -254,17 +256,21 @@ static void test_bad_out_of_range_id(void **state) {
 
 static void set_attr(const char *p, const char *name, int64_t v);
 
-/* Bytes flipped inside the stored tokens or doc_offsets: the checksum names the dataset. */
+/* Bytes flipped inside the stored tokens or doc_offsets: the seal refuses the file; sealed again,
+ * the dataset's checksum names it. */
 static void test_bad_checksum(void **state) {
     (void)state;
     const char *p = tmp_path("flip-tokens.h5");
     make_shard(p, 1000, 400, NULL, NULL);
     flip_dataset_bytes(p, "tokens", 5);
+    expect_error(p, "does not match its seal");
+    test_reseal(p);
     expect_error(p, "cannot read dataset 'tokens'");
     expect_error(p, "checksum mismatch");
     const char *q = tmp_path("flip-offsets.h5");
     make_shard(q, 1000, 400, NULL, NULL);
     flip_dataset_bytes(q, "doc_offsets", 5);
+    test_reseal(q);
     char err[512];
     assert_null(shard_open(q, 0, err, sizeof err)); /* doc_offsets are always read at open */
     assert_non_null(strstr(err, "cannot read 'doc_offsets': checksum mismatch"));
@@ -280,6 +286,7 @@ static void test_bad_checksum(void **state) {
     hid_t d = H5Dcreate2(f, "tokens", H5T_STD_U16LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     H5Dwrite(d, H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, z);
     H5Dclose(d); H5Sclose(sp); H5Fclose(f);
+    test_reseal(r);
     free(z); free(off);
     expect_error(r, "dataset 'tokens' has no checksum");
 }
@@ -315,6 +322,7 @@ static void replace_attr(const char *p, const char *name, hid_t type, int n, con
     hid_t a = H5Acreate2(f, name, type, s, H5P_DEFAULT, H5P_DEFAULT);
     H5Awrite(a, type, val);
     H5Aclose(a); H5Sclose(s); H5Fclose(f);
+    test_reseal(p);
 }
 
 static void test_attribute_types(void **state) {
@@ -374,6 +382,7 @@ static void test_bad_offsets(void **state) {
     hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT), d = H5Dopen2(f, "doc_offsets", H5P_DEFAULT);
     H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, off);
     H5Dclose(d); H5Fclose(f);
+    test_reseal(p);
     expect_error(p, "not monotonic");
     free(off);
 }
@@ -382,6 +391,7 @@ static void set_attr(const char *p, const char *name, int64_t v) {
     hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT), a = H5Aopen(f, name, H5P_DEFAULT);
     H5Awrite(a, H5T_NATIVE_INT64, &v);
     H5Aclose(a); H5Fclose(f);
+    test_reseal(p);
 }
 
 static void test_bad_version_and_format(void **state) {
@@ -395,6 +405,7 @@ static void test_bad_version_and_format(void **state) {
     hid_t f = H5Fopen(q, H5F_ACC_RDWR, H5P_DEFAULT);
     H5Adelete(f, "format");
     H5Fclose(f);
+    test_reseal(q);
     expect_error(q, "format");
 }
 

@@ -8,6 +8,7 @@
 #include "data/tokenizer.h"
 #include "autograd/util.h"
 #include "tests/testutil.h"
+#include "tests/h5flip.h"
 #include <hdf5.h>
 #include <string.h>
 #include <unistd.h>
@@ -198,6 +199,7 @@ static void test_build_pos(void **state) {
                     i = j;
                 }
             }
+            task_free(&ts);
         }
     }
     /* packing: with T = 64 the two sentences of ca01 share one example */
@@ -338,6 +340,7 @@ static void set_attr_str(const char *p, const char *name, const char *v) {
     hid_t a = H5Acreate2(f, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
     H5Awrite(a, t, v);
     H5Aclose(a); H5Sclose(sp); H5Tclose(t); H5Fclose(f);
+    test_reseal(p);
 }
 
 static void test_bad_labels(void **state) {
@@ -410,6 +413,7 @@ static void test_bad_ids_and_attrs(void **state) {
         hid_t sp = H5Screate_simple(2, d, NULL);
         hid_t ds = H5Dcreate2(f, "labels", H5T_IEEE_F32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
         H5Dclose(ds); H5Sclose(sp); H5Fclose(f);
+        test_reseal(p);
     }
     expect_bad(p, "'labels' is not an integer dataset");
     /* a missing dataset */
@@ -418,6 +422,7 @@ static void test_bad_ids_and_attrs(void **state) {
         hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
         H5Ldelete(f, "input_ids", H5P_DEFAULT);
         H5Fclose(f);
+        test_reseal(p);
     }
     expect_bad(p, "'input_ids' is missing");
     /* truncated */

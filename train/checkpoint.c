@@ -162,9 +162,10 @@ int checkpoint_write(const char *path, const ParamSet *ps, const OptimMoments *m
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) return h5ctx_end(&c, h5ctx_fail(&c, "cannot create %s: %s", tmp, strerror(errno)));
     close(fd);
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fcpl = h5_sealed_fcpl();
     H5Pset_libver_bounds(fapl, H5F_LIBVER_EARLIEST, H5F_LIBVER_LATEST);
-    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl);
+    H5Pclose(fcpl);
     H5Pclose(fapl);
     if (f < 0) {
         unlink(tmp);
@@ -175,6 +176,8 @@ int checkpoint_write(const char *path, const ParamSet *ps, const OptimMoments *m
     free(zeros);
     if (!rc && H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) rc = h5ctx_fail(&c, "cannot flush %s (disk full?)", tmp);
     if (H5Fclose(f) < 0 && !rc) rc = h5ctx_fail(&c, "cannot close %s (disk full?)", tmp);
+    char serr[512];
+    if (!rc && h5_seal(tmp, serr, sizeof serr) != 0) rc = h5ctx_fail(&c, "%s (disk full?)", serr);
     if (rc) {
         unlink(tmp);
         return h5ctx_end(&c, rc);
@@ -306,6 +309,12 @@ static hid_t open_checkpoint(H5Ctx *c, const char *path) {
     }
     if (!S_ISREG(sb.st_mode)) {
         h5ctx_fail(c, "not a regular file");
+        return -1;
+    }
+    /* the seal first: libhdf5 never sees a damaged file (it can crash decoding corrupt metadata) */
+    char serr[1024];
+    if (h5_seal_require("checkpoint", path, "use an earlier checkpoint", serr, sizeof serr) != 0) {
+        if (c->err && c->errlen && !c->err[0]) snprintf(c->err, c->errlen, "%s", serr);
         return -1;
     }
 #if H5_VERSION_GE(1, 12, 0)
@@ -518,9 +527,20 @@ static int ignored(const char *const *ignore, const char *key) {
     return 0;
 }
 
+/* The second line of a key set twice (an edited config text is ambiguous), or NULL. */
+static const KV *kv_dup(const KVList *l) {
+    for (int i = 1; i < l->n; i++)
+        for (int k = 0; k < i; k++)
+            if (!strcmp(l->kv[i].key, l->kv[k].key)) return &l->kv[i];
+    return NULL;
+}
+
 int checkpoint_config_diff(const char *saved, const char *now, const char *const *ignore, char *msg, size_t len) {
     KVList a = kv_parse(saved), b = kv_parse(now);
     int diff = 0;
+    const KV *d;
+    if ((d = kv_dup(&a))) diff = 1, snprintf(msg, len, "'%s' is set twice in the checkpoint", d->key);
+    else if ((d = kv_dup(&b))) diff = 1, snprintf(msg, len, "'%s' is set twice now (the second time to %s)", d->key, d->val);
     for (int i = 0; !diff && i < a.n; i++) {
         const KV *p = &a.kv[i];
         if (ignored(ignore, p->key)) continue;

@@ -1,5 +1,6 @@
 /* fuzz_checkpoint.c — libFuzzer target: checkpoint_read_state, then (when its config is a small
- * valid model) checkpoint_load of every tensor into that model. */
+ * valid model) checkpoint_load of every tensor into that model.  The real read path: the seal is
+ * checked first, so a mutated checkpoint is refused before libhdf5 parses it. */
 #include <stdint.h>
 #include <string.h>
 #include "model/config.h"

@@ -1,5 +1,6 @@
 /* fuzz_shard.c — libFuzzer target: shard_open (every validation at open, ids scanned) and reads of
- * the tokens, offsets and tokenizer of whatever opens. */
+ * the tokens, offsets and tokenizer of whatever opens.  The real read path: the seal (data/h5util.c)
+ * is checked first, so a mutated shard is refused before libhdf5 parses it. */
 #include <stdint.h>
 #include <stdlib.h>
 #include "data/shard.h"

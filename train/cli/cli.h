@@ -17,4 +17,5 @@ int cmd_finetune(int argc, char **argv);  /* encoder + task head fine-tuning    
 int cmd_bench(int argc, char **argv);     /* timings                                 (train/cli/cmd_bench.c) */
 int cmd_import(int argc, char **argv);    /* Hugging Face DebertaV2 -> run directory (train/cli/cmd_import.c) */
 int cmd_encode(int argc, char **argv);    /* text lines -> token ids                 (train/cli/cmd_encode.c) */
+int cmd_seal(int argc, char **argv);      /* whole-file seal of HDF5 files           (train/cli/cmd_seal.c) */
 #endif

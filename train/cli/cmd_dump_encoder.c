@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "autograd/util.h"
+#include "data/h5util.h"
 #include "model/encoder.h"
 #include "model/init.h"
 #include "model/task_head.h"
@@ -164,6 +165,7 @@ static int run_encoder(const char *wpath, const char *ipath, const char *opath) 
     if (h5io_read_params(wpath, &ps, err, sizeof err)) fatal("%s", err);
 
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (h5_seal_verify_if_present(ipath, err, sizeof err) != 0) fatal("inputs %s: %s", ipath, err);
     hid_t f = H5Fopen(ipath, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) fatal("inputs %s: cannot open as HDF5", ipath);
     hsize_t di[2], dm[2], dw[3], dl[2];
@@ -284,7 +286,7 @@ int cmd_dump_encoder(int argc, char **argv) {
     model_init_params(&ps, cfg.initializer_range, seed);
     if (perturb) model_perturb_params(&ps, seed + 1);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (write_weights(out, &ps, &cfg)) fatal("weights %s: cannot write (directory missing or not writable?)", out);
+    if (write_weights(out, &ps, &cfg)) fatal("weights %s: cannot write (disk full, or the directory missing or not writable?)", out);
     printf("dump-encoder: %d parameters (%ld values, %s) -> %s\n", ps.n, params_count(&ps), REAL_NAME, out);
     encoder_free(&e);
     params_free(&ps);

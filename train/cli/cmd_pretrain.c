@@ -96,9 +96,9 @@ int cmd_pretrain(int argc, char **argv) {
             return cli_usage_error("pretrain", "--preset replaces the model of --init-from; give single model keys instead");
         if (!strcmp(a, "--config")) {
             if (i + 1 >= argc) return cli_usage_error("pretrain", "%s needs a value", a);
-            if (config_load(&cfg, argv[++i], err, sizeof err)) {
+            if (config_load(&cfg, argv[++i], err, sizeof err)) { /* a file that cannot be read: bad input, exit 1 */
                 fprintf(stderr, "error: %s\n", err);
-                return 2;
+                return 1;
             }
             model_flags = 1;
             continue;

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "autograd/util.h"
 #include "data/h5util.h"
@@ -12,6 +13,13 @@
 static hid_t open_file(H5Ctx *c) {
     if (access(c->path, R_OK) != 0) {
         h5ctx_fail(c, "cannot open (no such file or not readable)");
+        return -1;
+    }
+    /* these files come from the reference or h5py and carry no seal; a sealed one (a checkpoint,
+     * a shard) is checked before libhdf5 sees it */
+    char msg[1024];
+    if (h5_seal_verify_if_present(c->path, msg, sizeof msg) != 0) {
+        h5ctx_fail(c, "%s", msg);
         return -1;
     }
     if (H5Fis_hdf5(c->path) <= 0) {
@@ -34,8 +42,10 @@ typedef struct AttrIter {
 } AttrIter;
 
 /* Reads a scalar attribute as text ("%lld", "%.17g", the string, or an enum's value as for numpy
- * bools). 0 ok, -1 unreadable. */
+ * bools). 0 ok, -1 unreadable.  Class, size, precision and element count are checked
+ * (h5_scalar_sane) before H5Aread. */
 static int attr_text(hid_t a, char *out, size_t len) {
+    if (!h5_scalar_sane(a, 1)) return -1;
     hid_t t = H5Aget_type(a), s = H5Aget_space(a);
     int rc = -1;
     const hssize_t npts = H5Sget_simple_extent_npoints(s);
@@ -104,6 +114,10 @@ int h5io_read_config(const char *path, ModelConfig *cfg, int *n_full, int *has_m
 }
 
 int h5io_is_checkpoint(const char *path) {
+    char msg[512];
+    struct stat sb;
+    /* sealed (intact or not): one of deberta.c's training files; the checkpoint reader checks the seal and says */
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && h5_seal_check(path, msg, sizeof msg) != H5_SEAL_NONE) return 1;
     H5Ctx c;
     h5ctx_begin(&c, "weights", path, NULL, 0); /* no message: a plain yes or no */
     hid_t f = open_file(&c);

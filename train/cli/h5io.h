@@ -22,7 +22,8 @@
  * training_mode); *has_max_seq_len (may be NULL) whether max_seq_len was among them. */
 int h5io_read_config(const char *path, ModelConfig *c, int *n_full, int *has_max_seq_len, char *err, size_t errlen);
 
-/* 1 if path is an HDF5 file whose root has a "format" attribute (a training checkpoint,
+/* 1 if path is sealed (docs/FORMATS.md "Sealed HDF5 files": only deberta.c's training files are,
+ * intact or not) or an HDF5 file whose root has a "format" attribute (a training checkpoint,
  * train/checkpoint.h), else 0 (e.g. a parity weights file). */
 int h5io_is_checkpoint(const char *path);
 

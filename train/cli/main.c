@@ -38,6 +38,7 @@ int main(int argc, char **argv) {
         {"bench", cmd_bench, "timings of the training step and its parts"},
         {"import", cmd_import, "Hugging Face DebertaV2 folder(s) -> run directory (checkpoint.h5, config.txt)"},
         {"encode", cmd_encode, "text lines -> token ids (SentencePiece .model or tokenizer.bin)"},
+        {"seal", cmd_seal, "re-seal HDF5 files changed on purpose or written before the seal (docs/FORMATS.md)"},
     };
     const int n = (int)(sizeof(cmds) / sizeof(cmds[0]));
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {

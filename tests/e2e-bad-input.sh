@@ -1,0 +1,255 @@
+#!/bin/sh
+# The bad-input suite (issue #16): every command and every reader of build/deberta given bad input
+# ends in exactly one `error:` line on stderr and exit status 1 (2 for a command-line mistake), no
+# crash, nothing already written lost (the files a refused command would have replaced are compared
+# byte for byte) and no .tmp left.  Run in both builds by `make test` and under ASan/UBSan by `make
+# sanitize`.  Other suites hold more cases of their own (e2e-prep, e2e-pretrain, e2e-finetune,
+# e2e-import, e2e-spm, e2e-parity-dump, e2e-tokenizer-identity, e2e-run-dir, e2e-full-disk).
+#   commands: prep, pretrain, eval, export, import, dump, dump-encoder, encode, prep-task, finetune,
+#             bench, gradcheck, seal
+#   readers:  shard, checkpoint, tokenizer.bin, config text, task file, safetensors + config.json,
+#             SentencePiece model, parity weights and batch files, tagged Brown texts, text inputs
+#   a byte changed in the middle of a shard, a checkpoint, a task file, tokenizer.bin and a
+#   model.safetensors: one error line, exit 1
+#   a full disk (small tmpfs mounts, as root; otherwise skipped with a message) under prep-task,
+#   finetune, import, dump and seal, the writers e2e-full-disk.sh does not cover
+. "$(dirname "$0")/lib-e2e.sh"
+e2e_need_bin
+e2e_tmpdir W deberta-e2e-bad-input
+export OMP_NUM_THREADS=1
+D=$BIN
+cases=0
+fail() { echo "FAIL: $*"; exit 1; }
+ok() { echo "ok   $*"; }
+
+# bad RC NEEDLE COMMAND...: exit status RC; on stderr exactly one "error: ..." line, the last one
+# (progress, notes before it), matching NEEDLE (a grep pattern); no sanitizer report, no HDF5 error
+# stack
+bad() {
+    want=$1 needle=$2; shift 2
+    "$@" >"$W/out" 2>"$W/err"; rc=$?
+    cases=$((cases + 1))
+    if grep -qi "sanitizer\|runtime error\|segmentation\|HDF5-DIAG" "$W/err"; then cat "$W/err"; fail "'$*': crashed or printed HDF5's stack"; fi
+    [ $rc -eq "$want" ] || { cat "$W/err"; fail "'$*': exit status $rc, expected $want"; }
+    [ "$(grep -c '^error: ' "$W/err")" -eq 1 ] && tail -n 1 "$W/err" | grep -q '^error: ' ||
+        { cat "$W/err"; fail "'$*': expected exactly one error line, the last on stderr"; }
+    tail -n 1 "$W/err" | grep -q "^error: .*$needle" || { cat "$W/err"; fail "'$*': the error line does not match '$needle'"; }
+    echo "ok   $(tail -n 1 "$W/err" | cut -c1-160)"
+}
+# flip FILE [OFFSET]: one byte of FILE changed (xor 1), in the middle unless OFFSET is given
+flip() {
+    sz=$(stat -c %s "$1")
+    at=${2:-$((sz / 2))}
+    b=$(od -An -tu1 -j "$at" -N1 "$1" | tr -d ' ')
+    printf "\\$(printf %o $((b ^ 1)))" | dd of="$1" bs=1 seek="$at" conv=notrunc 2>/dev/null
+}
+# snap DIR / same DIR: a copy of DIR now; later, every file of the copy unchanged in DIR
+snap() { rm -rf "$W/snap.$(basename "$1")"; cp -r "$1" "$W/snap.$(basename "$1")"; }
+same() {
+    for f in "$W/snap.$(basename "$1")"/*; do
+        cmp -s "$f" "$1/$(basename "$f")" || fail "$1/$(basename "$f") changed by a refused command"
+    done
+    [ -z "$(find "$1" -name '*.tmp')" ] || fail "a refused command left a .tmp in $1"
+}
+
+# ---- fixtures: shards, a 2-step run, synthetic tagged Brown texts, task files, an export
+awk 'BEGIN { srand(11); split("the a one every some that this my our your", det, " ");
+      split("cat dog bird model teacher river city garden window letter", noun, " ");
+      split("sees finds likes carries paints opens follows reads keeps moves", verb, " ");
+      for (d = 0; d < 120; d++) { n = 2 + int(rand() * 3);
+        for (s = 0; s < n; s++) printf "%s %s %s %s %s. ", det[1+int(rand()*10)], noun[1+int(rand()*10)], verb[1+int(rand()*10)], det[1+int(rand()*10)], noun[1+int(rand()*10)];
+        printf "\n\n" } }' > "$W/corpus.txt"
+$D prep --input "$W/corpus.txt" --out "$W/d" --vocab-size 300 --val-fraction 0.2 > "$W/log" 2>&1 || { cat "$W/log"; fail "prep"; }
+RUN="--preset test --max_seq_len 16 --batch 2 --eval-every 0 --eval-batches 1"
+$D pretrain $RUN --steps 2 --data "$W/d" --out "$W/run" > "$W/log" 2>&1 || { cat "$W/log"; fail "pretrain"; }
+C=$W/brown
+mkdir -p "$C/brown-tagged"
+for g in a b; do
+    for n in 1 2 3 4 5; do
+        awk -v s="$n$g" 'BEGIN { srand(length(s) + substr(s, 1, 1) * 3); split("the a this every", DT, " ");
+            split("dog cat house tree man car ship star", NN, " "); split("saw liked took found", VB, " ");
+            for (i = 0; i < 12; i++) printf "\n\n\t%s/at %s/nn %s/vbd %s/at %s/nn ./.\n", DT[int(rand()*4)+1], NN[int(rand()*8)+1],
+                VB[int(rand()*4)+1], DT[int(rand()*4)+1], NN[int(rand()*8)+1] }' > "$C/brown-tagged/c${g}0$n"
+    done
+done
+for f in "$C"/brown-tagged/c*; do tr -s ' \t\n' '\n' <"$f" | grep . | sed 's|/[^/]*$||' | tr '\n' ' '; printf '\n\n'; done > "$C/brown.txt"
+$D prep --input "$C/brown.txt" "$W/corpus.txt" --out "$W/bd" --vocab-size 300 --holdout-brown "$C/brown-tagged" > "$W/log" 2>&1 ||
+    { cat "$W/log"; fail "prep --holdout-brown"; }
+$D prep-task --task pos --brown "$C/brown-tagged" --shards "$W/bd" --out "$W/task" --seq-len 24 > "$W/log" 2>&1 ||
+    { cat "$W/log"; fail "prep-task"; }
+$D pretrain $RUN --steps 2 --data "$W/bd" --out "$W/brun" > "$W/log" 2>&1 || { cat "$W/log"; fail "pretrain on the Brown shards"; }
+FT="--task pos --data $W/task --steps 4 --batch 2 --eval-every 2 --save-every 2"
+$D finetune --init scratch --preset test $FT --out "$W/ft" --stop-after 2 > "$W/log" 2>&1 || { cat "$W/log"; fail "finetune"; }
+$D export "$W/run/checkpoint.h5" "$W/hf" --rtd-head > "$W/log" 2>&1 || { cat "$W/log"; fail "export"; }
+$D dump-encoder --init --preset test --out "$W/enc.w.h5" > "$W/log" 2>&1 || { cat "$W/log"; fail "dump-encoder --init"; }
+ok "fixtures: shards, a 2-step run, task files, a fine-tuning run stopped at step 2, an export"
+
+# corrupted copies: a byte changed in the middle, truncated, without the seal (the first 512 bytes
+# cut: an HDF5 file of an older deberta.c), text
+mkd() { rm -rf "$W/$1"; cp -r "$2" "$W/$1"; }
+mkd d-flip "$W/d"; flip "$W/d-flip/train-00000.h5"
+mkd d-trunc "$W/d"; truncate -s -1000 "$W/d-trunc/val-00000.h5"
+mkd d-old "$W/d"; for f in "$W"/d-old/*.h5; do tail -c +513 "$f" > "$f.x" && mv "$f.x" "$f"; done
+mkd d-tok "$W/d"; flip "$W/d-tok/tokenizer.bin"
+cp "$W/run/checkpoint.h5" "$W/ck-flip.h5"; flip "$W/ck-flip.h5"
+printf 'not an HDF5 file\n' > "$W/text.h5"
+
+# ---- shards (pretrain, eval, prep-task)
+bad 1 "train-00000.h5: does not match its seal .*re-run deberta prep" $D pretrain $RUN --steps 1 --data "$W/d-flip" --out "$W/x1"
+[ ! -e "$W/x1" ] || fail "a refused pretrain created its run directory"
+bad 1 "val-00000.h5: is [0-9]* bytes, its seal says [0-9]*: truncated" $D pretrain $RUN --steps 1 --data "$W/d-trunc" --out "$W/x1"
+bad 1 "train-00000.h5: has no seal .*deberta seal " $D pretrain $RUN --steps 1 --data "$W/d-old" --out "$W/x1"
+mkd d-vflip "$W/d"; flip "$W/d-vflip/val-00000.h5"
+bad 1 "shard .*val-00000.h5: does not match its seal" $D eval "$W/run/checkpoint.h5" --data "$W/d-vflip"
+mkd bd-flip "$W/bd"; flip "$W/bd-flip/train-00000.h5"
+cp -r "$W/task" "$W/task-keep"; snap "$W/task-keep"
+bad 1 "train-00000.h5: does not match its seal" $D prep-task --task pos --brown "$C/brown-tagged" --shards "$W/bd-flip" --out "$W/task-keep"
+same "$W/task-keep"
+$D seal "$W"/d-old/*.h5 > /dev/null || fail "deberta seal of shards without a seal"
+$D eval "$W/run/checkpoint.h5" --data "$W/d-old" --batches 1 > "$W/log" 2>&1 || { cat "$W/log"; fail "eval on the shards sealed by deberta seal"; }
+cmp -s "$W/d-old/train-00000.h5" "$W/d/train-00000.h5" || fail "deberta seal did not give back the shard prep wrote"
+ok "shards: changed, truncated, unsealed (deberta seal then gives back prep's bytes)"
+
+# ---- tokenizer.bin (prep --tokenizer, pretrain, prep-task, encode)
+bad 1 "tokenizer" $D pretrain $RUN --steps 1 --data "$W/d-tok" --out "$W/x1"
+snap "$W/d"
+bad 1 "tokenizer.bin" $D prep --input "$W/corpus.txt" --out "$W/d" --tokenizer "$W/d-tok/tokenizer.bin"
+same "$W/d"
+head -c 30 "$W/d/tokenizer.bin" > "$W/tok-trunc.bin"
+bad 1 "tok-trunc.bin" $D encode --tokenizer "$W/tok-trunc.bin" "$W/corpus.txt"
+bad 1 "tokenizer.bin" $D encode --tokenizer "$W/d-tok/tokenizer.bin" "$W/corpus.txt"
+mkd bd-tok "$W/bd"; flip "$W/bd-tok/tokenizer.bin"
+bad 1 "tokenizer.bin" $D prep-task --task pos --brown "$C/brown-tagged" --shards "$W/bd-tok" --out "$W/x2"
+: > "$W/empty.bin"
+bad 1 "empty.bin" $D encode --tokenizer "$W/empty.bin" "$W/corpus.txt"
+
+# ---- SentencePiece model (encode)
+printf 'this is not a protobuf\n' > "$W/bad.model"
+bad 1 "bad.model" $D encode --tokenizer "$W/bad.model" "$W/corpus.txt"
+bad 1 "no-such.txt" $D encode --tokenizer "$W/d/tokenizer.bin" "$W/no-such.txt"
+
+# ---- text inputs (prep): nothing of an earlier prep in the same folder is lost
+snap "$W/d"
+printf '{"text": "one"}\n{"text": 5}\n' > "$W/bad.jsonl"
+bad 1 "bad.jsonl:2" $D prep --input "$W/bad.jsonl" --out "$W/d" --vocab-size 300
+printf '\n\n   \n' > "$W/blank.txt"
+bad 1 "no input documents\|no documents" $D prep --input "$W/blank.txt" --out "$W/d" --vocab-size 300
+bad 1 "no-such-dir" $D prep --input "$W/no-such-dir" --out "$W/d" --vocab-size 300
+same "$W/d"
+bad 1 "text.h5" $D prep --input "$W/corpus.txt" --out "$W/text.h5/sub" --vocab-size 300
+
+# ---- checkpoints (pretrain --resume, eval, export, dump, finetune --init / --resume)
+snap "$W/run"
+cp "$W/ck-flip.h5" "$W/run/checkpoint.h5"
+bad 1 "checkpoint.h5: does not match its seal .*use an earlier checkpoint" $D pretrain --resume "$W/run" --data "$W/d"
+cp "$W/snap.run/checkpoint.h5" "$W/run/checkpoint.h5"
+same "$W/run"
+bad 1 "ck-flip.h5: does not match its seal" $D eval "$W/ck-flip.h5" --data "$W/d"
+bad 1 "text.h5: has no seal" $D eval "$W/text.h5" --data "$W/d"
+bad 1 "format is 'deberta.c-shard'" $D eval "$W/d/train-00000.h5" --data "$W/d"
+snap "$W/hf/generator"
+bad 1 "ck-flip.h5: does not match its seal" $D export "$W/ck-flip.h5" "$W/hf"
+same "$W/hf/generator"
+bad 1 "ck-flip.h5: does not match its seal" $D finetune --init "$W/ck-flip.h5" $FT --out "$W/x3"
+[ ! -e "$W/x3" ] || fail "a refused finetune created its run directory"
+cp "$W/run/checkpoint.h5" "$W/ck-trunc.h5"; truncate -s -1 "$W/ck-trunc.h5"
+bad 1 "ck-trunc.h5: is [0-9]* bytes, its seal says [0-9]*: truncated" $D dump --weights "$W/ck-trunc.h5" --batch "$W/text.h5" --out "$W/x.h5"
+snap "$W/ft"
+flip "$W/ft/checkpoint.h5"
+bad 1 "checkpoint.h5: does not match its seal" $D finetune --resume "$W/ft"
+cp "$W/snap.ft/checkpoint.h5" "$W/ft/checkpoint.h5"
+same "$W/ft"
+flip "$W/ft/best.h5" 2000
+bad 1 "best.h5: does not match its seal" $D export "$W/ft/best.h5" "$W/x4"
+cp "$W/snap.ft/best.h5" "$W/ft/best.h5"
+
+# ---- config text (pretrain --config, --resume's config.txt, bench)
+printf 'hidden_size = 16\nthis line has no equals sign\n' > "$W/bad.cfg"
+bad 1 "bad.cfg" $D pretrain $RUN --steps 1 --data "$W/d" --out "$W/x1" --config "$W/bad.cfg"
+printf 'no_such_key = 3\n' > "$W/unknown.cfg"
+bad 1 "no_such_key" $D pretrain $RUN --steps 1 --data "$W/d" --out "$W/x1" --config "$W/unknown.cfg"
+printf 'num_attention_heads = 0\n' > "$W/range.cfg"
+bad 2 "num_attention_heads" $D pretrain $RUN --steps 1 --data "$W/d" --out "$W/x1" --config "$W/range.cfg"
+[ ! -e "$W/x1" ] || fail "a refused pretrain created its run directory"
+snap "$W/run"
+sed -i 's/^hidden_size = .*/hidden_size = sixteen/' "$W/run/config.txt"
+bad 1 "'hidden_size' is 16 in the checkpoint but sixteen now" $D pretrain --resume "$W/run" --data "$W/d"
+cp "$W/snap.run/config.txt" "$W/run/config.txt"
+printf 'hidden_size = 8\n' >> "$W/run/config.txt"
+bad 1 "'hidden_size' is set twice now (the second time to 8)" $D pretrain --resume "$W/run" --data "$W/d"
+cp "$W/snap.run/config.txt" "$W/run/config.txt"
+same "$W/run"
+bad 1 "hidden_size" $D bench step --preset test --hidden_size -3
+bad 1 "unknown preset 'bogus'" $D bench --preset bogus
+
+# ---- task files (finetune)
+mkd task-flip "$W/task"; flip "$W/task-flip/train.h5"
+bad 1 "train.h5: does not match its seal .*re-run deberta prep-task" $D finetune --init scratch --preset test $FT --data "$W/task-flip" --out "$W/x3"
+mkd task-trunc "$W/task"; truncate -s 3000 "$W/task-trunc/dev.h5"
+bad 1 "dev.h5: is 3000 bytes, its seal says" $D finetune --init scratch --preset test $FT --data "$W/task-trunc" --out "$W/x3"
+mkd task-shard "$W/task"; cp "$W/bd/val-00000.h5" "$W/task-shard/test.h5"
+bad 1 "test.h5: format is 'deberta.c-shard'" $D finetune --init scratch --preset test $FT --data "$W/task-shard" --out "$W/x3"
+[ ! -e "$W/x3" ] || fail "a refused finetune created its run directory"
+
+# ---- tagged Brown texts (prep-task)
+mkd brown-bad "$C/brown-tagged"; printf '\n\n\tthe/at dog\n' >> "$W/brown-bad/ca01"
+bad 1 "ca01" $D prep-task --task pos --brown "$W/brown-bad" --shards "$W/bd" --out "$W/x2"
+bad 1 "no-such-brown" $D prep-task --task pos --brown "$W/no-such-brown" --shards "$W/bd" --out "$W/x2"
+
+# ---- Hugging Face folders (import): config.json, model.safetensors
+mkd hf-cfg "$W/hf/discriminator"; printf '{"model_type": "deberta-v2", ' > "$W/hf-cfg/config.json"
+bad 1 "config.json" $D import "$W/hf-cfg" --out "$W/x5"
+mkd hf-flip "$W/hf/discriminator"; flip "$W/hf-flip/model.safetensors"
+bad 1 "model.safetensors: tensor '.*' does not match its crc32 metadata entry" $D import "$W/hf-flip" --out "$W/x5"
+mkd hf-head "$W/hf/discriminator"; flip "$W/hf-head/model.safetensors" 5
+bad 1 "model.safetensors: the header claims" $D import "$W/hf-head" --out "$W/x5"
+bad 1 "no-such-hf" $D import "$W/no-such-hf" --out "$W/x5"
+[ ! -e "$W/x5" ] || fail "a refused import created its run directory"
+
+# ---- parity files (dump, dump-encoder, export of a weights file)
+bad 1 "text.h5: not an HDF5 file" $D dump --weights "$W/text.h5" --batch "$W/text.h5" --out "$W/x.h5"
+bad 1 "batch .*text.h5: not an HDF5 file" $D dump --weights "$W/run/checkpoint.h5" --batch "$W/text.h5" --out "$W/x.h5"
+bad 1 "dataset 'input_ids' is missing" $D dump --weights "$W/run/checkpoint.h5" --batch "$W/d/val-00000.h5" --out "$W/x.h5"
+bad 1 "text.h5" $D dump-encoder --weights "$W/text.h5" --inputs "$W/text.h5" --out "$W/x.h5"
+bad 1 "inputs .*text.h5" $D dump-encoder --weights "$W/enc.w.h5" --inputs "$W/text.h5" --out "$W/x.h5"
+bad 1 "text.h5: not an HDF5 file" $D export "$W/text.h5" "$W/x4"
+[ ! -e "$W/x.h5" ] && [ ! -e "$W/x4" ] || fail "a refused dump or export wrote its output"
+
+# ---- seal, gradcheck (command-line mistakes are exit status 2)
+bad 1 "neither sealed nor an HDF5 file" $D seal "$W/text.h5"
+bad 1 "no-such.h5: cannot open" $D seal "$W/no-such.h5"
+bad 2 "gradcheck: no case for op 'bogus'" $D gradcheck --op bogus
+bad 2 "seal: no FILE given" $D seal
+ok "$cases bad inputs: one error line each, the right exit status, nothing lost"
+
+# ---- a full disk under the writers that e2e-full-disk.sh does not cover (root only)
+FS=$W/fs
+mkdir -p "$FS"
+trap 'umount "$FS" 2>/dev/null; rm -rf "$W"' EXIT
+mount_fs() { umount "$FS" 2>/dev/null; mount -t tmpfs -o "size=${1}k" tmpfs "$FS" 2>"$W/mount.err"; }
+if ! mount_fs 64; then
+    echo "SKIPPED part: cannot mount a tmpfs ($(cat "$W/mount.err")); run the tests as root to check the full-disk cases"
+    echo "e2e-bad-input: all checks passed ($cases cases)"
+    exit 0
+fi
+# full KBYTES PATTERN COMMAND...: on a fresh tmpfs of KBYTES, one error line matching PATTERN, exit 1, no .tmp
+full() {
+    kb=$1; shift
+    mount_fs "$kb" || fail "mount"
+    bad 1 "$@"
+    [ -z "$(find "$FS" -name '*.tmp')" ] || { find "$FS" -name '*.tmp'; fail "'$*' on a full disk left a .tmp"; }
+}
+full 24 "disk full\|No space\|write failed" $D prep-task --task pos --brown "$C/brown-tagged" --shards "$W/bd" --out "$FS/task" --seq-len 24
+full 24 "disk full\|No space\|write failed\|cannot write" $D finetune --init scratch --preset test $FT --out "$FS/ft"
+full 24 "disk full\|No space\|write failed\|cannot write" $D import "$W/hf/discriminator" --out "$FS/imp"
+full 16 "cannot write (disk full" $D dump-encoder --init --preset test --out "$FS/w.h5"
+mount_fs 64
+cp "$W/d-tok/tokenizer.bin" "$FS/"  # a file to leave almost no room
+tail -c +513 "$W/d/val-00000.h5" > "$FS/old.h5"
+head -c $(( $(df -k --output=avail "$FS" | tail -1) * 1024 - 4096 )) /dev/zero > "$FS/filler" 2>/dev/null
+cp "$FS/old.h5" "$W/old.h5"
+bad 1 "disk full\|No space\|cannot write" $D seal "$FS/old.h5"
+cmp -s "$FS/old.h5" "$W/old.h5" || fail "a seal on a full disk changed the file"
+[ -z "$(find "$FS" -name '*.tmp')" ] || fail "a seal on a full disk left a .tmp"
+ok "full disk under prep-task, finetune, import, dump-encoder and seal: one error line, exit 1, no .tmp, the file intact"
+echo "e2e-bad-input: all checks passed ($cases cases)"
