@@ -6,7 +6,7 @@
 # sanitize`.  Other suites hold more cases of their own (e2e-prep, e2e-pretrain, e2e-finetune,
 # e2e-import, e2e-spm, e2e-parity-dump, e2e-tokenizer-identity, e2e-run-dir, e2e-full-disk).
 #   commands: prep, pretrain, eval, export, import, dump, dump-encoder, encode, prep-task, finetune,
-#             bench, gradcheck, seal
+#             bench, gradcheck, seal (and seal --check)
 #   readers:  shard, checkpoint, tokenizer.bin, config text, task file, safetensors + config.json,
 #             SentencePiece model, parity weights and batch files, tagged Brown texts, text inputs
 #   a byte changed in the middle of a shard, a checkpoint, a task file, tokenizer.bin and a
@@ -217,6 +217,8 @@ bad 1 "text.h5: not an HDF5 file" $D export "$W/text.h5" "$W/x4"
 
 # ---- seal, gradcheck (command-line mistakes are exit status 2)
 bad 1 "neither sealed nor an HDF5 file" $D seal "$W/text.h5"
+bad 1 "train-00000.h5: does not match its seal" $D seal --check "$W/d/val-00000.h5" "$W/d-flip/train-00000.h5"
+$D seal --check "$W"/d/*.h5 "$W/run/checkpoint.h5" "$W"/task/*.h5 > "$W/log" 2>&1 || { cat "$W/log"; fail "seal --check of intact files"; }
 bad 1 "no-such.h5: cannot open" $D seal "$W/no-such.h5"
 bad 2 "gradcheck: no case for op 'bogus'" $D gradcheck --op bogus
 bad 2 "seal: no FILE given" $D seal

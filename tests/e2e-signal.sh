@@ -59,15 +59,16 @@ cmp -s "$W/TERM/metrics.jsonl" "$W/ref/metrics.jsonl" || fail "the resumed run's
 ok "--resume after SIGTERM at step $n, 3 more steps == $((n + 3)) uninterrupted steps (checkpoint.h5 and metrics.jsonl byte-identical)"
 
 # a second signal: exit at once (128 + signal, one error line) or, if the checkpoint was already
-# written when it came, as after one signal; never a .tmp left behind
+# written when it came, as after one signal; never a .tmp left behind.  When both are pending before
+# the process runs, Linux delivers the lower-numbered SIGINT first, so the second one is SIGTERM (143).
 for k in 1 2 3; do
     start_run "twice$k"
     kill -TERM $PID; kill -INT $PID
     wait $PID; rc=$?
     case $rc in
     0) grep -q "^stopped by SIGTERM" "$W/twice$k.log" || { cat "$W/twice$k.log"; fail "two signals, exit 0 without the 'stopped by' line"; } ;;
-    130) grep -q "^error: interrupted a second time" "$W/twice$k.log" || { cat "$W/twice$k.log"; fail "second signal: no error line"; } ;;
-    *) cat "$W/twice$k.log"; fail "two signals: exit $rc, expected 130 (or 0 if the checkpoint was done first)" ;;
+    130|143) grep -q "^error: interrupted a second time" "$W/twice$k.log" || { cat "$W/twice$k.log"; fail "second signal: no error line"; } ;;
+    *) cat "$W/twice$k.log"; fail "two signals: exit $rc, expected 130 or 143 (or 0 if the checkpoint was done first)" ;;
     esac
     [ -z "$(find "$W/twice$k" -name '*.tmp')" ] || fail "two signals left a .tmp file"
     [ ! -e "$W/twice$k/checkpoint.h5" ] || $D eval "$W/twice$k/checkpoint.h5" --data "$W/shards" --batches 1 > /dev/null 2>&1 || fail "two signals left a bad checkpoint.h5"
