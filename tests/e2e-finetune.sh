@@ -9,6 +9,7 @@
 # labels out of range; export of the fine-tuned model as a DebertaV2ForTokenClassification folder.
 # Exit 0 pass, anything else fail.
 cd "$(dirname "$0")/.." || exit 1
+. tests/lib-e2e.sh
 BUILD=${BUILD:-build}
 BIN=$BUILD/deberta
 [ -x "$BIN" ] || { echo "FAIL: $BIN is not built"; exit 1; }
@@ -89,13 +90,7 @@ ckpt_step() { h5dump -a /step "$1" | sed -n 's/^ *(0): \([0-9]*\).*/\1/p'; }
 for sig in TERM INT; do
     "$BIN" finetune $LONG --out "$TMP/sig$sig" >/dev/null 2>"$TMP/sig$sig.err" &
     pid=$!
-    i=0
-    while c=$(grep -c '"kind":"train"' "$TMP/sig$sig/metrics.jsonl" 2>/dev/null); [ "${c:-0}" -lt 3 ]; do
-        i=$((i + 1))
-        [ $i -lt 600 ] || { kill -9 $pid; fail "SIG$sig: the run did not log 3 steps in 60 s"; }
-        kill -0 $pid 2>/dev/null || { cat "$TMP/sig$sig.err"; fail "SIG$sig: the run ended early"; }
-        sleep 0.1
-    done
+    e2e_wait_logged "$TMP/sig$sig/metrics.jsonl" 3 $pid "$TMP/sig$sig.err"
     kill -$sig $pid
     wait $pid; rc=$?
     [ $rc -eq 0 ] || { cat "$TMP/sig$sig.err"; fail "SIG$sig: exit status $rc, expected 0"; }

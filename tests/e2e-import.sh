@@ -29,13 +29,7 @@ fi
 R=scripts/reference/deberta_ref.py
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails+1)); }
-bad() { # bad NEEDLE -- command...: exit 1 and exactly one error line containing NEEDLE
-    needle=$1; shift 2
-    "$@" > "$T/out" 2> "$T/err"; rc=$?
-    [ $rc -eq 1 ] || fail "$*: exit $rc, expected 1 ($(cat "$T/err"))"
-    [ "$(grep -c '^error: ' "$T/err")" -eq 1 ] || fail "$*: not one error line: $(cat "$T/err")"
-    grep -q -- "$needle" "$T/err" || fail "$*: message lacks '$needle': $(cat "$T/err")"
-}
+bad() { e2e_bad "$@"; } # bad NEEDLE -- command...: exit 1 and exactly one error line containing NEEDLE
 
 "$PY" $R init --preset xsmall --vocab 1000 --perturb --sharing gdes --seed 3 --out "$T/w.h5" > /dev/null || fail "reference init"
 "$PY" $R inputs --weights "$T/w.h5" --batch 2 --seq 24 --seed 4 --out "$T/in.h5" > /dev/null || fail "reference inputs"

@@ -3,6 +3,7 @@
 # step, says so on one line and exits 0; --resume then continues exactly (the checkpoint and
 # metrics.jsonl equal those of an uninterrupted run); a second signal exits at once with no .tmp left.
 set -u
+. "$(dirname "$0")/lib-e2e.sh"
 BUILD=${BUILD:-build}
 D=$BUILD/deberta
 [ -x "$D" ] || { echo "FAIL: $D is not built"; exit 1; }
@@ -26,13 +27,7 @@ RUN="--preset test --max_seq_len 32 --data $W/shards --batch 4 --steps 1000000 -
 start_run() {
     $D pretrain $RUN --out "$W/$1" > /dev/null 2> "$W/$1.log" &
     PID=$!
-    i=0
-    while c=$(grep -c '"kind":"train"' "$W/$1/metrics.jsonl" 2>/dev/null); [ "${c:-0}" -lt 3 ]; do
-        i=$((i + 1))
-        [ $i -lt 600 ] || { kill -9 $PID; fail "run $1 did not log 3 steps in 60 s"; }
-        kill -0 $PID 2>/dev/null || { cat "$W/$1.log"; fail "run $1 ended early"; }
-        sleep 0.1
-    done
+    e2e_wait_logged "$W/$1/metrics.jsonl" 3 $PID "$W/$1.log"
 }
 ckpt_step() { h5dump -a /step "$1" | sed -n 's/^ *(0): \([0-9]*\).*/\1/p'; }
 

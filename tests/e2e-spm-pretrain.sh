@@ -31,13 +31,7 @@ R=scripts/reference/deberta_ref.py
 export OMP_NUM_THREADS=2
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails+1)); }
-bad() { # bad NEEDLE -- command...: exit 1 and exactly one error line containing NEEDLE
-    needle=$1; shift 2
-    "$@" > "$T/out" 2> "$T/err"; rc=$?
-    [ $rc -eq 1 ] || fail "$*: exit $rc, expected 1 ($(cat "$T/err"))"
-    [ "$(grep -c '^error: ' "$T/err")" -eq 1 ] && [ "$(wc -l < "$T/err")" -eq 1 ] || fail "$*: not one error line: $(cat "$T/err")"
-    grep -q -- "$needle" "$T/err" || fail "$*: message lacks '$needle': $(cat "$T/err")"
-}
+bad() { e2e_bad "$@"; } # bad NEEDLE -- command...: exit 1 and exactly one error line containing NEEDLE
 RUN="--max_seq_len 32 --batch 4 --steps 3 --eval-every 3 --eval-batches 2 --log-every 1 --lr 1e-3"
 
 # documents: the non-blank lines of this repository's docs, one per blank-line-separated block

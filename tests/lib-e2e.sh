@@ -6,6 +6,11 @@
 #                        exit 77 with a SKIPPED line unless it exists and imports torch, h5py, numpy
 #   e2e_need_bin         BUILD = ${BUILD:-build}, BIN = $BUILD/deberta; exit 1 with a FAIL line unless built
 #   e2e_tmpdir VAR NAME  VAR = a new directory /tmp/NAME-XXXXXX, removed when the script exits
+#   e2e_bad NEEDLE -- cmd...  runs cmd; calls the script's fail() unless it exits 1 with exactly one
+#                        line on stderr, an `error:` line containing NEEDLE (its output in $T/out, $T/err)
+#   e2e_wait_logged METRICS N PID LOG  waits (up to 60 s) until METRICS holds N "train" lines; fails
+#                        (printing LOG) if PID ends first, kills it if it takes longer
+# Also for tests that do not run the reference (the helpers need only sh, grep and the script's fail).
 cd "$(dirname "$0")/.." || exit 1
 
 e2e_need_reference() {
@@ -30,4 +35,22 @@ e2e_tmpdir() {
     _e2e_dir=$(mktemp -d "/tmp/$2-XXXXXX") || exit 1
     eval "$1=\$_e2e_dir"
     trap 'rm -rf "$_e2e_dir"' EXIT
+}
+
+e2e_bad() {
+    _needle=$1; shift 2
+    "$@" > "$T/out" 2> "$T/err"; _rc=$?
+    [ $_rc -eq 1 ] || fail "$*: exit $_rc, expected 1 ($(cat "$T/err"))"
+    [ "$(grep -c '^error: ' "$T/err")" -eq 1 ] && [ "$(wc -l < "$T/err")" -eq 1 ] || fail "$*: not one error line: $(cat "$T/err")"
+    grep -q -- "$_needle" "$T/err" || fail "$*: message lacks '$_needle': $(cat "$T/err")"
+}
+
+e2e_wait_logged() {
+    _i=0
+    while _c=$(grep -c '"kind":"train"' "$1" 2>/dev/null); [ "${_c:-0}" -lt "$2" ]; do
+        _i=$((_i + 1))
+        [ $_i -lt 600 ] || { kill -9 "$3"; fail "$1: the run did not log $2 steps in 60 s"; }
+        kill -0 "$3" 2>/dev/null || { cat "$4"; fail "$1: the run ended before logging $2 steps"; }
+        sleep 0.1
+    done
 }
