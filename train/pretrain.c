@@ -316,24 +316,41 @@ static void check_init_data(const Run *r) {
               "takes the special ids from HF_DIR/spm.model or --tokenizer)", r->o.init_from, r->o.data, err);
 }
 
-/* Choose the number of steps that fits o->minutes, timing one step after a warm-up step. */
-static long calibrate_steps(Run *r) {
+/* Seconds of one steady step `step` (no update): two untimed steps first -- the first grows the
+ * arena, the second touches its new pages (page faults made a timed second step ~3x slower than a
+ * steady one); the loader is put back, so the run starts where it would have. */
+static double time_step(Run *r, long step) {
+    Loader *L = step_loader(r, step);
     LoaderState st;
-    loader_get_state(step_loader(r, 0), &st);
-    /* two untimed steps: the first grows the arena, the second touches its new pages (page faults
-     * made a timed second step ~3x slower than a steady one) */
-    train_step(r, 0, 0);
-    train_step(r, 0, 0);
+    loader_get_state(L, &st);
+    train_step(r, step, 0);
+    train_step(r, step, 0);
     double t0 = now_seconds();
-    train_step(r, 0, 0);
+    train_step(r, step, 0);
     double dt = (now_seconds() - t0) * 1.05; /* + optimizer and logging */
     for (int i = 0; i < r->n_groups; i++) optim_zero_grad(&r->groups[i]);
     char err[256];
-    if (loader_set_state(step_loader(r, 0), &st, err, sizeof err)) fatal("%s", err);
+    if (loader_set_state(L, &st, err, sizeof err)) fatal("%s", err);
+    return dt;
+}
+
+/* Choose the number of steps that fits o->minutes.  With a curriculum both phases are timed (a
+ * short-sequence step is cheaper) and weighed by their share of the steps. */
+static long calibrate_steps(Run *r) {
+    const double full = time_step(r, r->short_steps);
+    const double shrt = r->train_short ? time_step(r, 0) : full;
+    const double f = r->train_short ? r->o.short_frac : 0;
+    const double dt = f * shrt + (1 - f) * full;
     double per_step = dt * (1.0 + (double)r->o.eval_batches / (3.0 * MAX(1, r->o.eval_every)));
     long steps = (long)(r->o.minutes * 60.0 / per_step);
     dist_bcast(&steps, sizeof steps, 0); /* rank 0's timing decides for every rank */
-    if (dist_rank() == 0) fprintf(stderr, "calibration: %.3f s per step -> %ld steps in %.1f minutes\n", dt, steps, r->o.minutes);
+    if (dist_rank() == 0) {
+        if (r->train_short)
+            fprintf(stderr, "calibration: %.3f s per step (%.3f s at %d tokens, %.3f s at %d) -> %ld steps in %.1f minutes\n", dt, shrt,
+                    r->o.short_seq_len, full, r->cfg.max_seq_len, steps, r->o.minutes);
+        else
+            fprintf(stderr, "calibration: %.3f s per step -> %ld steps in %.1f minutes\n", dt, steps, r->o.minutes);
+    }
     return MAX(steps, 20);
 }
 
