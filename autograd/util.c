@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,6 +63,17 @@ void *xmalloc_aligned(size_t bytes) {
     if (!p) fatal("out of memory allocating %zu bytes", bytes);
     __atomic_add_fetch(&g_alloc_count, 1, __ATOMIC_RELAXED);
     return p;
+}
+
+void *xcalloc_pages(size_t bytes) {
+    void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) fatal("out of memory mapping %zu bytes", bytes);
+    __atomic_add_fetch(&g_alloc_count, 1, __ATOMIC_RELAXED);
+    return p;
+}
+
+void xfree_pages(void *p, size_t bytes) {
+    if (p) munmap(p, bytes ? bytes : 1);
 }
 
 void *xmalloc(size_t bytes) {

@@ -22,6 +22,10 @@ int errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(p
 void *xcalloc_aligned(size_t bytes);
 /* 64-byte aligned, UNinitialised (pages stay untouched until used: the arena's slack costs no RSS). */
 void *xmalloc_aligned(size_t bytes);
+/* Zeroed, page-aligned memory mapped from the kernel: a page costs no RSS until it is written, and
+ * ranges of it can be given back with madvise (ZeRO-1's moments).  Release with xfree_pages. */
+void *xcalloc_pages(size_t bytes);
+void xfree_pages(void *p, size_t bytes);
 void *xmalloc(size_t bytes);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t bytes);

@@ -40,14 +40,15 @@ static int param_index(const ParamSet *ps, const Tensor *t) {
 void optim_moments_init(OptimMoments *mo, const ParamSet *ps) {
     if (!ps->finalized) fatal("optimizer moments: the parameter set is not finalized");
     const size_t bytes = (size_t)(ps->total ? ps->total : 1) * sizeof(real);
-    mo->m = xcalloc_aligned(bytes);
-    mo->v = xcalloc_aligned(bytes);
+    mo->m = xcalloc_pages(bytes); /* untouched until the first update: ZeRO-1 never touches the others' shards */
+    mo->v = xcalloc_pages(bytes);
     mo->total = ps->total;
 }
 
 void optim_moments_free(OptimMoments *mo) {
-    free(mo->m);
-    free(mo->v);
+    const size_t bytes = (size_t)(mo->total ? mo->total : 1) * sizeof(real);
+    xfree_pages(mo->m, bytes);
+    xfree_pages(mo->v, bytes);
     memset(mo, 0, sizeof *mo);
 }
 
