@@ -37,14 +37,14 @@ for shape in $SHAPES; do
         echo "## $preset T=$seq B=$batch round $r, load $(cut -d' ' -f1 /proc/loadavg)"
         env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OMP_NUM_THREADS "$BIN" bench --preset "$preset" --seq "$seq" \
             --batch "$batch" --steps "$STEPS" --warmup "$WARM" --threads "$TH" --profile 0 \
-            | sed "s/^RESULT /RESULT C $preset $r /" | tee -a "$OUT" | sed -n '2,4p'
+            | sed "s/^RESULT /RESULT C $preset-T$seq-B$batch $r /" | tee -a "$OUT" | sed -n '2,4p'
         for impl in ref plain; do
             if [ $impl = ref ]; then script=deberta_ref.py; tag=T; else script=plain_step.py; tag=P; fi
             for pol in default PASSIVE; do
                 if [ $pol = default ]; then set -- env -u OMP_WAIT_POLICY; else set -- env OMP_WAIT_POLICY=PASSIVE; fi
                 "$@" "$PY" scripts/reference/$script bench --preset "$preset" --seq "$seq" --batch "$batch" \
                     --steps "$STEPS" --warmup "$WARM" --threads "$TH" --malloc "$MALLOC" \
-                    | sed "s/^RESULT /RESULT ${tag}_$pol $preset $r /" | tee -a "$OUT" | grep -v RESULT \
+                    | sed "s/^RESULT /RESULT ${tag}_$pol $preset-T$seq-B$batch $r /" | tee -a "$OUT" | grep -v RESULT \
                     | sed "s/^/[$impl $pol] /"
             done
         done
@@ -62,7 +62,7 @@ NAMES = {"C": "deberta.c", "T_default": "reference default", "T_PASSIVE": "refer
          "P_default": "torch nn default", "P_PASSIVE": "torch nn PASSIVE"}
 TORCH = ("T_default", "T_PASSIVE", "P_default", "P_PASSIVE")
 print()
-print("%-8s %-19s %10s %12s %9s %10s" % ("shape", "implementation", "ms/step", "tokens/s", "GFLOP/s", "RSS MB"))
+print("%-16s %-19s %10s %12s %9s %10s" % ("shape", "implementation", "ms/step", "tokens/s", "GFLOP/s", "RSS MB"))
 for preset in dict.fromkeys(p for p, _ in res):
     med = {}
     for who, name in NAMES.items():
@@ -74,14 +74,14 @@ for preset in dict.fromkeys(p for p, _ in res):
         fl = statistics.median(r["model_gflop"] for r in (list(res[(preset, "C")].values()) if (preset, "C") in res else rs))
         m["gflops"] = fl / (m["ms_median"] / 1e3)
         med[who] = m
-        print("%-8s %-19s %10.1f %12.0f %9.1f %10.0f" % (preset, name, m["ms_median"], m["tokens_per_s"], m["gflops"],
+        print("%-16s %-19s %10.1f %12.0f %9.1f %10.0f" % (preset, name, m["ms_median"], m["tokens_per_s"], m["gflops"],
                                                          m["peak_rss_mb"]))
     best = lambda ws: max(ws, key=lambda w: med[w]["tokens_per_s"])
     ref = [w for w in ("T_default", "T_PASSIVE") if w in med]
     plain = [w for w in ("P_default", "P_PASSIVE") if w in med]
     if ref and plain:
         br, bp = best(ref), best(plain)
-        print("%-8s torch nn / reference (the faster setting of each: %s, %s): tokens/s %.2fx   peak RSS %.2fx" % (
+        print("%-16s torch nn / reference (the faster setting of each: %s, %s): tokens/s %.2fx   peak RSS %.2fx" % (
             preset, NAMES[bp], NAMES[br], med[bp]["tokens_per_s"] / med[br]["tokens_per_s"],
             med[bp]["peak_rss_mb"] / med[br]["peak_rss_mb"]))
     c = med.get("C")
@@ -89,12 +89,12 @@ for preset in dict.fromkeys(p for p, _ in res):
         continue
     cr = res[(preset, "C")]
     pk = statistics.median(r["gemm_peak_gflops"] for r in cr.values())
-    print("%-8s deberta.c model GFLOP/s = %.0f%% of the raw sgemm peak %.1f GFLOP/s of the same runs"
+    print("%-16s deberta.c model GFLOP/s = %.0f%% of the raw sgemm peak %.1f GFLOP/s of the same runs"
           % (preset, 100 * c["gflops"] / pk, pk))
     for who in TORCH:
         if who in med:
             t = med[who]
-            print("%-8s deberta.c / %-19s tokens/s %.2fx   peak RSS %.2fx" % (
+            print("%-16s deberta.c / %-19s tokens/s %.2fx   peak RSS %.2fx" % (
                 preset, NAMES[who], c["tokens_per_s"] / t["tokens_per_s"], c["peak_rss_mb"] / t["peak_rss_mb"]))
     # the yardstick: per round, deberta.c against the fastest PyTorch run of that round
     per = []
@@ -104,7 +104,7 @@ for preset in dict.fromkeys(p for p, _ in res):
             t, w = max(ts, key=lambda x: x[0]["tokens_per_s"])
             per.append((rc["tokens_per_s"] / t["tokens_per_s"], rc["peak_rss_mb"] / t["peak_rss_mb"], NAMES[w], rnd))
     if per:
-        print("%-8s deberta.c / the fastest PyTorch of each round: tokens/s %.2fx (range %.2f-%.2f)   peak RSS %.2fx;"
+        print("%-16s deberta.c / the fastest PyTorch of each round: tokens/s %.2fx (range %.2f-%.2f)   peak RSS %.2fx;"
               " rounds: %s" % (preset, statistics.median(p[0] for p in per), min(p[0] for p in per),
                                max(p[0] for p in per), statistics.median(p[1] for p in per),
                                ", ".join("%d %.2fx vs %s" % (p[3], p[0], p[2]) for p in per)))
