@@ -292,6 +292,25 @@ def add_shape_flags(p):
         p.add_argument("--" + flag.replace("_", "-"), dest=flag, type=typ, default=None)
 
 
+def add_bench_flags(p, parts):
+    """The flags of `bench` (also plain_step.py's): shape, budget, threads, dtype, malloc; --part
+    chooses among parts.  Both programs print the same RESULT line for scripts/bench-vs-torch.sh."""
+    p.add_argument("--preset", choices=rm.PRESETS, default="tiny")
+    add_shape_flags(p)
+    p.add_argument("--part", choices=parts, default="step")
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="after timing, profile one more step and print the N op kinds with most self time")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dtype", choices=DTYPES, default="float32")
+    p.add_argument("--malloc", choices=("tuned", "default"), default="tuned",
+                   help="glibc malloc set to reuse freed memory (tune_malloc) or left as it is")
+
 def config_from_args(args):
     over = {}
     for flag, key, _ in SHAPE_FLAGS:
@@ -732,21 +751,7 @@ def main(argv=None):
     p.add_argument("--out", required=True)
 
     p = sub.add_parser("bench", help="time the full pretraining step (or one layer)")
-    p.add_argument("--preset", choices=rm.PRESETS, default="tiny")
-    add_shape_flags(p)
-    p.add_argument("--part", choices=("step", "layer", "attention"), default="step")
-    p.add_argument("--seq", type=int, default=128)
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--lr", type=float, default=1e-4)
-    p.add_argument("--profile", type=int, default=0, metavar="N",
-                   help="after timing, profile one more step and print the N op kinds with most self time")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--dtype", choices=DTYPES, default="float32")
-    p.add_argument("--malloc", choices=("tuned", "default"), default="tuned",
-                   help="glibc malloc set to reuse freed memory (tune_malloc) or left as it is")
+    add_bench_flags(p, ("step", "layer", "attention"))
 
     p = sub.add_parser("compare", help="compare an output file against the reference's, with tolerances")
     p.add_argument("--ours", required=True, help="file from the implementation under test (e.g. deberta dump)")
