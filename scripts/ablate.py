@@ -575,14 +575,19 @@ def ft_module():
     return finetune_table
 
 
+def run_specs(outdir, only):
+    """(rundir, its ablate.json) of every run in OUTDIR, by directory name; only the variants in
+    `only` when it is not empty."""
+    for spec_path in sorted(glob.glob(os.path.join(outdir, "*", "ablate.json"))):
+        spec = json.load(open(spec_path, encoding="utf-8"))
+        if not only or spec["variant"] in only:
+            yield os.path.dirname(spec_path), spec
+
+
 def finished_runs(outdir, only):
     """(variant, seed, rundir) of the finished runs in OUTDIR, in the grid's variant order, seed-major."""
     out = []
-    for spec_path in sorted(glob.glob(os.path.join(outdir, "*", "ablate.json"))):
-        rundir = os.path.dirname(spec_path)
-        spec = json.load(open(spec_path, encoding="utf-8"))
-        if only and spec["variant"] not in only:
-            continue
+    for rundir, spec in run_specs(outdir, only):
         step, steps = checkpoint_step(rundir), run_steps(rundir)
         if step is None or steps is None or step != steps:
             note("%s: not finished (step %s of %s): not fine-tuned" % (os.path.basename(rundir), step, steps))
@@ -754,11 +759,7 @@ def collect(outdir, only, counts, min_count):
     if os.path.exists(gp):
         grid = json.load(open(gp, encoding="utf-8"))
     runs = []
-    for spec_path in sorted(glob.glob(os.path.join(outdir, "*", "ablate.json"))):
-        rundir = os.path.dirname(spec_path)
-        spec = json.load(open(spec_path, encoding="utf-8"))
-        if only and spec["variant"] not in only:
-            continue
+    for rundir, spec in run_specs(outdir, only):
         r = {"dir": rundir, "variant": spec["variant"], "seed": spec["seed"], "spec": spec}
         cfg = read_config_text(os.path.join(rundir, "config.txt"))
         r["steps"] = int(cfg["train_steps"]) if cfg else None
