@@ -3,6 +3,7 @@
 #   equivalence: 2 ranks x batch B == 1 process x batch 2B for 5 steps with dropout on, in
 #     GDES/decoupled and in ES/joint: parameters within 1e-6 (float) / 1e-12 (double) of each
 #     other and the same logged losses (both precisions; the tolerances are explained below);
+#   the multi-machine launch (a hostfile, the TCP transport over loopback) == shared memory bit for bit;
 #   ZeRO-1 (--zero 1: moments sharded, reduce-scatter + allgather) == plain 2-rank data parallel bit
 #     for bit (parameters, moments, metrics), also across a stop and --resume (both precisions);
 #   faults (float build only): rank 1 SIGKILLed mid-run -> every rank gone within seconds with a
@@ -105,6 +106,16 @@ $MPI $D pretrain --resume "$W/zr" --data "$W/shards" > "$W/zr2.log" 2>&1 || { ca
 cmp -s "$W/zero/metrics.jsonl" "$W/zr/metrics.jsonl" && h5diff -q "$W/zero/checkpoint.h5" "$W/zr/checkpoint.h5" /params /params &&
     h5diff -q "$W/zero/checkpoint.h5" "$W/zr/checkpoint.h5" /optim /optim || fail "ZeRO-1: 2 steps + --resume differ from 5 uninterrupted steps"
 ok "ZeRO-1 == plain data parallel bit for bit (metrics.jsonl, /params, /optim), also across --stop-after 2 + --resume; $(grep -o 'ZeRO-1: .*' "$W/zero.log")"
+
+# the several-machines form (README): a hostfile, and Open MPI's TCP transport -- what ranks on
+# different machines talk over; here over the loopback interface -- instead of shared memory
+echo "localhost slots=2" > "$W/hosts"
+mpirun --allow-run-as-root --oversubscribe --hostfile "$W/hosts" -np 2 --mca btl tcp,self --mca btl_tcp_if_include lo \
+    -x OMP_NUM_THREADS=1 -x OMP_WAIT_POLICY=PASSIVE -x ASAN_OPTIONS=detect_leaks=0 \
+    $D pretrain $COMMON --batch 4 --out "$W/tcp" > "$W/tcp.log" 2>&1 || { cat "$W/tcp.log"; fail "2 ranks over TCP with a hostfile"; }
+cmp -s "$W/two-gdes/metrics.jsonl" "$W/tcp/metrics.jsonl" && h5diff -q "$W/two-gdes/checkpoint.h5" "$W/tcp/checkpoint.h5" /params /params ||
+    fail "2 ranks over TCP (hostfile) differ from 2 ranks over shared memory"
+ok "2 ranks launched with a hostfile over TCP (loopback) == over shared memory, bit for bit (metrics.jsonl, /params)"
 
 # the comparison can fail: a different seed must be told apart
 $D pretrain $COMMON --seed 99 --batch 8 --out "$W/other" > /dev/null 2>&1 || fail "seed-99 run"
