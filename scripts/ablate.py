@@ -71,6 +71,8 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from finetune_table import read_config_text, read_metrics  # noqa: E402  (one reader of config.txt and metrics.jsonl)
 ROOT = os.path.dirname(HERE)
 N_SPECIAL = 5  # [PAD]=0 [CLS]=1 [SEP]=2 [UNK]=3 [MASK]=4 (docs/FORMATS.md)
 TERM_ORDER = ["c2c", "c2p", "p2c"]
@@ -189,20 +191,6 @@ def variant_name(point):
 
 def flag_name(arg):
     return arg[2:].split("=", 1)[0].replace("_", "-") if arg.startswith("--") else None
-
-
-def read_config_text(path):
-    cfg = {}
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                line = line.split("#", 1)[0]
-                if "=" in line:
-                    k, v = line.split("=", 1)
-                    cfg[k.strip()] = v.strip()
-    except OSError:
-        return None
-    return cfg
 
 
 def checkpoint_step(rundir):
@@ -570,7 +558,6 @@ def cmd_cosine(argv):
 # ---------------------------------------------------------------- downstream (fine-tuning)
 
 def ft_module():
-    sys.path.insert(0, HERE)
     import finetune_table
     return finetune_table
 
@@ -709,21 +696,6 @@ def attach_downstream(outdir, runs):
 METRICS = [("mlm_loss", "val MLM loss", "g_loss", "%.4f"), ("mlm_acc", "val MLM acc", "mlm_acc", "%.4f"),
            ("rtd_loss", "val RTD loss", "d_loss", "%.4f"), ("rtd_acc", "val RTD acc", "rtd_acc", "%.4f"),
            ("rtd_auc", "val RTD AUC", "rtd_auc", "%.4f"), ("tokens_per_s", "tokens/s", None, "%.0f")]
-
-
-def read_metrics(rundir):
-    rows = []
-    p = os.path.join(rundir, "metrics.jsonl")
-    if not os.path.exists(p):
-        return rows
-    for line in open(p, encoding="utf-8", errors="replace"):
-        try:
-            o = json.loads(line)
-        except ValueError:
-            continue  # torn last line of a running run
-        if isinstance(o, dict):
-            rows.append(o)
-    return rows
 
 
 def param_counts(ckpt):
