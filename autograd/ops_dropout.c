@@ -23,19 +23,24 @@
 #include "autograd/rng.h"
 
 /* y[n] = keep[n] ? x[n] / (1 − p) : 0,  keep[n] = word g%4 of rng_block(seed, stream, g/4) >= p·2^32 with
- * g = off + n (off > 0: x is a slice of a larger tensor that starts at element off). */
+ * g = off + n (off > 0: x is a slice of a larger tensor that starts at element off).  The blocks are
+ * drawn DROPOUT_CHUNK at a time into a local buffer (a loop the compiler vectorises over counters),
+ * then the mask is applied in a second, also vectorisable, pass: the masks are those of one
+ * rng_block per four elements, bit for bit. */
+enum { DROPOUT_CHUNK = 64 }; /* Philox blocks per chunk: 256 elements */
 static void dropout_forward(real *y, uint8_t *keep, const real *x, long n, real p, uint64_t seed, uint64_t stream, int64_t off) {
     const real s = 1 / (1 - p);
-    const uint64_t thr = (uint64_t)((double)p * 4294967296.0); /* p < 1: thr < 2^32 */
+    const uint32_t thr = (uint32_t)((double)p * 4294967296.0); /* p < 1: thr < 2^32 */
     const int64_t b0 = off / 4, b1 = (off + n + 3) / 4;
 #pragma omp parallel for schedule(static) if (n >= OMP_MIN_ELEMS / 8)
-    for (int64_t bi = b0; bi < b1; bi++) {
-        uint32_t w[4];
-        rng_block(seed, stream, (uint64_t)bi, w);
-        for (int l = 0; l < 4; l++) {
-            const int64_t i = bi * 4 + l - off;
-            if (i < 0 || i >= n) continue;
-            const uint8_t k = w[l] >= thr;
+    for (int64_t c = b0; c < b1; c += DROPOUT_CHUNK) {
+        uint32_t w[4 * DROPOUT_CHUNK];
+        const int nb = (int)(b1 - c < DROPOUT_CHUNK ? b1 - c : DROPOUT_CHUNK);
+        rng_blocks(seed, stream, (uint64_t)c, nb, w);
+        const int64_t g0 = 4 * c - off; /* element of w[0] */
+        const int64_t i0 = g0 > 0 ? g0 : 0, i1 = g0 + 4 * nb < n ? g0 + 4 * nb : n;
+        for (int64_t i = i0; i < i1; i++) {
+            const uint8_t k = w[i - g0] >= thr;
             keep[i] = k;
             y[i] = k ? x[i] * s : 0;
         }

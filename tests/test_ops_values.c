@@ -1,6 +1,6 @@
 /* test_ops_values.c — forward values (hand-computed or analytic) of every op beyond
  * matmul/linear, the special backward rules (padding row, masked softmax rows, repeated indices),
- * dropout statistics and reproducibility, fused == unfused, bitwise repeatability across thread
+ * Philox known answers, the dropout mask rule, dropout statistics and reproducibility, fused == unfused, bitwise repeatability across thread
  * counts, and no allocation in a step after the warm-up step. */
 #include "tests/testutil.h"
 #include <omp.h>
@@ -238,6 +238,63 @@ static void shape_values(void **state) {
     gradcheck_leaf_free(h);
 }
 
+/* Philox4x32-10 against the known-answer vectors published with Random123 (Salmon et al., SC'11;
+ * kat_vectors): key = the seed's low and high words, counter = (counter lo, hi, stream lo, hi). */
+static void philox_known_answers(void **state) {
+    static const struct { uint64_t seed, stream, counter; uint32_t out[4]; } kat[] = {
+        {0, 0, 0, {0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}},
+        {~0ull, ~0ull, ~0ull, {0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}},
+        {0x299f31d0a4093822ull, 0x0370734413198a2eull, 0x85a308d3243f6a88ull, {0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}},
+    };
+    for (size_t i = 0; i < sizeof kat / sizeof kat[0]; i++) {
+        uint32_t w[4], many[4 * 5];
+        rng_block(kat[i].seed, kat[i].stream, kat[i].counter, w);
+        assert_memory_equal(w, kat[i].out, sizeof w);
+        /* rng_blocks: block k of a run is rng_block of counter first + k (here across the 2^64 wrap) */
+        rng_blocks(kat[i].seed, kat[i].stream, kat[i].counter - 2, 5, many);
+        assert_memory_equal(many + 8, kat[i].out, sizeof w);
+    }
+}
+
+/* The keep mask is the documented counter rule (ops_dropout.c): element i of a tensor that starts
+ * at global element g0 is kept iff word (g0 + i) % 4 of rng_block(seed, stream, (g0 + i) / 4) is
+ * >= floor(p · 2^32), for every length, for slices of a data-parallel batch that start inside a
+ * block, and on the threaded path (n large). */
+static void dropout_mask_is_the_counter_rule(void **state) {
+    static const struct { int rows, cols, row0, global_rows; } cases[] = {
+        {1, 1003, 0, 0}, {3, 7, 5, 16}, {2, 5, 1, 4}, {7, 14287, 3, 13}, {1, 100003, 0, 0},
+    };
+    const real p = (real)0.3;
+    const uint32_t thr = (uint32_t)(0.3 * 4294967296.0);
+    T.training = 1;
+    T.step = 41;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int sh[2] = {cases[c].rows, cases[c].cols};
+        Tensor *x = leaf(2, sh, NULL);
+        for (long i = 0; i < x->n; i++) x->data[i] = (real)(1 + i % 7);
+        tape_reset(&T);
+        T.row0 = cases[c].row0;
+        T.rows = cases[c].global_rows ? cases[c].rows : 0;
+        const uint64_t stream = rng_stream(RNG_DROPOUT, T.step, 0);
+        Tensor *y = cases[c].global_rows ? op_dropout_batch(&T, x, p) : op_dropout(&T, x, p);
+        const int64_t g0 = cases[c].global_rows ? (int64_t)cases[c].row0 * cases[c].cols : 0;
+        long bad = 0;
+        for (long i = 0; i < x->n; i++) {
+            uint32_t w[4];
+            rng_block(T.seed, stream, (uint64_t)((g0 + i) / 4), w);
+            const real want = w[(g0 + i) % 4] >= thr ? x->data[i] * (1 / (1 - p)) : 0;
+            bad += y->data[i] != want;
+        }
+        if (bad) fail_msg("case %zu (%d x %d, row0 %d): %ld elements differ from the counter rule", c, cases[c].rows,
+                          cases[c].cols, cases[c].row0, bad);
+        gradcheck_leaf_free(x);
+    }
+    T.row0 = 0;
+    T.rows = 0;
+    T.training = 0;
+    T.step = 0;
+}
+
 static void dropout_rate_reproducibility_and_identity(void **state) {
     const int s[1] = {100000};
     Tensor *x = leaf(1, s, NULL);
@@ -443,6 +500,8 @@ int main(void) {
         cmocka_unit_test(indexing_values),
         cmocka_unit_test(loss_values),
         cmocka_unit_test(shape_values),
+        cmocka_unit_test(philox_known_answers),
+        cmocka_unit_test(dropout_mask_is_the_counter_rule),
         cmocka_unit_test(dropout_rate_reproducibility_and_identity),
         cmocka_unit_test(fused_equals_unfused),
         cmocka_unit_test(bitwise_repeatable_across_thread_counts),
