@@ -29,6 +29,7 @@ MALLOC=${TORCH_MALLOC:-tuned}
 CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 FLAGS=$(grep -m 1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx|avx2|fma|avx512f|avx512bw|avx512vl|avx512_bf16|amx_tile)$' | tr '\n' ' ')
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $CPU, flags: $FLAGS"
+echo "# OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset} (both programs; deberta.c reports the kernel set it runs as 'BLAS core')"
 echo "# load $(cut -d' ' -f1-3 /proc/loadavg), threads $TH, $ROUNDS rounds x $STEPS steps (+$WARM warm-up), PyTorch malloc $MALLOC, commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 for shape in $SHAPES; do
     preset=${shape%%:*}; rest=${shape#*:}; seq=${rest%%:*}; batch=${rest#*:}

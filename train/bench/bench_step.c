@@ -216,10 +216,10 @@ int bench_step(int argc, char **argv) {
     const double flops = bench_model_flops(&cfg, B, T, (long)(n_masked + 0.5));
     const double gflops = flops / 1e9 / (med / 1e3);
     const double tok_s = (double)B * T / (med / 1e3);
-    printf("bench step: preset H=%d L=%d+%d A=%d I=%d V=%d R=%d %s/%s dropout=%g B=%d T=%d threads=%d %s\n",
+    printf("bench step: preset H=%d L=%d+%d A=%d I=%d V=%d R=%d %s/%s dropout=%g B=%d T=%d threads=%d %s BLAS core %s\n",
            cfg.hidden_size, cfg.gen_num_hidden_layers, cfg.num_hidden_layers, cfg.num_attention_heads, cfg.intermediate_size,
            cfg.vocab_size, config_rel_rows(&cfg), config_sharing_str(cfg.embedding_sharing), config_mode_str(cfg.training_mode),
-           cfg.hidden_dropout_prob, B, T, threads, REAL_NAME);
+           cfg.hidden_dropout_prob, B, T, threads, REAL_NAME, openblas_get_corename());
     printf("  median %.1f ms/step (min %.1f, max %.1f, %d steps after %d warm-up)  %.0f tokens/s\n", med, mn, mx, steps, warmup,
            tok_s);
     printf("  model %.1f GFLOP/step (%.0f masked rows)  %.1f GFLOP/s", flops / 1e9, n_masked, gflops);
@@ -255,9 +255,9 @@ int bench_step(int argc, char **argv) {
     printf("RESULT {\"part\": \"step\", \"batch\": %d, \"seq\": %d, \"hidden\": %d, \"threads\": %d, \"real\": \"%s\", "
            "\"ms_median\": %.3f, \"ms_min\": %.3f, \"ms_max\": %.3f, \"tokens_per_s\": %.1f, \"model_gflop\": %.3f, "
            "\"gflops\": %.2f, \"gemm_peak_gflops\": %.2f, \"peak_rss_mb\": %.1f, \"step_allocs\": %llu, \"mlm_loss\": %.5f, "
-           "\"rtd_loss\": %.5f}\n",
+           "\"rtd_loss\": %.5f, \"blas_core\": \"%s\"}\n",
            B, T, cfg.hidden_size, threads, REAL_NAME, med, mn, mx, tok_s, flops / 1e9, gflops, peak, rss / 1024.0,
-           (unsigned long long)step_allocs, last.g_loss, last.d_loss);
+           (unsigned long long)step_allocs, last.g_loss, last.d_loss, openblas_get_corename());
     free(ms);
     free(replaced);
     for (int i = 0; i < NB; i++) batch_free(&batches[i]);
