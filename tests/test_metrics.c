@@ -2,6 +2,7 @@
  * and by /usr/bin/python3's json module when present), resume truncation, progress line in TTY and
  * plain mode, durations, run directory files and command-line quoting. */
 #include "tests/testutil.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,6 +276,21 @@ static void progress_plain_and_tty(void **state) {
     free(mem);
 }
 
+/* The speed line's clock: the first step apart, the mean over the others. */
+static void step_clock_keeps_the_first_step_apart(void **state) {
+    StepClock c = {0};
+    long n = -1;
+    stepclock_add(&c, 1.25);
+    assert_true(stepclock_ms(&c, &n) == 1250.0);
+    assert_int_equal(n, 1);
+    stepclock_add(&c, 0.25);
+    stepclock_add(&c, 0.5);
+    assert_true(fabs(stepclock_ms(&c, &n) - 375.0) < 1e-9);
+    assert_int_equal(n, 2);
+    assert_int_equal(c.n, 3);
+    assert_true(c.first_s == 1.25);
+}
+
 static void run_directory_files(void **state) {
     char rundir[256], err[256], p[300];
     snprintf(rundir, sizeof rundir, "%s/a/b/run1", dir);
@@ -330,6 +346,7 @@ int main(void) {
         cmocka_unit_test(overflowing_record_is_an_error),
         cmocka_unit_test(jsonl_file_parses_and_resume_truncates),
         cmocka_unit_test(progress_plain_and_tty),
+        cmocka_unit_test(step_clock_keeps_the_first_step_apart),
         cmocka_unit_test(run_directory_files),
     };
     return cmocka_run_group_tests_name("metrics", tests, setup, teardown);

@@ -493,7 +493,7 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
     /* SIGTERM/SIGINT: finish the step, checkpoint, exit 0 (as in pretrain; train/signals.h) */
     signals_install(r->o.out);
     long done_here = 0;
-    double step_s = 0; /* time in the steps (evaluations and checkpoints excluded) */
+    StepClock clock = {0}; /* time in the steps (evaluations and checkpoints excluded) */
     for (long step = start; step < r->o.steps; step++) {
         const double t_step = now_seconds();
         for (int b = 0; b < B; b++) r->idx[b] = example_at(r, (int64_t)step * B + b);
@@ -516,7 +516,7 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
             s = optim_step(&r->g);
         }
         tape_reset(&r->t);
-        step_s += now_seconds() - t_step;
+        stepclock_add(&clock, now_seconds() - t_step);
         const long completed = step + 1;
         done_here++;
         if (s.skipped) progress_note(&r->prog, "step %ld skipped: non-finite loss or gradient norm", completed);
@@ -562,9 +562,12 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
         }
     }
     progress_done(&r->prog);
-    if (done_here > 0 && step_s > 0)
-        fprintf(stderr, "speed: %.0f tokens/s, %.1f ms per step over the %ld steps of this invocation (%d x %d tokens, padding included; "
-                "evaluations and checkpoints excluded)\n", done_here * (double)B * T / step_s, step_s / done_here * 1e3, done_here, B, T);
+    if (done_here > 0) {
+        char detail[96];
+        snprintf(detail, sizeof detail, "%d x %d tokens, padding included; evaluations and checkpoints excluded", B, T);
+        stepclock_print(&clock, (double)B * T, detail);
+        fputc('\n', stderr);
+    }
 
     /* the best dev model on test, beside the baselines */
     snprintf(path, sizeof path, "%.4000s/best.h5", r->o.out);

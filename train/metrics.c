@@ -331,3 +331,24 @@ int run_append_cmdline(const char *rundir, int argc, char **argv, char *err, siz
     free(line);
     return ok ? 0 : errf(err, errlen, "cannot write %s: %s", path, strerror(errno));
 }
+
+void stepclock_add(StepClock *c, double seconds) {
+    if (c->n++ == 0) c->first_s = seconds;
+    else c->rest_s += seconds;
+}
+
+double stepclock_ms(const StepClock *c, long *n_steps) {
+    *n_steps = c->n > 1 ? c->n - 1 : c->n;
+    return c->n > 1 ? c->rest_s / (double)(c->n - 1) * 1e3 : c->first_s * 1e3;
+}
+
+void stepclock_print(const StepClock *c, double tokens_per_step, const char *detail) {
+    long n;
+    const double ms = stepclock_ms(c, &n);
+    if (c->n > 1)
+        fprintf(stderr, "speed: %.0f tokens/s, %.1f ms per step over steps 2-%ld of this invocation (the first, %.0f ms, excluded: it "
+                        "maps the step's memory; %s)", tokens_per_step / ms * 1e3, ms, c->n, c->first_s * 1e3, detail);
+    else
+        fprintf(stderr, "speed: %.0f tokens/s, %.1f ms for the only step of this invocation (a first step, which also maps the "
+                        "step's memory; %s)", tokens_per_step / ms * 1e3, ms, detail);
+}

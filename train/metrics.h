@@ -90,6 +90,23 @@ char *format_duration(double seconds, char *buf, size_t len);
 char *progress_text(const Progress *p, long step, double g_loss, double d_loss, double rtd_acc, double tokens_per_s, double eta_s,
                     char *buf, size_t len);
 
+/* ---- the `speed:` line ---- */
+/* Wall time of the training steps of one invocation (evaluations and checkpoints outside).  The
+ * first step is kept apart: it maps the step's memory (tape arena, gradients, scratch) and measured
+ * ~1.3 s against ~0.33 s for the next ones (tiny, 16 x 128, 2 threads), so an average over a short
+ * invocation that includes it says more about the page faults than about the kernels. */
+typedef struct StepClock {
+    double first_s, rest_s; /* the invocation's first step; the others */
+    long n;                 /* steps timed */
+} StepClock;
+void stepclock_add(StepClock *c, double seconds);
+/* Milliseconds per step over the steps after the first (over the first alone when it is the only
+ * one); *n_steps = the steps that average covers. */
+double stepclock_ms(const StepClock *c, long *n_steps);
+/* "speed: X tokens/s, Y ms per step over steps 2-N of this invocation (the first, F ms, excluded: it
+ * maps the step's memory; DETAIL)" to stderr, without the newline (callers may append). */
+void stepclock_print(const StepClock *c, double tokens_per_step, const char *detail);
+
 /* ---- run directory ---- */
 /* mkdir -p rundir. */
 int run_mkdir(const char *rundir, char *err, size_t errlen);

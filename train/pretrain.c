@@ -564,11 +564,12 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
     if (world == 1) signals_install(r->o.out);
     int bad = 0, stop_sig = 0;
     long done_here = 0;
-    double step_s = 0, sync_s = 0; /* time in the steps, and in their collectives (data parallel) */
+    StepClock clock = {0};
+    double sync_s = 0; /* time in the steps' collectives (data parallel), all steps */
     for (long step = start; step < r->o.steps; step++) {
         const double t_step = now_seconds();
         StepStats s = train_step(r, step, 1);
-        step_s += now_seconds() - t_step;
+        stepclock_add(&clock, now_seconds() - t_step);
         sync_s += s.phase[PHASE_SYNC];
         const long completed = step + 1;
         done_here++;
@@ -617,11 +618,11 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
     }
     progress_done(&r->prog);
     if (done_here > 0) {
-        fprintf(stderr, "speed: %.0f tokens/s, %.1f ms per step over the %ld steps of this invocation (evaluations and checkpoints excluded)",
-                done_here * tokens_per_step / step_s, step_s / done_here * 1e3, done_here);
+        stepclock_print(&clock, tokens_per_step, "evaluations and checkpoints excluded");
         if (world > 1)
-            fprintf(stderr, "; rank 0 spent %.1f ms per step = %.1f%% in the collectives (the transfers and the wait for the slowest rank)",
-                    sync_s / done_here * 1e3, 100.0 * sync_s / step_s);
+            fprintf(stderr, "; rank 0 spent %.1f ms per step = %.1f%% in the collectives (the transfers and the wait for the slowest rank; "
+                            "all steps)",
+                    sync_s / done_here * 1e3, 100.0 * sync_s / (clock.first_s + clock.rest_s));
         fputc('\n', stderr);
     }
     metrics_close(&r->log);
