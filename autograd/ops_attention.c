@@ -5,13 +5,7 @@
 #include <omp.h>
 #include <string.h>
 #include "autograd/ops_attention.h"
-#include <math.h>
-
-#if REAL_IS_DOUBLE
-#define da_exp exp
-#else
-#define da_exp expf
-#endif
+#include "autograd/rmath.h"
 
 typedef struct {
     int B, A, Tq, Tk, D, R, terms;
@@ -43,38 +37,17 @@ static DAGeom da_geometry(const Tensor *q, const Tensor *k, const Tensor *qr, co
     return g;
 }
 
-/* P[b,a] = masked softmax of scale·S[b,a] (S given in P, overwritten).  Row i of batch b is kept
- * iff qm[b·Tq+i]; entry j iff km[b·Tk+j].  Max over kept entries; masked entries never enter exp. */
-static void masked_softmax_rows(real *P, int Tq, int Tk, real scale, const int32_t *qm, const int32_t *km) {
+/* P[b,a] = masked softmax of S[b,a] (the scaled scores, given in P, overwritten).  Row i of batch b is kept
+ * iff qm[b·Tq+i]; entry j iff km[b·Tk+j].  The row kernel is the softmax op's (rmath.h softmax_row:
+ * max over kept entries, masked entries never enter exp, vectorised). */
+static void masked_softmax_rows(real *P, int Tq, int Tk, const int32_t *qm, const int32_t *km) {
     for (int i = 0; i < Tq; i++) {
         real *row = P + (long)i * Tk;
         if (qm && !qm[i]) {
             memset(row, 0, (size_t)Tk * sizeof(real));
             continue;
         }
-        real mx = 0;
-        int any = 0;
-        for (int j = 0; j < Tk; j++) {
-            if (km && !km[j]) continue;
-            real x = scale * row[j];
-            if (!any || x > mx) mx = x;
-            any = 1;
-        }
-        if (!any) {
-            memset(row, 0, (size_t)Tk * sizeof(real));
-            continue;
-        }
-        real sum = 0;
-        for (int j = 0; j < Tk; j++) {
-            if (km && !km[j]) {
-                row[j] = 0;
-                continue;
-            }
-            row[j] = da_exp(scale * row[j] - mx);
-            sum += row[j];
-        }
-        const real inv = 1 / sum;
-        for (int j = 0; j < Tk; j++) row[j] *= inv;
+        softmax_row(row, row, Tk, km);
     }
 }
 
@@ -90,33 +63,42 @@ static void disentangled_attention_forward(real *P, real *scratch, const real *q
         const int b = (int)(ba / A), a = (int)(ba % A);
         real *S = P + ba * Tq * Tk;
         const real *qb = q + ba * Tq * D, *kb = k + ba * Tk * D;
-        real *Pc = scratch + (long)omp_get_thread_num() * (Tq + Tk) * R; /* [Tq, R] */
-        real *Pp = Pc + (long)Tq * R;                                     /* [Tk, R] */
+        real *Pc = scratch ? scratch + (long)omp_get_thread_num() * (Tq + Tk) * R : NULL; /* [Tq, R] */
+        real *Pp = scratch ? Pc + (long)Tq * R : NULL;                                     /* [Tk, R] */
         /* c2c: S = q · k^T */
         if (g->terms & ATT_C2C)
             cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, D, 1, qb, D, kb, D, 0, S, Tk);
         else
             memset(S, 0, (size_t)Tq * Tk * sizeof(real));
-        /* c2p: Pc = q · kr[a]^T [Tq, R];  S[i,j] += Pc[i, c(i,j)] */
-        if (g->terms & ATT_C2P) {
+        /* c2p: Pc = q · kr[a]^T [Tq, R];  p2c: Pp = k · qr[a]^T [Tk, R] */
+        if (g->terms & ATT_C2P)
             cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, R, D, 1, qb, D, kr + (long)a * R * D, D, 0, Pc, R);
-            for (int i = 0; i < Tq; i++) {
-                const int32_t *ci = c + (long)i * Tk;
-                const real *pci = Pc + (long)i * R;
-                real *Si = S + (long)i * Tk;
-                for (int j = 0; j < Tk; j++) Si[j] += pci[ci[j]];
-            }
-        }
-        /* p2c: Pp = k · qr[a]^T [Tk, R];  S[i,j] += Pp[j, c(i,j)] */
-        if (g->terms & ATT_P2C) {
+        if (g->terms & ATT_P2C)
             cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tk, R, D, 1, kb, D, qr + (long)a * R * D, D, 0, Pp, R);
-            for (int i = 0; i < Tq; i++) {
-                const int32_t *ci = c + (long)i * Tk;
-                real *Si = S + (long)i * Tk;
-                for (int j = 0; j < Tk; j++) Si[j] += Pp[(long)j * R + ci[j]];
+        /* one pass per row: S[i,j] = scale · ((S[i,j] + Pc[i, c(i,j)]) + Pp[j, c(i,j)])  (the terms that are on) */
+        for (int i = 0; i < Tq; i++) {
+            const int32_t *ci = c ? c + (long)i * Tk : NULL;
+            const real *pci = Pc ? Pc + (long)i * R : NULL;
+            real *Si = S + (long)i * Tk;
+            switch (g->terms & (ATT_C2P | ATT_P2C)) {
+            case ATT_C2P | ATT_P2C:
+#pragma omp simd
+                for (int j = 0; j < Tk; j++) Si[j] = scale * (Si[j] + pci[ci[j]] + Pp[(long)j * R + ci[j]]);
+                break;
+            case ATT_C2P:
+#pragma omp simd
+                for (int j = 0; j < Tk; j++) Si[j] = scale * (Si[j] + pci[ci[j]]);
+                break;
+            case ATT_P2C:
+#pragma omp simd
+                for (int j = 0; j < Tk; j++) Si[j] = scale * (Si[j] + Pp[(long)j * R + ci[j]]);
+                break;
+            default:
+#pragma omp simd
+                for (int j = 0; j < Tk; j++) Si[j] *= scale;
             }
         }
-        masked_softmax_rows(S, Tq, Tk, scale, qmask ? qmask + (long)b * Tq : NULL, kmask ? kmask + (long)b * Tk : NULL);
+        masked_softmax_rows(S, Tq, Tk, qmask ? qmask + (long)b * Tq : NULL, kmask ? kmask + (long)b * Tk : NULL);
     }
 }
 
@@ -139,6 +121,7 @@ static void disentangled_attention_backward(real *dq, real *dk, real *dqr, real 
         for (int i = 0; i < Tq; i++) {
             const real *p = Pb + (long)i * Tk, *dp = dPb + (long)i * Tk;
             real dot = 0;
+#pragma omp simd reduction(+ : dot)
             for (int j = 0; j < Tk; j++) dot += p[j] * dp[j];
             real *ds = dS + (long)i * Tk;
             for (int j = 0; j < Tk; j++) ds[j] = scale * p[j] * (dp[j] - dot);

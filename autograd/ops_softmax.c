@@ -24,44 +24,7 @@ static void softmax_masked_forward(real *y, const real *x, const int32_t *qmask,
             memset(yr, 0, (size_t)Tk * sizeof(real));
             continue;
         }
-        real mx = -(real)INFINITY;
-        if (km) {
-#pragma omp simd reduction(max : mx)
-            for (int j = 0; j < Tk; j++) {
-                const real v = km[j] ? xr[j] : -(real)INFINITY;
-                mx = v > mx ? v : mx;
-            }
-        } else {
-#pragma omp simd reduction(max : mx)
-            for (int j = 0; j < Tk; j++) mx = xr[j] > mx ? xr[j] : mx;
-        }
-        if (mx == -(real)INFINITY) { /* every key masked (or every kept score −inf): a masked row */
-            memset(yr, 0, (size_t)Tk * sizeof(real));
-            continue;
-        }
-        /* masked entries: exp(0) is computed and replaced by 0 — their scores never enter exp()
-         * (and exp(−inf) would send the vector exp through its slow special-case path) */
-        real s = 0;
-        if (km) {
-            for (int j = 0; j < Tk; j++) yr[j] = km[j] ? xr[j] - mx : 0;
-#pragma omp simd
-            for (int j = 0; j < Tk; j++) yr[j] = rexp(yr[j]);
-#pragma omp simd reduction(+ : s)
-            for (int j = 0; j < Tk; j++) {
-                const real e = km[j] ? yr[j] : 0;
-                yr[j] = e;
-                s += e;
-            }
-        } else {
-#pragma omp simd reduction(+ : s)
-            for (int j = 0; j < Tk; j++) {
-                const real e = rexp(xr[j] - mx);
-                yr[j] = e;
-                s += e;
-            }
-        }
-        const real inv = 1 / s; /* s >= 1: the max entry contributes exp(0) */
-        for (int j = 0; j < Tk; j++) yr[j] *= inv;
+        softmax_row(yr, xr, Tk, km);
     }
 }
 

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
+#include <string.h>
 #include "autograd/tensor.h"
 
 #if REAL_IS_DOUBLE
@@ -101,4 +102,49 @@ static inline void scatter_add_rows(real *dst, const real *src, const int32_t *i
         }
     }
 }
+/* y[0..n) = softmax of x[0..n) over the entries with km[j] != 0 (km NULL: all), 0 elsewhere; a row
+ * with no kept entry (or only −inf scores) is all zeros.  Masked scores never enter exp().  y may
+ * be x (in place).  Vectorised (libmvec exp), sums in SIMD order.  Shared by the masked softmax op
+ * and the fused attention op. */
+static inline void softmax_row(real *y, const real *x, int n, const int32_t *km) {
+    real mx = -(real)INFINITY;
+    if (km) {
+#pragma omp simd reduction(max : mx)
+        for (int j = 0; j < n; j++) {
+            const real v = km[j] ? x[j] : -(real)INFINITY;
+            mx = v > mx ? v : mx;
+        }
+    } else {
+#pragma omp simd reduction(max : mx)
+        for (int j = 0; j < n; j++) mx = x[j] > mx ? x[j] : mx;
+    }
+    if (mx == -(real)INFINITY) { /* every key masked (or every kept score −inf): a masked row */
+        memset(y, 0, (size_t)n * sizeof(real));
+        return;
+    }
+    /* masked entries: exp(0) is computed and replaced by 0 — their scores never enter exp()
+     * (and exp(−inf) would send the vector exp through its slow special-case path) */
+    real s = 0;
+    if (km) {
+        for (int j = 0; j < n; j++) y[j] = km[j] ? x[j] - mx : 0;
+#pragma omp simd
+        for (int j = 0; j < n; j++) y[j] = rexp(y[j]);
+#pragma omp simd reduction(+ : s)
+        for (int j = 0; j < n; j++) {
+            const real e = km[j] ? y[j] : 0;
+            y[j] = e;
+            s += e;
+        }
+    } else {
+#pragma omp simd reduction(+ : s)
+        for (int j = 0; j < n; j++) {
+            const real e = rexp(x[j] - mx);
+            y[j] = e;
+            s += e;
+        }
+    }
+    const real inv = 1 / s; /* s >= 1: the max entry contributes exp(0) */
+    for (int j = 0; j < n; j++) y[j] *= inv;
+}
+
 #endif
