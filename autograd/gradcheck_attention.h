@@ -14,6 +14,7 @@ GCResult gradcheck_attention_c2p_p2c(Tape *t);
 GCResult gradcheck_attention_all(Tape *t);
 GCResult gradcheck_attention_all_padded(Tape *t);  /* one fully padded sequence, padded rows/keys */
 GCResult gradcheck_attention_rect(Tape *t);        /* Tq != Tk, [1, A, R, D] tables */
+GCResult gradcheck_attention_dropout(Tape *t);     /* the fused attention dropout (p 0.3, training) */
 
 /* The cases above as a list (for `deberta gradcheck` and tests). */
 #define GC_ATTENTION_CASES                                                                  \
@@ -25,5 +26,6 @@ GCResult gradcheck_attention_rect(Tape *t);        /* Tq != Tk, [1, A, R, D] tab
     {"disentangled_attention", "c2p|p2c", gradcheck_attention_c2p_p2c},                            \
     {"disentangled_attention", "c2c|c2p|p2c", gradcheck_attention_all},                            \
     {"disentangled_attention", "all, padded rows + padded sequence", gradcheck_attention_all_padded}, \
-    {"disentangled_attention", "all, Tq=3 Tk=5, [1,A,R,D] tables", gradcheck_attention_rect},
+    {"disentangled_attention", "all, Tq=3 Tk=5, [1,A,R,D] tables", gradcheck_attention_rect},         \
+    {"disentangled_attention", "all, fused dropout p=0.3, padded", gradcheck_attention_dropout},
 #endif

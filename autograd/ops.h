@@ -59,6 +59,14 @@ Tensor *op_dropout(Tape *t, Tensor *x, real p);
  * being global row tape->row0): element i draws global element row0·(n/rows) + i, so a
  * data-parallel slice of a batch gets the masks of those rows in the whole batch. */
 Tensor *op_dropout_batch(Tape *t, Tensor *x, real p);
+/* For ops that fuse a dropout of their output (ops_attention.c), so that it draws exactly what
+ * op_dropout / op_dropout_batch (batch = 1) of that output would:
+ * dropout_begin checks p and the batch rows, and in training takes the call's stream (n_random++,
+ * also for p == 0); it returns the element offset of x in the global batch, or −1 when the dropout
+ * is the identity (not training, or p == 0).  dropout_apply writes y[i] = keep[i] ? x[i]/(1 − p) : 0
+ * for the n elements that start at global element off (serial: callable inside a parallel loop). */
+int64_t dropout_begin(Tape *t, const Tensor *x, real p, int batch, uint64_t *stream);
+void dropout_apply(real *y, uint8_t *keep, const real *x, long n, real p, uint64_t seed, uint64_t stream, int64_t off);
 
 /* ---- losses and reductions (ops_loss.c) ---- */
 /* Mean over the N rows of −log softmax(logits[n])[target[n]]; logits [N, V], targets int32 in [0, V).

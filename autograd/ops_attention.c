@@ -5,6 +5,7 @@
 #include <omp.h>
 #include <string.h>
 #include "autograd/ops_attention.h"
+#include "autograd/ops.h"
 #include "autograd/rmath.h"
 
 typedef struct {
@@ -51,10 +52,22 @@ static void masked_softmax_rows(real *P, int Tq, int Tk, const int32_t *qm, cons
     }
 }
 
-/* P [B,A,Tq,Tk] from q [B,A,Tq,D], k [B,A,Tk,D], qr/kr [A,R,D], c [Tq,Tk].
+/* The dropout fused into the op (or none: keep == NULL): Pd = dropout(P) with the mask op_dropout_batch
+ * would draw (stream, and P's first element at global element off). */
+typedef struct {
+    real *Pd;
+    uint8_t *keep;
+    real p;
+    uint64_t seed, stream;
+    int64_t off;
+} DADrop;
+
+/* P [B,A,Tq,Tk] from q [B,A,Tq,D], k [B,A,Tk,D], qr/kr [A,R,D], c [Tq,Tk]; with dr->keep also
+ * Pd = dropout(P), block by block while the block is in cache.
  * scratch: omp_get_max_threads() · (Tq + Tk) · R reals. */
 static void disentangled_attention_forward(real *P, real *scratch, const real *q, const real *k, const real *qr, const real *kr,
-                                    const int32_t *c, const int32_t *qmask, const int32_t *kmask, const DAGeom *g, real scale) {
+                                    const int32_t *c, const int32_t *qmask, const int32_t *kmask, const DAGeom *g, real scale,
+                                    const DADrop *dr) {
     const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, A = g->A;
     const long nba = (long)g->B * A;
     const int par = nba > 1 && nba * Tq * Tk >= 4096;
@@ -99,6 +112,10 @@ static void disentangled_attention_forward(real *P, real *scratch, const real *q
             }
         }
         masked_softmax_rows(S, Tq, Tk, qmask ? qmask + (long)b * Tq : NULL, kmask ? kmask + (long)b * Tk : NULL);
+        if (dr->keep) {
+            const long o = ba * Tq * Tk;
+            dropout_apply(dr->Pd + o, dr->keep + o, S, (long)Tq * Tk, dr->p, dr->seed, dr->stream, dr->off + o);
+        }
     }
 }
 
@@ -106,7 +123,9 @@ static void disentangled_attention_forward(real *P, real *scratch, const real *q
  * scratch: omp_get_max_threads() · Tq · Tk reals (dS);  dPc [B,A,Tq,R], dPp [B,A,Tk,R] zeroed. */
 static void disentangled_attention_backward(real *dq, real *dk, real *dqr, real *dkr, real *scratch, real *dPc, real *dPp,
                                      const real *dP, const real *P, const real *q, const real *k, const real *qr,
-                                     const real *kr, const int32_t *c, const DAGeom *g, real scale) {
+                                     const real *kr, const int32_t *c, const DAGeom *g, real scale, const uint8_t *keep,
+                                     real pdrop) {
+    const real ks = keep ? 1 / (1 - pdrop) : 1;
     const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, A = g->A;
     const long nba = (long)g->B * A;
     const int par = nba > 1 && nba * Tq * Tk >= 4096;
@@ -119,11 +138,18 @@ static void disentangled_attention_backward(real *dq, real *dk, real *dqr, real 
         /* P = softmax(scale·S):  dS[i,j] = scale · P[i,j] · (dP[i,j] − Σ_j' P[i,j'] dP[i,j'])
          * (masked entries have P = 0, so they get dS = 0) */
         for (int i = 0; i < Tq; i++) {
-            const real *p = Pb + (long)i * Tk, *dp = dPb + (long)i * Tk;
+            const real *p = Pb + (long)i * Tk;
+            const real *dp = dPb + (long)i * Tk;
+            real *ds = dS + (long)i * Tk;
+            if (keep) { /* dP = dropout backward of dPd: keep ? dPd/(1 − p) : 0, staged in ds */
+                const uint8_t *kp = keep + ba * Tq * Tk + (long)i * Tk;
+#pragma omp simd
+                for (int j = 0; j < Tk; j++) ds[j] = kp[j] ? dp[j] * ks : 0;
+                dp = ds;
+            }
             real dot = 0;
 #pragma omp simd reduction(+ : dot)
             for (int j = 0; j < Tk; j++) dot += p[j] * dp[j];
-            real *ds = dS + (long)i * Tk;
             for (int j = 0; j < Tk; j++) ds[j] = scale * p[j] * (dp[j] - dot);
         }
         /* S = q · k^T:  dq += dS · k,  dk += dS^T · q */
@@ -175,8 +201,17 @@ static void disentangled_attention_backward(real *dq, real *dk, real *dqr, real 
     }
 }
 
-Tensor *op_disentangled_attention_probs(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, const int32_t *c_idx,
-                                        int terms, real scale, const int32_t *qmask, const int32_t *kmask) {
+/* Saved for the backward (arena): the relative index (copied) and, with a fused dropout, the keep
+ * mask and the undropped probabilities (the node's output is then the dropped tensor). */
+typedef struct {
+    int32_t *c;
+    uint8_t *keep;
+    Tensor *P;
+} DASaved;
+
+/* The op; with dropout_site, the dropout of its output fused in (ops_attention.h). */
+static Tensor *attention(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, const int32_t *c_idx, int terms, real scale,
+                         const int32_t *qmask, const int32_t *kmask, int dropout_site, real pdrop) {
     DAGeom g = da_geometry(q, k, qr, kr, c_idx, terms);
     const int use_pos = (terms & (ATT_C2P | ATT_P2C)) != 0;
     if (use_pos) {
@@ -186,30 +221,52 @@ Tensor *op_disentangled_attention_probs(Tape *t, Tensor *q, Tensor *k, Tensor *q
                      (int)c_idx[i], g.R);
     }
     const int shape[4] = {g.B, g.A, g.Tq, g.Tk};
-    Tensor *p = tape_tensor(t, 4, shape, "attn_probs");
+    Tensor *p = tape_tensor(t, 4, shape, "attn_probs"), *out = p;
+    DADrop dr = {0};
+    if (dropout_site) {
+        const int64_t off = dropout_begin(t, p, pdrop, 1, &dr.stream);
+        if (off >= 0) {
+            out = tape_tensor(t, 4, shape, "attn_probs_dropout");
+            dr = (DADrop){out->data, arena_alloc(&t->arena, (size_t)p->n), pdrop, t->seed, dr.stream, off};
+        }
+    }
     const size_t sbytes = use_pos ? (size_t)omp_get_max_threads() * (g.Tq + g.Tk) * g.R * sizeof(real) : 0;
     real *scratch = use_pos ? tape_scratch(t, sbytes, 0) : NULL;
     disentangled_attention_forward(p->data, scratch, q->data, k->data, (terms & ATT_P2C) ? qr->data : NULL,
-                                   (terms & ATT_C2P) ? kr->data : NULL, c_idx, qmask, kmask, &g, scale);
+                                   (terms & ATT_C2P) ? kr->data : NULL, c_idx, qmask, kmask, &g, scale, &dr);
     tape_scratch_release(t, scratch, sbytes);
     Tensor *in[4] = {q, k, (terms & ATT_P2C) ? qr : NULL, (terms & ATT_C2P) ? kr : NULL};
-    TapeNode *nd = tape_record(t, OP_DISENTANGLED_ATTENTION, p, 4, in);
+    TapeNode *nd = tape_record(t, OP_DISENTANGLED_ATTENTION, out, 4, in);
     if (nd) {
+        DASaved *sv = arena_alloc(&t->arena, sizeof *sv);
+        *sv = (DASaved){NULL, dr.keep, p};
+        if (use_pos) {
+            sv->c = arena_alloc(&t->arena, (size_t)g.Tq * g.Tk * sizeof(int32_t));
+            memcpy(sv->c, c_idx, (size_t)g.Tq * g.Tk * sizeof(int32_t));
+        }
+        nd->ctx = sv;
         nd->iarg[0] = terms;
         nd->farg[0] = scale;
-        if (use_pos) {
-            int32_t *cc = arena_alloc(&t->arena, (size_t)g.Tq * g.Tk * sizeof(int32_t));
-            memcpy(cc, c_idx, (size_t)g.Tq * g.Tk * sizeof(int32_t));
-            nd->ctx = cc;
-        }
+        nd->farg[1] = dr.keep ? pdrop : 0;
     }
-    return p;
+    return out;
+}
+
+Tensor *op_disentangled_attention_probs(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, const int32_t *c_idx,
+                                        int terms, real scale, const int32_t *qmask, const int32_t *kmask) {
+    return attention(t, q, k, qr, kr, c_idx, terms, scale, qmask, kmask, 0, 0);
+}
+
+Tensor *op_disentangled_attention_dropout(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, const int32_t *c_idx,
+                                          int terms, real scale, const int32_t *qmask, const int32_t *kmask, real p) {
+    return attention(t, q, k, qr, kr, c_idx, terms, scale, qmask, kmask, 1, p);
 }
 
 void disentangled_attention_backward_node(Tape *t, TapeNode *nd) {
     Tensor *q = nd->in[0], *k = nd->in[1], *qr = nd->in[2], *kr = nd->in[3];
     const int terms = (int)nd->iarg[0];
-    const int32_t *c = nd->ctx;
+    const DASaved *sv = nd->ctx;
+    const int32_t *c = sv->c;
     DAGeom g = da_geometry(q, k, qr, kr, c, terms);
     /* grads first: they outlive the call; the scratch goes back to the pool at the end */
     real *dq = q->requires_grad ? tape_grad(t, q) : NULL, *dk = k->requires_grad ? tape_grad(t, k) : NULL;
@@ -219,8 +276,9 @@ void disentangled_attention_backward_node(Tape *t, TapeNode *nd) {
     real *scratch = tape_scratch(t, sbytes, 0);
     real *dPc = (terms & ATT_C2P) ? tape_scratch(t, cbytes, 1) : NULL;
     real *dPp = (terms & ATT_P2C) ? tape_scratch(t, pbytes, 1) : NULL;
-    disentangled_attention_backward(dq, dk, dqr, dkr, scratch, dPc, dPp, nd->out->grad, nd->out->data, q->data, k->data,
-                                    qr ? qr->data : NULL, kr ? kr->data : NULL, c, &g, (real)nd->farg[0]);
+    disentangled_attention_backward(dq, dk, dqr, dkr, scratch, dPc, dPp, nd->out->grad, sv->P->data, q->data, k->data,
+                                    qr ? qr->data : NULL, kr ? kr->data : NULL, c, &g, (real)nd->farg[0], sv->keep,
+                                    (real)nd->farg[1]);
     tape_scratch_release(t, dPp, pbytes);
     tape_scratch_release(t, dPc, cbytes);
     tape_scratch_release(t, scratch, sbytes);

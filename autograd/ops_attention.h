@@ -27,4 +27,11 @@ enum { ATT_C2C = 1, ATT_C2P = 2, ATT_P2C = 4, ATT_ALL = 7 };
  * Returns P [B,A,Tq,Tk].  c_idx is copied when a backward needs it. */
 Tensor *op_disentangled_attention_probs(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, const int32_t *c_idx,
                                         int terms, real scale, const int32_t *qmask, const int32_t *kmask);
+/* The same followed by op_dropout_batch(P, p), in one op: the same masks (the call takes the dropout
+ * stream op_dropout_batch would take at this point, n_random++ in training also for p == 0), the
+ * same values and gradients (fused == separate: tests/test_model_attention.c); P is kept for the
+ * backward, the dropout's gradient is applied inside the softmax backward, and no dP tensor is made.
+ * Returns dropout(P), or P itself when the dropout is the identity (not training, p == 0). */
+Tensor *op_disentangled_attention_dropout(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, const int32_t *c_idx,
+                                          int terms, real scale, const int32_t *qmask, const int32_t *kmask, real p);
 #endif

@@ -28,24 +28,52 @@
  * then the mask is applied in a second, also vectorisable, pass: the masks are those of one
  * rng_block per four elements, bit for bit. */
 enum { DROPOUT_CHUNK = 64 }; /* Philox blocks per chunk: 256 elements */
-static void dropout_forward(real *y, uint8_t *keep, const real *x, long n, real p, uint64_t seed, uint64_t stream, int64_t off) {
-    const real s = 1 / (1 - p);
-    const uint32_t thr = (uint32_t)((double)p * 4294967296.0); /* p < 1: thr < 2^32 */
-    const int64_t b0 = off / 4, b1 = (off + n + 3) / 4;
-#pragma omp parallel for schedule(static) if (n >= OMP_MIN_ELEMS / 8)
-    for (int64_t c = b0; c < b1; c += DROPOUT_CHUNK) {
-        uint32_t w[4 * DROPOUT_CHUNK];
-        const int nb = (int)(b1 - c < DROPOUT_CHUNK ? b1 - c : DROPOUT_CHUNK);
-        rng_blocks(seed, stream, (uint64_t)c, nb, w);
-        const int64_t g0 = 4 * c - off; /* element of w[0] */
-        const int64_t i0 = g0 > 0 ? g0 : 0, i1 = g0 + 4 * nb < n ? g0 + 4 * nb : n;
-        for (int64_t i = i0; i < i1; i++) {
-            const uint8_t k = w[i - g0] >= thr;
-            keep[i] = k;
-            y[i] = k ? x[i] * s : 0;
-        }
+
+/* The chunk of blocks [c, min(c + DROPOUT_CHUNK, b1)) of y = dropout(x) (elements with g = off + i). */
+static inline void dropout_chunk(real *y, uint8_t *keep, const real *x, long n, uint32_t thr, real s, uint64_t seed,
+                                 uint64_t stream, int64_t off, int64_t c, int64_t b1) {
+    uint32_t w[4 * DROPOUT_CHUNK];
+    const int nb = (int)(b1 - c < DROPOUT_CHUNK ? b1 - c : DROPOUT_CHUNK);
+    rng_blocks(seed, stream, (uint64_t)c, nb, w);
+    const int64_t g0 = 4 * c - off; /* element of w[0] */
+    const int64_t i0 = g0 > 0 ? g0 : 0, i1 = g0 + 4 * nb < n ? g0 + 4 * nb : n;
+    for (int64_t i = i0; i < i1; i++) {
+        const uint8_t k = w[i - g0] >= thr;
+        keep[i] = k;
+        y[i] = k ? x[i] * s : 0;
     }
 }
+
+static inline uint32_t dropout_threshold(real p) { return (uint32_t)((double)p * 4294967296.0); /* p < 1: < 2^32 */ }
+
+static void dropout_forward(real *y, uint8_t *keep, const real *x, long n, real p, uint64_t seed, uint64_t stream, int64_t off) {
+    const real s = 1 / (1 - p);
+    const uint32_t thr = dropout_threshold(p);
+    const int64_t b0 = off / 4, b1 = (off + n + 3) / 4;
+#pragma omp parallel for schedule(static) if (n >= OMP_MIN_ELEMS / 8)
+    for (int64_t c = b0; c < b1; c += DROPOUT_CHUNK) dropout_chunk(y, keep, x, n, thr, s, seed, stream, off, c, b1);
+}
+
+void dropout_apply(real *y, uint8_t *keep, const real *x, long n, real p, uint64_t seed, uint64_t stream, int64_t off) {
+    const real s = 1 / (1 - p);
+    const uint32_t thr = dropout_threshold(p);
+    const int64_t b0 = off / 4, b1 = (off + n + 3) / 4;
+    for (int64_t c = b0; c < b1; c += DROPOUT_CHUNK) dropout_chunk(y, keep, x, n, thr, s, seed, stream, off, c, b1);
+}
+
+int64_t dropout_begin(Tape *t, const Tensor *x, real p, int batch, uint64_t *stream) {
+    char sx[64];
+    OP_CHECK(p >= 0 && p < 1, "dropout", "p = %g outside [0, 1) for x %s", (double)p, shape_str(x, sx, 64));
+    int64_t off = 0;
+    if (batch && t->rows > 0) {
+        OP_CHECK(x->n % t->rows == 0, "dropout", "x %s is not made of the batch's %d rows", shape_str(x, sx, 64), t->rows);
+        off = t->row0 * (x->n / t->rows);
+    }
+    if (!t->training) return -1;
+    *stream = rng_stream(RNG_DROPOUT, t->step, t->n_random++);
+    return p == 0 ? -1 : off;
+}
+
 /* dx[n] += keep[n] ? dy[n] / (1 − p) : 0 */
 static void dropout_backward(real *dx, const real *dy, const uint8_t *keep, long n, real p) {
     const real s = 1 / (1 - p);
@@ -55,17 +83,10 @@ static void dropout_backward(real *dx, const real *dy, const uint8_t *keep, long
 }
 
 static Tensor *dropout(Tape *t, Tensor *x, real p, int batch) {
-    char sx[64];
     OP_CHECK(x, "dropout", "NULL input");
-    OP_CHECK(p >= 0 && p < 1, "dropout", "p = %g outside [0, 1) for x %s", (double)p, shape_str(x, sx, 64));
-    int64_t off = 0;
-    if (batch && t->rows > 0) {
-        OP_CHECK(x->n % t->rows == 0, "dropout", "x %s is not made of the batch's %d rows", shape_str(x, sx, 64), t->rows);
-        off = t->row0 * (x->n / t->rows);
-    }
-    if (!t->training) return x;
-    const uint64_t stream = rng_stream(RNG_DROPOUT, t->step, t->n_random++);
-    if (p == 0) return x;
+    uint64_t stream = 0;
+    const int64_t off = dropout_begin(t, x, p, batch, &stream);
+    if (off < 0) return x;
     Tensor *y = tape_tensor(t, x->ndim, x->shape, "dropout");
     uint8_t *keep = arena_alloc(&t->arena, (size_t)x->n);
     dropout_forward(y->data, keep, x->data, x->n, p, t->seed, stream, off);

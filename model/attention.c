@@ -71,8 +71,9 @@ static Tensor *project_table(Tape *t, Tensor *x, Tensor *w, Tensor *b, int A) {
     return op_split_heads(t, op_linear(t, op_reshape(t, x, 3, s3), w, b), A);
 }
 
-Tensor *attention_probs(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *q, Tensor *k, const RelContext *rc,
-                        int unfused) {
+/* P of one block; with fuse_dropout (fused op only) the attention dropout of P in the same op. */
+static Tensor *probs_op(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *q, Tensor *k, const RelContext *rc,
+                        int unfused, int fuse_dropout) {
     const int A = cfg->num_attention_heads, terms = cfg->att_terms;
     Tensor *qr = NULL, *kr = NULL;
     if (terms & (ATT_C2P | ATT_P2C)) {
@@ -83,7 +84,15 @@ Tensor *attention_probs(Tape *t, const ModelConfig *cfg, const AttentionParams *
     }
     const real scale = (real)(1.0 / sqrt((double)cfg->attention_head_size * config_num_terms(cfg)));
     if (unfused) return attention_probs_unfused(t, q, k, qr, kr, rc->c, terms, scale, rc->mask, rc->mask);
+    if (fuse_dropout)
+        return op_disentangled_attention_dropout(t, q, k, qr, kr, rc->c, terms, scale, rc->mask, rc->mask,
+                                                 (real)cfg->attention_probs_dropout_prob);
     return op_disentangled_attention_probs(t, q, k, qr, kr, rc->c, terms, scale, rc->mask, rc->mask);
+}
+
+Tensor *attention_probs(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *q, Tensor *k, const RelContext *rc,
+                        int unfused) {
+    return probs_op(t, cfg, p, q, k, rc, unfused, 0);
 }
 
 Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *qin, Tensor *kv, const RelContext *rc) {
@@ -92,9 +101,16 @@ Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams
     Tensor *q = op_split_heads(t, op_linear(t, qin, p->wq, p->bq), A); /* [B, A, T, D] */
     Tensor *k = op_split_heads(t, op_linear(t, kv, p->wk, p->bk), A);
     Tensor *v = op_split_heads(t, op_linear(t, kv, p->wv, p->bv), A);
-    Tensor *probs = attention_probs(t, cfg, p, q, k, rc, g_attention_unfused); /* [B, A, T, T] */
-    if (g_attention_stats) attention_stats_add(g_attention_stats, probs, rc->mask);
-    probs = op_dropout_batch(t, probs, (real)cfg->attention_probs_dropout_prob);
+    /* P [B, A, T, T] after the attention dropout: one fused op, unless the unfused reference or the
+     * attention statistics (which read P before the dropout) ask for P itself */
+    Tensor *probs;
+    if (g_attention_unfused || g_attention_stats) {
+        probs = attention_probs(t, cfg, p, q, k, rc, g_attention_unfused);
+        if (g_attention_stats) attention_stats_add(g_attention_stats, probs, rc->mask);
+        probs = op_dropout_batch(t, probs, (real)cfg->attention_probs_dropout_prob);
+    } else {
+        probs = probs_op(t, cfg, p, q, k, rc, 0, 1);
+    }
     Tensor *ctx = op_merge_heads(t, op_matmul(t, probs, v, 0, 0)); /* [B, T, A·D] */
     Tensor *o = op_dropout_batch(t, op_linear(t, ctx, p->wo, p->bo), ph);  /* [B, T, H] */
     return op_layernorm(t, op_add(t, o, qin), p->ln_g, p->ln_b, (real)cfg->layer_norm_eps);

@@ -154,6 +154,65 @@ static void fused_equals_unfused(void **state) {
     free_inputs(&in);
 }
 
+/* The dropout fused into the op == the op followed by op_dropout_batch: the same stream (the call
+ * takes the next n_random in training, also with p == 0), the same mask for a data-parallel slice
+ * (row0 > 0), the same values and the same gradients, bit for bit up to the sign of zero. */
+static void fused_dropout_equals_op_then_dropout(void **state) {
+    Inputs in;
+    make_inputs(&in, 30);
+    Tensor *x[4] = {in.q, in.k, in.qr, in.kr};
+    static real g0[4][B * A * TQ * D];
+    static real p0[B * A * TQ * TK];
+    const real scale = (real)(1 / sqrt(3.0 * D));
+    const real probs[3] = {(real)0.3, 0, (real)0.1};
+    T.training = 1;
+    T.step = 5;
+    for (int c = 0; c < 3; c++) {
+        for (int pass = 0; pass < 2; pass++) {
+            for (int i = 0; i < 4; i++) memset(x[i]->grad, 0, x[i]->n * sizeof(real));
+            tape_reset(&T); /* (clears rows and row0) */
+            T.n_random = 7;
+            T.rows = c == 2 ? B : 0; /* case 2: this process holds global rows 3.. of a larger batch */
+            T.row0 = c == 2 ? 3 : 0;
+            Tensor *p = pass == 0 ? op_disentangled_attention_dropout(&T, in.q, in.k, in.qr, in.kr, in.c, ATT_ALL, scale, in.qm, in.km,
+                                                                      probs[c])
+                                  : op_dropout_batch(&T, op_disentangled_attention_probs(&T, in.q, in.k, in.qr, in.kr, in.c, ATT_ALL,
+                                                                                        scale, in.qm, in.km),
+                                                     probs[c]);
+            assert_int_equal(T.n_random, 8);
+            real *w = arena_alloc(&T.arena, p->n * sizeof(real));
+            for (long e = 0; e < p->n; e++) w[e] = (real)(rng_uniform(3, rng_stream(RNG_TEST, 2, 0), e) - 0.5);
+            tape_backward_from(&T, p, w);
+            if (pass == 0) {
+                memcpy(p0, p->data, p->n * sizeof(real));
+                for (int i = 0; i < 4; i++) memcpy(g0[i], x[i]->grad, x[i]->n * sizeof(real));
+                continue;
+            }
+            long zeros = 0;
+            for (long e = 0; e < p->n; e++) {
+                if (p->data[e] != p0[e]) fail_msg("p %g case %d: P[%ld] fused %.9g separate %.9g", (double)probs[c], c, e, (double)p0[e], (double)p->data[e]);
+                zeros += p->data[e] == 0;
+            }
+            if (probs[c] > 0) assert_true(zeros > p->n / 20); /* the dropout did drop */
+            const char *nm[4] = {"q", "k", "qr", "kr"};
+            for (int i = 0; i < 4; i++)
+                for (long e = 0; e < x[i]->n; e++)
+                    if (x[i]->grad[e] != g0[i][e])
+                        fail_msg("p %g case %d: d%s[%ld] fused %.9g separate %.9g", (double)probs[c], c, nm[i], e, (double)g0[i][e],
+                                 (double)x[i]->grad[e]);
+        }
+    }
+    /* not training: the identity after the op, no draw */
+    T.training = 0;
+    tape_reset(&T);
+    Tensor *p = op_disentangled_attention_dropout(&T, in.q, in.k, in.qr, in.kr, in.c, ATT_ALL, scale, in.qm, in.km, (real)0.3);
+    assert_int_equal(T.n_random, 0);
+    Tensor *ref = op_disentangled_attention_probs(&T, in.q, in.k, in.qr, in.kr, in.c, ATT_ALL, scale, in.qm, in.km);
+    assert_memory_equal(p->data, ref->data, p->n * sizeof(real));
+    T.step = 0;
+    free_inputs(&in);
+}
+
 /* The whole attention block: fused and unfused paths give the same output and parameter grads. */
 static void block_fused_equals_unfused(void **state) {
     ModelConfig cfg;
@@ -277,6 +336,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fused_matches_formula),
         cmocka_unit_test(fused_equals_unfused),
+        cmocka_unit_test(fused_dropout_equals_op_then_dropout),
         cmocka_unit_test(block_fused_equals_unfused),
         cmocka_unit_test(attention_memory_bound),
         cmocka_unit_test(attention_stats_by_hand),
