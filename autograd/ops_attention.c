@@ -205,7 +205,8 @@ static void disentangled_attention_backward(real *dq, real *dk, real *dqr, real 
  * mask and the undropped probabilities (the node's output is then the dropped tensor). */
 typedef struct {
     int32_t *c;
-    uint8_t *keep;
+    uint8_t *keep; /* NULL: no fused dropout */
+    real p;        /* its rate */
     Tensor *P;
 } DASaved;
 
@@ -239,7 +240,7 @@ static Tensor *attention(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, 
     TapeNode *nd = tape_record(t, OP_DISENTANGLED_ATTENTION, out, 4, in);
     if (nd) {
         DASaved *sv = arena_alloc(&t->arena, sizeof *sv);
-        *sv = (DASaved){NULL, dr.keep, p};
+        *sv = (DASaved){NULL, dr.keep, dr.p, p};
         if (use_pos) {
             sv->c = arena_alloc(&t->arena, (size_t)g.Tq * g.Tk * sizeof(int32_t));
             memcpy(sv->c, c_idx, (size_t)g.Tq * g.Tk * sizeof(int32_t));
@@ -247,7 +248,6 @@ static Tensor *attention(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, 
         nd->ctx = sv;
         nd->iarg[0] = terms;
         nd->farg[0] = scale;
-        nd->farg[1] = dr.keep ? pdrop : 0;
     }
     return out;
 }
@@ -277,8 +277,7 @@ void disentangled_attention_backward_node(Tape *t, TapeNode *nd) {
     real *dPc = (terms & ATT_C2P) ? tape_scratch(t, cbytes, 1) : NULL;
     real *dPp = (terms & ATT_P2C) ? tape_scratch(t, pbytes, 1) : NULL;
     disentangled_attention_backward(dq, dk, dqr, dkr, scratch, dPc, dPp, nd->out->grad, sv->P->data, q->data, k->data,
-                                    qr ? qr->data : NULL, kr ? kr->data : NULL, c, &g, (real)nd->farg[0], sv->keep,
-                                    (real)nd->farg[1]);
+                                    qr ? qr->data : NULL, kr ? kr->data : NULL, c, &g, (real)nd->farg[0], sv->keep, sv->p);
     tape_scratch_release(t, dPp, pbytes);
     tape_scratch_release(t, dPc, cbytes);
     tape_scratch_release(t, scratch, sbytes);

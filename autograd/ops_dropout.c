@@ -27,38 +27,34 @@
  * drawn DROPOUT_CHUNK at a time into a local buffer (a loop the compiler vectorises over counters),
  * then the mask is applied in a second, also vectorisable, pass: the masks are those of one
  * rng_block per four elements, bit for bit. */
-enum { DROPOUT_CHUNK = 64 }; /* Philox blocks per chunk: 256 elements */
-
-/* The chunk of blocks [c, min(c + DROPOUT_CHUNK, b1)) of y = dropout(x) (elements with g = off + i). */
-static inline void dropout_chunk(real *y, uint8_t *keep, const real *x, long n, uint32_t thr, real s, uint64_t seed,
-                                 uint64_t stream, int64_t off, int64_t c, int64_t b1) {
-    uint32_t w[4 * DROPOUT_CHUNK];
-    const int nb = (int)(b1 - c < DROPOUT_CHUNK ? b1 - c : DROPOUT_CHUNK);
-    rng_blocks(seed, stream, (uint64_t)c, nb, w);
-    const int64_t g0 = 4 * c - off; /* element of w[0] */
-    const int64_t i0 = g0 > 0 ? g0 : 0, i1 = g0 + 4 * nb < n ? g0 + 4 * nb : n;
-    for (int64_t i = i0; i < i1; i++) {
-        const uint8_t k = w[i - g0] >= thr;
-        keep[i] = k;
-        y[i] = k ? x[i] * s : 0;
-    }
-}
-
-static inline uint32_t dropout_threshold(real p) { return (uint32_t)((double)p * 4294967296.0); /* p < 1: < 2^32 */ }
-
-static void dropout_forward(real *y, uint8_t *keep, const real *x, long n, real p, uint64_t seed, uint64_t stream, int64_t off) {
-    const real s = 1 / (1 - p);
-    const uint32_t thr = dropout_threshold(p);
-    const int64_t b0 = off / 4, b1 = (off + n + 3) / 4;
-#pragma omp parallel for schedule(static) if (n >= OMP_MIN_ELEMS / 8)
-    for (int64_t c = b0; c < b1; c += DROPOUT_CHUNK) dropout_chunk(y, keep, x, n, thr, s, seed, stream, off, c, b1);
-}
+enum { DROPOUT_CHUNK = 64 }; /* Philox blocks drawn at a time: 256 elements */
 
 void dropout_apply(real *y, uint8_t *keep, const real *x, long n, real p, uint64_t seed, uint64_t stream, int64_t off) {
     const real s = 1 / (1 - p);
-    const uint32_t thr = dropout_threshold(p);
-    const int64_t b0 = off / 4, b1 = (off + n + 3) / 4;
-    for (int64_t c = b0; c < b1; c += DROPOUT_CHUNK) dropout_chunk(y, keep, x, n, thr, s, seed, stream, off, c, b1);
+    const uint32_t thr = (uint32_t)((double)p * 4294967296.0); /* p < 1: thr < 2^32 */
+    const int64_t b1 = (off + n + 3) / 4;
+    for (int64_t c = off / 4; c < b1; c += DROPOUT_CHUNK) {
+        uint32_t w[4 * DROPOUT_CHUNK];
+        const int nb = (int)(b1 - c < DROPOUT_CHUNK ? b1 - c : DROPOUT_CHUNK);
+        rng_blocks(seed, stream, (uint64_t)c, nb, w);
+        const int64_t g0 = 4 * c - off; /* element of w[0] */
+        const int64_t i0 = g0 > 0 ? g0 : 0, i1 = g0 + 4 * nb < n ? g0 + 4 * nb : n;
+        for (int64_t i = i0; i < i1; i++) {
+            const uint8_t k = w[i - g0] >= thr;
+            keep[i] = k;
+            y[i] = k ? x[i] * s : 0;
+        }
+    }
+}
+
+/* dropout_apply over slices of 16 chunks (4,096 elements) aligned to the global element grid, in parallel */
+static void dropout_forward(real *y, uint8_t *keep, const real *x, long n, real p, uint64_t seed, uint64_t stream, int64_t off) {
+    const int64_t span = 16 * 4 * DROPOUT_CHUNK;
+#pragma omp parallel for schedule(static) if (n >= OMP_MIN_ELEMS / 8)
+    for (int64_t g = off / span * span; g < off + n; g += span) {
+        const int64_t i0 = g > off ? g - off : 0, i1 = g + span - off < n ? g + span - off : n;
+        dropout_apply(y + i0, keep + i0, x + i0, i1 - i0, p, seed, stream, off + i0);
+    }
 }
 
 int64_t dropout_begin(Tape *t, const Tensor *x, real p, int batch, uint64_t *stream) {
