@@ -70,12 +70,17 @@ int64_t dropout_begin(Tape *t, const Tensor *x, real p, int batch, uint64_t *str
     return p == 0 ? -1 : off;
 }
 
-/* dx[n] += keep[n] ? dy[n] / (1 − p) : 0 */
-static void dropout_backward(real *dx, const real *dy, const uint8_t *keep, long n, real p) {
+/* dx[n] += keep[n] ? dy[n] / (1 − p) : 0  (= when fresh: dx from tape_grad_put) */
+static void dropout_backward(real *dx, const real *dy, const uint8_t *keep, long n, real p, int fresh) {
     const real s = 1 / (1 - p);
+    if (fresh) {
 #pragma omp parallel for schedule(static) if (n >= OMP_MIN_ELEMS)
-    for (long i = 0; i < n; i++)
-        if (keep[i]) dx[i] += dy[i] * s;
+        for (long i = 0; i < n; i++) dx[i] = keep[i] ? dy[i] * s : 0;
+    } else {
+#pragma omp parallel for schedule(static) if (n >= OMP_MIN_ELEMS)
+        for (long i = 0; i < n; i++)
+            if (keep[i]) dx[i] += dy[i] * s;
+    }
 }
 
 static Tensor *dropout(Tape *t, Tensor *x, real p, int batch) {
@@ -101,5 +106,7 @@ Tensor *op_dropout_batch(Tape *t, Tensor *x, real p) { return dropout(t, x, p, 1
 
 void dropout_backward_node(Tape *t, TapeNode *nd) {
     Tensor *x = nd->in[0];
-    dropout_backward(tape_grad(t, x), nd->out->grad, nd->ctx, x->n, (real)nd->farg[0]);
+    int fresh;
+    real *dx = tape_grad_put(t, x, &fresh);
+    dropout_backward(dx, nd->out->grad, nd->ctx, x->n, (real)nd->farg[0], fresh);
 }

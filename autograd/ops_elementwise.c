@@ -38,11 +38,6 @@ static void add_forward(real *y, const real *a, const real *b, long n) {
 #pragma omp parallel for schedule(static) if (n >= OMP_MIN_ELEMS)
     for (long i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
-/* da += dy;  db += dy */
-static void add_backward(real *da, real *db, const real *dy, long n) {
-    if (da) axpy_acc(da, dy, 1, n);
-    if (db) axpy_acc(db, dy, 1, n);
-}
 
 Tensor *op_add(Tape *t, Tensor *a, Tensor *b) {
     check_same("add", a, b);
@@ -55,9 +50,16 @@ Tensor *op_add(Tape *t, Tensor *a, Tensor *b) {
 
 void add_backward_node(Tape *t, TapeNode *nd) {
     Tensor *a = nd->in[0], *b = nd->in[1];
-    /* separate calls (not one fused loop) so that add(a, a) accumulates twice without a race */
-    if (a->requires_grad) add_backward(tape_grad(t, a), NULL, nd->out->grad, a->n);
-    if (b->requires_grad) add_backward(tape_grad(t, b), NULL, nd->out->grad, b->n);
+    /* da += dy;  db += dy.  Separate calls (not one fused loop) so that add(a, a) assigns, then adds */
+    int fresh;
+    if (a->requires_grad) {
+        real *da = tape_grad_put(t, a, &fresh);
+        grad_put(da, nd->out->grad, a->n, fresh);
+    }
+    if (b->requires_grad) {
+        real *db = tape_grad_put(t, b, &fresh);
+        grad_put(db, nd->out->grad, b->n, fresh);
+    }
 }
 
 /* ---------------- bias_add ---------------- */
@@ -203,10 +205,11 @@ static void bias_gelu_forward(real *y, const real *x, const real *b, long R, int
         for (int c = 0; c < C; c++) y[r * C + c] = gelu1(x[r * C + c] + b[c]);
     }
 }
-/* g = dy · gelu'(x + b);  dx += g;  db[c] += Σ_r g[r, c].
+/* g = dy · gelu'(x + b);  dx += g (= when dx_fresh);  db[c] += Σ_r g[r, c].
  * Fixed chunks of COLSUM_ROWS rows in parallel: each chunk updates its own dx rows and writes its
  * column sums of g to part[k, :]; colsum_finish adds the chunks in order (see rmath.h). */
-static void bias_gelu_backward(real *dx, real *db, real *part, const real *dy, const real *x, const real *b, long R, int C) {
+static void bias_gelu_backward(real *dx, int dx_fresh, real *db, real *part, const real *dy, const real *x, const real *b, long R,
+                               int C) {
     const long nch = colsum_nchunks(R);
 #pragma omp parallel for schedule(static) if (R * (long)C >= OMP_MIN_ELEMS / 8)
     for (long k = 0; k < nch; k++) {
@@ -218,7 +221,7 @@ static void bias_gelu_backward(real *dx, real *db, real *part, const real *dy, c
 #pragma omp simd
                 for (int c = 0; c < C; c++) {
                     const real g = dy[r * C + c] * gelu_grad1(x[r * C + c] + b[c]);
-                    dx[r * C + c] += g;
+                    dx[r * C + c] = dx_fresh ? g : dx[r * C + c] + g;
                     pk[c] += g;
                 }
             } else {
@@ -244,6 +247,7 @@ void bias_gelu_backward_node(Tape *t, TapeNode *nd) {
     const long R = trows(x);
     const int C = b->shape[0];
     real *part = arena_alloc(&t->arena, (size_t)(colsum_nchunks(R) ? colsum_nchunks(R) : 1) * C * sizeof(real));
-    bias_gelu_backward(x->requires_grad ? tape_grad(t, x) : NULL, b->requires_grad ? tape_grad(t, b) : NULL, part, nd->out->grad,
-                       x->data, b->data, R, C);
+    int fresh = 0;
+    real *dx = x->requires_grad ? tape_grad_put(t, x, &fresh) : NULL;
+    bias_gelu_backward(dx, fresh, b->requires_grad ? tape_grad(t, b) : NULL, part, nd->out->grad, x->data, b->data, R, C);
 }

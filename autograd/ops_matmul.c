@@ -147,9 +147,10 @@ void linear_forward(real *y, const real *x, const real *w, const real *b, long R
     cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)R, OUT, IN, 1, x, IN, w, IN, b ? 1 : 0, y, OUT);
 }
 
-/* dx += dy · W;  dW += dy^T · x;  db += Σ_r dy[r, :] */
-void linear_backward(real *dx, real *dw, real *db, const real *dy, const real *x, const real *w, long R, int IN, int OUT) {
-    if (dx) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)R, IN, OUT, 1, dy, OUT, w, IN, 1, dx, IN);
+/* dx += dy · W (dx = when dx_fresh);  dW += dy^T · x;  db += Σ_r dy[r, :] */
+static void linear_backward(real *dx, int dx_fresh, real *dw, real *db, const real *dy, const real *x, const real *w, long R,
+                            int IN, int OUT) {
+    if (dx) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)R, IN, OUT, 1, dy, OUT, w, IN, dx_fresh ? 0 : 1, dx, IN);
     if (dw) cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, OUT, IN, (int)R, 1, dy, OUT, x, IN, 1, dw, IN);
     if (db) {
         /* columns split into fixed blocks; each block sums rows in order: bitwise repeatable */
@@ -178,7 +179,8 @@ Tensor *op_linear(Tape *t, Tensor *x, Tensor *w, Tensor *b) {
 
 void linear_backward_node(Tape *t, TapeNode *nd) {
     Tensor *x = nd->in[0], *w = nd->in[1], *b = nd->nin > 2 ? nd->in[2] : NULL;
-    linear_backward(x->requires_grad ? tape_grad(t, x) : NULL, w->requires_grad ? tape_grad(t, w) : NULL,
-                    b && b->requires_grad ? tape_grad(t, b) : NULL, nd->out->grad, x->data, w->data, trows(x), w->shape[1],
-                    w->shape[0]);
+    int fresh = 0;
+    real *dx = x->requires_grad ? tape_grad_put(t, x, &fresh) : NULL;
+    linear_backward(dx, fresh, w->requires_grad ? tape_grad(t, w) : NULL, b && b->requires_grad ? tape_grad(t, b) : NULL,
+                    nd->out->grad, x->data, w->data, trows(x), w->shape[1], w->shape[0]);
 }

@@ -34,12 +34,12 @@ static void layernorm_forward(real *y, real *mean, real *rstd, const real *x, co
 }
 
 /* With xhat = (x − mean)·rstd and dxhat = dy·g:
- *   dx[r, c] += rstd_r · (dxhat − mean_c(dxhat) − xhat · mean_c(dxhat · xhat))
+ *   dx[r, c] += rstd_r · (dxhat − mean_c(dxhat) − xhat · mean_c(dxhat · xhat))   (= when dx_fresh)
  *   dg[c] += Σ_r dy · xhat,  db[c] += Σ_r dy
  * Fixed chunks of COLSUM_ROWS rows in parallel: a chunk updates its own dx rows and writes its
  * column sums to pg[k, :], pb[k, :]; colsum_finish adds the chunks in order (rmath.h). */
-static void layernorm_backward(real *dx, real *dg, real *db, real *pg, real *pb, const real *dy, const real *x, const real *g,
-                               const real *mean, const real *rstd, long R, int C) {
+static void layernorm_backward(real *dx, int dx_fresh, real *dg, real *db, real *pg, real *pb, const real *dy, const real *x,
+                               const real *g, const real *mean, const real *rstd, long R, int C) {
     const long nch = colsum_nchunks(R);
 #pragma omp parallel for schedule(static) if (R * (long)C >= OMP_MIN_ELEMS)
     for (long k = 0; k < nch; k++) {
@@ -60,8 +60,8 @@ static void layernorm_backward(real *dx, real *dg, real *db, real *pg, real *pb,
                 s1 /= C;
                 s2 /= C;
                 for (int c = 0; c < C; c++) {
-                    const real dxh = dyr[c] * (g ? g[c] : 1);
-                    dxr[c] += rs * (dxh - s1 - (xr[c] - m) * rs * s2);
+                    const real dxh = dyr[c] * (g ? g[c] : 1), v = rs * (dxh - s1 - (xr[c] - m) * rs * s2);
+                    dxr[c] = dx_fresh ? v : dxr[c] + v;
                 }
             }
             for (int c = 0; c < C; c++) {
@@ -103,7 +103,9 @@ void layernorm_backward_node(Tape *t, TapeNode *nd) {
     const int C = x->shape[x->ndim - 1];
     const size_t scratch = (size_t)(colsum_nchunks(R) ? colsum_nchunks(R) : 1) * C * sizeof(real);
     real *pg = arena_alloc(&t->arena, scratch), *pb = arena_alloc(&t->arena, scratch);
-    layernorm_backward(x->requires_grad ? tape_grad(t, x) : NULL, g && g->requires_grad ? tape_grad(t, g) : NULL,
+    int fresh = 0;
+    real *dx = x->requires_grad ? tape_grad_put(t, x, &fresh) : NULL;
+    layernorm_backward(dx, fresh, g && g->requires_grad ? tape_grad(t, g) : NULL,
                        b && b->requires_grad ? tape_grad(t, b) : NULL, pg, pb, nd->out->grad, x->data, g ? g->data : NULL,
                        cx->mean, cx->rstd, R, C);
 }

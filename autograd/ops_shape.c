@@ -5,12 +5,6 @@
 #include "autograd/ops.h"
 #include "autograd/rmath.h"
 
-/* d[i] += s[i] */
-static void add_into(real *d, const real *s, long n) {
-#pragma omp parallel for schedule(static) if (n >= OMP_MIN_ELEMS)
-    for (long i = 0; i < n; i++) d[i] += s[i];
-}
-
 /* ---------------- reshape ---------------- */
 
 /* y = x viewed as `shape` (one entry may be −1: inferred).  Backward: dx += dy (same layout). */
@@ -47,7 +41,9 @@ Tensor *op_reshape(Tape *t, Tensor *x, int ndim, const int *shape) {
 
 void reshape_backward_node(Tape *t, TapeNode *nd) {
     Tensor *x = nd->in[0];
-    add_into(tape_grad(t, x), nd->out->grad, x->n); /* dx += dy */
+    int fresh;
+    real *dx = tape_grad_put(t, x, &fresh);
+    grad_put(dx, nd->out->grad, x->n, fresh); /* dx += dy */
 }
 
 /* ---------------- transpose ---------------- */
@@ -140,7 +136,9 @@ Tensor *op_split_heads(Tape *t, Tensor *x, int heads) {
 
 void split_heads_backward_node(Tape *t, TapeNode *nd) {
     const Tensor *y = nd->out;
-    heads_kernel(tape_grad(t, nd->in[0]), y->grad, y->shape[0], y->shape[2], y->shape[1], y->shape[3], 1, 1);
+    int fresh;
+    real *dx = tape_grad_put(t, nd->in[0], &fresh);
+    heads_kernel(dx, y->grad, y->shape[0], y->shape[2], y->shape[1], y->shape[3], 1, !fresh);
 }
 
 /* [B, H, T, D] -> [B, T, H·D];  backward: dx = split(dy) added */
@@ -159,5 +157,7 @@ Tensor *op_merge_heads(Tape *t, Tensor *x) {
 
 void merge_heads_backward_node(Tape *t, TapeNode *nd) {
     const Tensor *x = nd->in[0];
-    heads_kernel(tape_grad(t, nd->in[0]), nd->out->grad, x->shape[0], x->shape[2], x->shape[1], x->shape[3], 0, 1);
+    int fresh;
+    real *dx = tape_grad_put(t, nd->in[0], &fresh);
+    heads_kernel(dx, nd->out->grad, x->shape[0], x->shape[2], x->shape[1], x->shape[3], 0, !fresh);
 }

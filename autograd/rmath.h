@@ -44,6 +44,17 @@ static inline real rfabs(real x) { return fabsf(x); }
  * loops whose iterations write disjoint outputs use it, so results do not depend on it. */
 #define OMP_MIN_ELEMS 16384L
 
+/* dst = src when fresh (dst from tape_grad_put, not yet written), else dst += src */
+static inline void grad_put(real *dst, const real *src, long n, int fresh) {
+    if (fresh) {
+#pragma omp parallel for schedule(static) if (n >= OMP_MIN_ELEMS)
+        for (long i = 0; i < n; i++) dst[i] = src[i];
+    } else {
+#pragma omp parallel for schedule(static) if (n >= OMP_MIN_ELEMS)
+        for (long i = 0; i < n; i++) dst[i] += src[i];
+    }
+}
+
 /* Fixed-order column sums (bias and gain gradients).  Rows are cut into chunks of COLSUM_ROWS
  * (independent of the thread count); each chunk's column sums go to a row of a scratch matrix
  * part [nchunks, C] (row-major, contiguous access, chunks in parallel), then every column adds

@@ -132,15 +132,21 @@ static void pool_give(GradPool *gp, void *p, size_t bytes) {
     gp->head[c] = p;
 }
 
-real *tape_grad(Tape *t, Tensor *x) {
+real *tape_grad_put(Tape *t, Tensor *x, int *fresh) {
+    *fresh = !x->grad;
     if (x->grad) return x->grad;
     const size_t bytes = (size_t)x->n * sizeof(real);
     void *p = pool_take(&t->pool, round64(bytes));
-    if (p) memset(p, 0, bytes);
-    else p = arena_calloc(&t->arena, bytes);
-    x->grad = p;
+    x->grad = p ? p : arena_alloc(&t->arena, bytes);
     x->grad_pooled = 1;
     return x->grad;
+}
+
+real *tape_grad(Tape *t, Tensor *x) {
+    int fresh;
+    real *g = tape_grad_put(t, x, &fresh);
+    if (fresh) zero_fill(g, (size_t)x->n * sizeof(real));
+    return g;
 }
 
 /* x's gradient is dead: its buffer goes to the pool. */
@@ -153,8 +159,8 @@ static void grad_recycle(Tape *t, Tensor *x) {
 
 void *tape_scratch(Tape *t, size_t bytes, int zeroed) {
     void *p = pool_take(&t->pool, round64(bytes ? bytes : 1));
-    if (!p) return zeroed ? arena_calloc(&t->arena, bytes) : arena_alloc(&t->arena, bytes);
-    if (zeroed) memset(p, 0, bytes);
+    if (!p) p = arena_alloc(&t->arena, bytes);
+    if (zeroed) zero_fill(p, bytes);
     return p;
 }
 

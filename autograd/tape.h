@@ -78,6 +78,11 @@ void tape_prof_mark(Tape *t);
 /* The gradient buffer of x, zeroed on first use: a recycled buffer of the same size if the pool
  * has one, else fresh arena memory. */
 real *tape_grad(Tape *t, Tensor *x);
+/* The same buffer for a backward that writes every element of x's gradient in one pass: when no
+ * gradient reached x yet, *fresh = 1 and the buffer is NOT zeroed (the caller assigns dx = g);
+ * otherwise *fresh = 0 and the caller adds (dx += g).  Saves the zero fill and a read of the
+ * buffer; the values are those of tape_grad's 0 + g (up to the sign of a zero). */
+real *tape_grad_put(Tape *t, Tensor *x, int *fresh);
 
 /* Working memory of one op call (e.g. a backward's per-thread buffers): `bytes` from the pool's
  * free list of that size, else fresh arena memory; zeroed if asked.  Give it back with

@@ -57,9 +57,23 @@ void *arena_alloc(Arena *a, size_t bytes) {
     return p;
 }
 
+void zero_fill(void *p, size_t bytes) {
+    enum { CHUNK = 64 << 10 };
+    if (bytes < 4 * CHUNK) {
+        memset(p, 0, bytes);
+        return;
+    }
+    const long n = (long)((bytes + CHUNK - 1) / CHUNK);
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; i++) {
+        const size_t at = (size_t)i * CHUNK;
+        memset((char *)p + at, 0, bytes - at < CHUNK ? bytes - at : CHUNK);
+    }
+}
+
 void *arena_calloc(Arena *a, size_t bytes) {
     void *p = arena_alloc(a, bytes);
-    memset(p, 0, bytes);
+    zero_fill(p, bytes);
     return p;
 }
 

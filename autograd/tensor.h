@@ -63,6 +63,7 @@ typedef struct Arena {
 void arena_init(Arena *a, size_t cap);
 void *arena_alloc(Arena *a, size_t bytes);   /* 64-byte aligned, uninitialised */
 void *arena_calloc(Arena *a, size_t bytes);  /* 64-byte aligned, zeroed */
+void zero_fill(void *p, size_t bytes);        /* memset 0, on the OpenMP threads when large */
 void arena_reset(Arena *a);
 void arena_free(Arena *a);
 
