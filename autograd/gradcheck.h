@@ -10,6 +10,11 @@
  * Random-direction check (whole models): one random direction d over all leaves;
  *   numeric = the same stencil along d, analytic = Σ grad · d.  Two to four extra forwards.
  *
+ * The analytic gradients are computed twice: with the leaves as the op's inputs (their buffers
+ * exist, every backward adds into them) and with each leaf seen through a reshape view (the op's
+ * inputs then have no buffer yet: the backward's first write assigns, tape_grad_put).  The two must
+ * be equal, element for element; a difference fails the check (max_err = inf).
+ *
  * Error metric: err = |analytic − numeric| / max(|analytic|, |numeric|, GC_FLOOR): relative, with a
  * floor so that gradients that are exactly zero analytically compare absolutely.
  * Tolerances: the double build must reach ≤ 1e-7 per op; the float build runs the same cases with

@@ -119,12 +119,14 @@ static void disentangled_attention_forward(real *P, real *scratch, const real *q
     }
 }
 
-/* Given dP, accumulate dq, dk (per (b,a)), dqr, dkr (summed over b).  Any grad pointer may be NULL.
- * scratch: omp_get_max_threads() · Tq · Tk reals (dS);  dPc [B,A,Tq,R], dPp [B,A,Tk,R] zeroed. */
-static void disentangled_attention_backward(real *dq, real *dk, real *dqr, real *dkr, real *scratch, real *dPc, real *dPp,
-                                     const real *dP, const real *P, const real *q, const real *k, const real *qr,
-                                     const real *kr, const int32_t *c, const DAGeom *g, real scale, const uint8_t *keep,
-                                     real pdrop) {
+/* Given dP, accumulate dq, dk (per (b,a); assigned when dq_fresh / dk_fresh: buffers from
+ * tape_grad_put), dqr, dkr (summed over b).  Any grad pointer may be NULL.
+ * scratch: omp_get_max_threads() · Tq · Tk reals (dS);  dPc [B,A,Tq,R], dPp [B,A,Tk,R] (zeroed here,
+ * one (b,a) block at a time, just before its scatter). */
+static void disentangled_attention_backward(real *dq, int dq_fresh, real *dk, int dk_fresh, real *dqr, real *dkr, real *scratch,
+                                     real *dPc, real *dPp, const real *dP, const real *P, const real *q, const real *k,
+                                     const real *qr, const real *kr, const int32_t *c, const DAGeom *g, real scale,
+                                     const uint8_t *keep, real pdrop) {
     const real ks = keep ? 1 / (1 - pdrop) : 1;
     const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, A = g->A;
     const long nba = (long)g->B * A;
@@ -152,14 +154,18 @@ static void disentangled_attention_backward(real *dq, real *dk, real *dqr, real 
             for (int j = 0; j < Tk; j++) dot += p[j] * dp[j];
             for (int j = 0; j < Tk; j++) ds[j] = scale * p[j] * (dp[j] - dot);
         }
+        /* the first gemm into a fresh dq / dk block assigns (beta 0), the later ones add */
+        real bq = dq_fresh ? 0 : 1, bk = dk_fresh ? 0 : 1;
         /* S = q · k^T:  dq += dS · k,  dk += dS^T · q */
         if (g->terms & ATT_C2C) {
-            if (dq) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, Tk, 1, dS, Tk, kb, D, 1, dq + ba * Tq * D, D);
-            if (dk) cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, D, Tq, 1, dS, Tk, qb, D, 1, dk + ba * Tk * D, D);
+            if (dq) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, Tk, 1, dS, Tk, kb, D, bq, dq + ba * Tq * D, D);
+            if (dk) cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, D, Tq, 1, dS, Tk, qb, D, bk, dk + ba * Tk * D, D);
+            bq = bk = 1;
         }
         /* S[i,j] += Pc[i, c(i,j)], Pc = q · kr^T:  dPc[i, c(i,j)] += dS[i,j];  dq += dPc · kr */
         if (g->terms & ATT_C2P) {
             real *dpc = dPc + ba * Tq * R;
+            memset(dpc, 0, (size_t)Tq * R * sizeof(real));
             for (int i = 0; i < Tq; i++) {
                 const int32_t *ci = c + (long)i * Tk;
                 const real *ds = dS + (long)i * Tk;
@@ -167,21 +173,27 @@ static void disentangled_attention_backward(real *dq, real *dk, real *dqr, real 
                 for (int j = 0; j < Tk; j++) d[ci[j]] += ds[j];
             }
             if (dq)
-                cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, R, 1, dpc, R, kr + (long)a * R * D, D, 1,
+                cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, R, 1, dpc, R, kr + (long)a * R * D, D, bq,
                            dq + ba * Tq * D, D);
+            bq = 1;
         }
         /* S[i,j] += Pp[j, c(i,j)], Pp = k · qr^T:  dPp[j, c(i,j)] += dS[i,j];  dk += dPp · qr */
         if (g->terms & ATT_P2C) {
             real *dpp = dPp + ba * Tk * R;
+            memset(dpp, 0, (size_t)Tk * R * sizeof(real));
             for (int i = 0; i < Tq; i++) {
                 const int32_t *ci = c + (long)i * Tk;
                 const real *ds = dS + (long)i * Tk;
                 for (int j = 0; j < Tk; j++) dpp[(long)j * R + ci[j]] += ds[j];
             }
             if (dk)
-                cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tk, D, R, 1, dpp, R, qr + (long)a * R * D, D, 1,
+                cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tk, D, R, 1, dpp, R, qr + (long)a * R * D, D, bk,
                            dk + ba * Tk * D, D);
+            bk = 1;
         }
+        /* no term wrote a fresh block (a term subset without it): its gradient is zero */
+        if (dq && bq == 0) memset(dq + ba * Tq * D, 0, (size_t)Tq * D * sizeof(real));
+        if (dk && bk == 0) memset(dk + ba * Tk * D, 0, (size_t)Tk * D * sizeof(real));
     }
     /* the table is shared by every batch item: dkr[a] += Σ_b dPc[b,a]^T · q[b,a],
      * dqr[a] += Σ_b dPp[b,a]^T · k[b,a]  (b in increasing order: bitwise repeatable).  Heads own
@@ -269,14 +281,20 @@ void disentangled_attention_backward_node(Tape *t, TapeNode *nd) {
     const int32_t *c = sv->c;
     DAGeom g = da_geometry(q, k, qr, kr, c, terms);
     /* grads first: they outlive the call; the scratch goes back to the pool at the end */
-    real *dq = q->requires_grad ? tape_grad(t, q) : NULL, *dk = k->requires_grad ? tape_grad(t, k) : NULL;
+    int dq_fresh = 0, dk_fresh = 0;
+    real *dq = q->requires_grad ? tape_grad_put(t, q, &dq_fresh) : NULL;
+    real *dk = k->requires_grad ? (k == q ? tape_grad(t, k) : tape_grad_put(t, k, &dk_fresh)) : NULL;
+    if (k == q && dq_fresh) { /* one tensor as q and k: its buffer is written in parts, so it starts at zero */
+        zero_fill(dq, (size_t)q->n * sizeof(real));
+        dq_fresh = 0;
+    }
     real *dqr = qr && qr->requires_grad ? tape_grad(t, qr) : NULL, *dkr = kr && kr->requires_grad ? tape_grad(t, kr) : NULL;
     const size_t sbytes = (size_t)omp_get_max_threads() * g.Tq * g.Tk * sizeof(real);
     const size_t cbytes = (size_t)g.B * g.A * g.Tq * g.R * sizeof(real), pbytes = (size_t)g.B * g.A * g.Tk * g.R * sizeof(real);
     real *scratch = tape_scratch(t, sbytes, 0);
-    real *dPc = (terms & ATT_C2P) ? tape_scratch(t, cbytes, 1) : NULL;
-    real *dPp = (terms & ATT_P2C) ? tape_scratch(t, pbytes, 1) : NULL;
-    disentangled_attention_backward(dq, dk, dqr, dkr, scratch, dPc, dPp, nd->out->grad, sv->P->data, q->data, k->data,
+    real *dPc = (terms & ATT_C2P) ? tape_scratch(t, cbytes, 0) : NULL;
+    real *dPp = (terms & ATT_P2C) ? tape_scratch(t, pbytes, 0) : NULL;
+    disentangled_attention_backward(dq, dq_fresh, dk, dk_fresh, dqr, dkr, scratch, dPc, dPp, nd->out->grad, sv->P->data, q->data, k->data,
                                     qr ? qr->data : NULL, kr ? kr->data : NULL, c, &g, (real)nd->farg[0], sv->keep, sv->p);
     tape_scratch_release(t, dPp, pbytes);
     tape_scratch_release(t, dPc, cbytes);

@@ -56,13 +56,16 @@ void matmul_forward(real *c, const real *a, const real *b, const MMGeom *g, int 
 }
 
 /* Given dC, accumulate dA (if da) and dB (if db):
- *   d op(A) = dC · op(B)^T,   d op(B) = op(A)^T · dC. */
-void matmul_backward(real *da, real *db, const real *dc, const real *a, const real *b, const MMGeom *g, int ta, int tb) {
+ *   d op(A) = dC · op(B)^T,   d op(B) = op(A)^T · dC.
+ * A fresh buffer (da_fresh / db_fresh: from tape_grad_put) is assigned instead (gemm beta 0). */
+static void matmul_backward(real *da, int da_fresh, real *db, int db_fresh, const real *dc, const real *a, const real *b,
+                            const MMGeom *g, int ta, int tb) {
     const int M = g->M, N = g->N, K = g->K;
+    const real bda = da_fresh ? 0 : 1, bdb = db_fresh ? 0 : 1;
     if (da) {
         if (g->shared_b && !ta) {
             /* dA[batch·M, K] += dC · op(B)^T */
-            cblas_gemm(CblasRowMajor, CblasNoTrans, tb ? CblasNoTrans : CblasTrans, g->batch * M, K, N, 1, dc, N, b, g->ldb, 1,
+            cblas_gemm(CblasRowMajor, CblasNoTrans, tb ? CblasNoTrans : CblasTrans, g->batch * M, K, N, 1, dc, N, b, g->ldb, bda,
                        da, K);
         } else {
             const int par = g->batch >= omp_get_max_threads();
@@ -71,19 +74,19 @@ void matmul_backward(real *da, real *db, const real *dc, const real *a, const re
                 const real *dci = dc + i * g->sc, *bi = b + i * g->sb;
                 real *dai = da + i * g->sa;
                 if (!ta) /* A [M,K]: dA += dC[M,N] · op(B)^T[N,K] */
-                    cblas_gemm(CblasRowMajor, CblasNoTrans, tb ? CblasNoTrans : CblasTrans, M, K, N, 1, dci, N, bi, g->ldb, 1,
+                    cblas_gemm(CblasRowMajor, CblasNoTrans, tb ? CblasNoTrans : CblasTrans, M, K, N, 1, dci, N, bi, g->ldb, bda,
                                dai, K);
                 else /* A [K,M]: dA += op(B)[K,N] · dC^T[N,M] */
-                    cblas_gemm(CblasRowMajor, tr(tb), CblasTrans, K, M, N, 1, bi, g->ldb, dci, N, 1, dai, M);
+                    cblas_gemm(CblasRowMajor, tr(tb), CblasTrans, K, M, N, 1, bi, g->ldb, dci, N, bda, dai, M);
             }
         }
     }
     if (db) {
         if (g->shared_b && !ta) {
             if (!tb) /* B [K,N]: dB += A^T[K, batch·M] · dC[batch·M, N] */
-                cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, g->batch * M, 1, a, g->lda, dc, N, 1, db, N);
+                cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, g->batch * M, 1, a, g->lda, dc, N, bdb, db, N);
             else /* B [N,K]: dB += dC^T[N, batch·M] · A[batch·M, K] */
-                cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, K, g->batch * M, 1, dc, N, a, g->lda, 1, db, K);
+                cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, K, g->batch * M, 1, dc, N, a, g->lda, bdb, db, K);
         } else {
             /* Shared B with transposed A accumulates over batch items: serial, fixed order. */
             const int par = !g->shared_b && g->batch >= omp_get_max_threads();
@@ -91,11 +94,12 @@ void matmul_backward(real *da, real *db, const real *dc, const real *a, const re
             for (int i = 0; i < g->batch; i++) {
                 const real *dci = dc + i * g->sc, *ai = a + i * g->sa;
                 real *dbi = db + i * g->sb;
+                const real beta = g->shared_b && i > 0 ? 1 : bdb; /* a shared dB: only the first item assigns */
                 if (!tb) /* B [K,N]: dB += op(A)^T[K,M] · dC[M,N] */
-                    cblas_gemm(CblasRowMajor, ta ? CblasNoTrans : CblasTrans, CblasNoTrans, K, N, M, 1, ai, g->lda, dci, N, 1,
+                    cblas_gemm(CblasRowMajor, ta ? CblasNoTrans : CblasTrans, CblasNoTrans, K, N, M, 1, ai, g->lda, dci, N, beta,
                                dbi, N);
                 else /* B [N,K]: dB += dC^T[N,M] · op(A)[M,K] */
-                    cblas_gemm(CblasRowMajor, CblasTrans, tr(ta), N, K, M, 1, dci, N, ai, g->lda, 1, dbi, K);
+                    cblas_gemm(CblasRowMajor, CblasTrans, tr(ta), N, K, M, 1, dci, N, ai, g->lda, beta, dbi, K);
             }
         }
     }
@@ -122,8 +126,10 @@ void matmul_backward_node(Tape *t, TapeNode *nd) {
     Tensor *a = nd->in[0], *b = nd->in[1], *c = nd->out;
     int ta = (int)nd->iarg[0], tb = (int)nd->iarg[1];
     MMGeom g = mm_geometry(a, b, ta, tb);
-    matmul_backward(a->requires_grad ? tape_grad(t, a) : NULL, b->requires_grad ? tape_grad(t, b) : NULL, c->grad, a->data,
-                    b->data, &g, ta, tb);
+    int fa = 0, fb = 0;
+    real *da = a->requires_grad ? tape_grad_put(t, a, &fa) : NULL;
+    real *db = b->requires_grad ? tape_grad_put(t, b, &fb) : NULL; /* b == a: not fresh, adds to what da's pass wrote */
+    matmul_backward(da, fa, db, fb, c->grad, a->data, b->data, &g, ta, tb);
 }
 
 /* ---------------- linear ---------------- */
