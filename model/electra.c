@@ -90,11 +90,14 @@ Tensor *generator_forward(Tape *t, const Electra *m, const ElectraInput *b, GenO
     out->enc.layers = NULL;
     t->row0 = b->row0;
     t->rows = B;
-    Tensor *last = encoder_forward(t, &m->gen, NULL, b->input_ids, b->attention_mask, B, T, &out->enc);
+    /* With EMD the last layer's own output is never read (the EMD runs that layer on layer L−2's
+     * output): unless asked for it, the forward stops before it, its dropout draws skipped over. */
+    const int L = m->gen.n_layers, skip_last = c->use_emd && L >= 2 && !m->gen_all_layers;
+    Tensor *last = encoder_forward_first(t, &m->gen, NULL, NULL, b->input_ids, b->attention_mask, B, T, skip_last ? L - 1 : L,
+                                         &out->enc);
 
     Tensor *q = last;
     if (c->use_emd) {
-        const int L = m->gen.n_layers;
         Tensor *hs = L >= 2 ? out->enc.layers[L - 2] : out->enc.emb;
         Tensor *z = encoder_positions(t, &m->gen, NULL, NULL, B, T);
         q = op_add(t, z, hs);

@@ -55,6 +55,8 @@ typedef struct Electra {
     Tensor *word_delta;       /* GDES E_Δ [V, H], else NULL */
     Tensor *pos_delta;        /* GDES P_Δ [P, H] (never used by a V3 discriminator), else NULL */
     int n_gen_params;         /* ps.params[0 .. n_gen_params) are the generator's, the rest the discriminator's */
+    int gen_all_layers;       /* 1: the generator computes its last layer's own output even with EMD (dumps);
+                               * 0 (default): skipped, the EMD and the loss never read it (spec §3) */
 } Electra;
 
 /* Registers, allocates and initialises (spec §4.8, seed) every parameter.  cfg must be validated. */

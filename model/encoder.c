@@ -93,19 +93,30 @@ Tensor *encoder_forward(Tape *t, const Encoder *e, Tensor *word_table, const int
 
 Tensor *encoder_forward_pos(Tape *t, const Encoder *e, Tensor *word_table, Tensor *input_pos_table, const int32_t *ids,
                             const int32_t *mask, int B, int T, EncoderOut *out) {
+    return encoder_forward_first(t, e, word_table, input_pos_table, ids, mask, B, T, e->n_layers, out);
+}
+
+Tensor *encoder_forward_first(Tape *t, const Encoder *e, Tensor *word_table, Tensor *input_pos_table, const int32_t *ids,
+                              const int32_t *mask, int B, int T, int n_run, EncoderOut *out) {
     const ModelConfig *c = &e->cfg;
+    if (n_run > e->n_layers || (n_run < 1 && e->n_layers > 0))
+        fatal("encoder %s: %d of its %d layers asked for", e->prefix, n_run, e->n_layers);
     if (T > c->max_position_embeddings)
         fatal("encoder %s: sequence length %d exceeds max_position_embeddings %d", e->prefix, T, c->max_position_embeddings);
     EncoderOut local;
     if (!out) out = &local;
     out->emb = embeddings_forward(t, e, word_table ? word_table : e->word, input_pos_table, ids, mask, B, T);
     relctx_build(t, &out->rel, c, e->rel, e->rel_ln_g, e->rel_ln_b, mask, B, T);
-    out->layers = arena_alloc(&t->arena, (size_t)(e->n_layers > 0 ? e->n_layers : 1) * sizeof(Tensor *));
+    out->layers = arena_calloc(&t->arena, (size_t)(e->n_layers > 0 ? e->n_layers : 1) * sizeof(Tensor *));
     Tensor *x = out->emb;
-    for (int l = 0; l < e->n_layers; l++) {
+    uint32_t draws = 0; /* random ops of one layer (every layer has the same ops) */
+    for (int l = 0; l < n_run; l++) {
+        const uint32_t n0 = t->n_random;
         x = layer_forward(t, c, &e->layers[l], x, x, &out->rel);
+        if (l == 0) draws = t->n_random - n0;
         out->layers[l] = x;
     }
+    t->n_random += draws * (uint32_t)(e->n_layers - n_run);
     return x;
 }
 

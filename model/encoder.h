@@ -65,6 +65,13 @@ Tensor *encoder_forward(Tape *t, const Encoder *e, Tensor *word_table, const int
 Tensor *encoder_forward_pos(Tape *t, const Encoder *e, Tensor *word_table, Tensor *input_pos_table, const int32_t *ids,
                             const int32_t *mask, int B, int T, EncoderOut *out);
 
+/* encoder_forward_pos through the first n_run layers only (1 <= n_run <= n_layers): out->layers[l]
+ * is NULL for l >= n_run, and the random draws of the layers not run are skipped over (t->n_random
+ * advanced by what layer 0 drew, per layer), so every later dropout mask is the full forward's.
+ * Returns out->layers[n_run − 1]. */
+Tensor *encoder_forward_first(Tape *t, const Encoder *e, Tensor *word_table, Tensor *input_pos_table, const int32_t *ids,
+                              const int32_t *mask, int B, int T, int n_run, EncoderOut *out);
+
 /* One post-LN layer: qin, kv [B, T, H] -> [B, T, H] (the EMD calls it with qin != kv). */
 Tensor *layer_forward(Tape *t, const ModelConfig *cfg, const LayerParams *p, Tensor *qin, Tensor *kv, const RelContext *rc);
 

@@ -219,6 +219,57 @@ static void sampling_is_deterministic_and_only_at_masked_positions(void **state)
     pair_close(&p);
 }
 
+/* With EMD the generator's last layer's own output is never read: the training forward skips it
+ * (Electra.gen_all_layers = 0) and skips its dropout draws over, so with dropout on, the MLM loss,
+ * a discriminator forward after it on the same tape, and every gradient are bit for bit those of
+ * the full forward (gen_all_layers = 1, what `deberta dump` uses). */
+static void generator_skips_its_unused_last_layer(void **state) {
+    ModelConfig cfg;
+    small_config(&cfg, SHARE_GDES, 1);
+    cfg.gen_num_hidden_layers = 3;
+    cfg.hidden_dropout_prob = 0.2;
+    cfg.attention_probs_dropout_prob = 0.3;
+    char err[256];
+    if (config_validate(&cfg, err, sizeof err)) fail_msg("%s", err);
+    Electra m;
+    electra_build(&m, &cfg, 3);
+    model_perturb_params(&m.ps, 4);
+    Tape t;
+    tape_init(&t, 1 << 20);
+    t.training = 1;
+    t.seed = 77;
+    t.step = 5;
+    ElectraInput b = make_batch();
+    real loss[2][2], *grad[2];
+    uint32_t draws[2];
+    for (int all = 0; all < 2; all++) {
+        m.gen_all_layers = all;
+        tape_reset(&t);
+        params_zero_grad(&m.ps);
+        GenOut g;
+        DiscOut d;
+        Tensor *lg = generator_forward(&t, &m, &b, &g);
+        draws[all] = t.n_random;
+        Tensor *ld = discriminator_forward(&t, &m, &b, replaced, &d);
+        tape_backward(&t, op_add(&t, lg, ld), 1);
+        if (all) assert_non_null(g.enc.layers[2]);
+        else assert_null(g.enc.layers[2]);
+        assert_non_null(g.enc.layers[1]);
+        loss[all][0] = lg->data[0];
+        loss[all][1] = ld->data[0];
+        grad[all] = xmalloc((size_t)m.ps.total * sizeof(real));
+        memcpy(grad[all], m.ps.grad, (size_t)m.ps.total * sizeof(real));
+    }
+    assert_true(draws[0] > 0);
+    assert_int_equal(draws[0], draws[1]);
+    assert_memory_equal(loss[0], loss[1], sizeof loss[0]);
+    assert_memory_equal(grad[0], grad[1], (size_t)m.ps.total * sizeof(real));
+    free(grad[0]);
+    free(grad[1]);
+    tape_free(&t);
+    electra_free(&m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gdes_rtd_reaches_only_the_delta),
@@ -227,6 +278,7 @@ int main(void) {
         cmocka_unit_test(rtd_labels_follow_the_spec),
         cmocka_unit_test(sampling_is_deterministic_and_only_at_masked_positions),
         cmocka_unit_test(whole_model_gradcheck),
+        cmocka_unit_test(generator_skips_its_unused_last_layer),
     };
     return cmocka_run_group_tests_name("electra", tests, NULL, NULL);
 }

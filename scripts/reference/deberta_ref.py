@@ -412,7 +412,10 @@ def model_flops(cfg, B, T, n_masked):
     c2c = 1 if "c2c" in cfg["terms"] else 0
     per_tok = 8 * H * H + 4 * H * I + 2 * T * H * (1 + c2c) + 2 * R * H * npos
     per_seq = 2 * R * H * H * npos
-    apps = cfg["num_hidden_layers"] + cfg["gen_num_hidden_layers"] + (2 if cfg["use_emd"] else 0)
+    # layer applications with a backward: the discriminator's, the generator's (with EMD not its last
+    # layer's own output, which nothing reads: neither program computes it) and the two EMD passes
+    Lg = cfg["gen_num_hidden_layers"]
+    apps = cfg["num_hidden_layers"] + Lg - (1 if cfg["use_emd"] and Lg >= 2 else 0) + (2 if cfg["use_emd"] else 0)
     fwd = apps * (B * T * per_tok + B * per_seq)
     fwd += n_masked * (2 * H * H + 2 * H * V) + B * T * (2 * H * H + 2 * H)
     return 3 * fwd
@@ -445,7 +448,7 @@ def bench_step(cfg, args, dtype, P=None):
         ids, m, labels = bt["input_ids"], bt["attention_mask"], bt["labels"]
         for o in opts:
             o.zero_grad(set_to_none=True)
-        g = rm.generator_forward(P, cfg, ids, m, labels, training=True)
+        g = rm.generator_forward(P, cfg, ids, m, labels, training=True, all_layers=False)
         with torch.no_grad():
             probs = torch.softmax(g["logits"].detach().float(), dim=-1)
             sampled = torch.multinomial(probs, 1).squeeze(-1)

@@ -12,7 +12,8 @@ torch.gather (as Hugging Face's DebertaV2), the attention scale folded into the 
 attention mask skipped when the batch has no padding (the same function: every mask entry is 1), and
 glibc's malloc set to reuse freed memory (deberta_ref.tune_malloc, as its bench does; `--malloc default`
 leaves it).  It does
-the same work as deberta.c and the reference otherwise (every layer forward, the EMD's own K/V projections
+the same work as deberta.c and the reference otherwise (every layer forward except, with EMD, the generator's
+last layer's own output, which nothing reads and none of the three computes; the EMD's own K/V projections
 in both passes).
 
 Same step as deberta_ref.py bench_step: decoupled ELECTRA, generator (DeBERTa-V3 encoder of
@@ -167,8 +168,9 @@ class Encoder(nn.Module):
         self.rel_ln = nn.LayerNorm(H, eps=eps)
         self.layers = nn.ModuleList(Layer(cfg) for _ in range(n_layers))
 
-    def forward(self, word, ids, m, idx):
-        """Returns the embedding output, every layer's output, the LN'd relative table and the mask."""
+    def forward(self, word, ids, m, idx, n_run=None):
+        """Returns the embedding output, every layer's output (the first n_run layers' when given), the
+        LN'd relative table and the mask."""
         e = self.emb_ln(F.embedding(ids, word, padding_idx=0))
         if m is None:
             mask = None
@@ -179,7 +181,7 @@ class Encoder(nn.Module):
         x = self.emb_dropout(e)
         rel = self.rel_ln(self.rel_embeddings)
         outs = []
-        for layer in self.layers:
+        for layer in self.layers[:n_run]:
             x = layer(x, x, rel, idx, mask)
             outs.append(x)
         return e, outs, rel, mask
@@ -199,10 +201,12 @@ class Generator(nn.Module):
 
     def forward(self, ids, m, labels, idx):
         """MLM loss (mean over the masked positions) and the logits there [N, V]."""
-        e, outs, rel, mask = self.encoder(self.word.weight, ids, m, idx)
+        L = len(self.encoder.layers)
+        skip_last = self.use_emd and L >= 2                   # its own output is never read (as deberta.c)
+        e, outs, rel, mask = self.encoder(self.word.weight, ids, m, idx, L - 1 if skip_last else None)
         top = outs[-1]
         if self.use_emd:
-            hs = outs[-2] if len(outs) >= 2 else e            # the last layer's input
+            hs = outs[L - 2] if L >= 2 else e                 # the last layer's input
             last = self.encoder.layers[-1]
             q = self.position.weight[:ids.shape[1]] + hs      # raw position rows 0..T-1
             for _ in range(2):

@@ -311,16 +311,16 @@ def embeddings(word_w, P, pre, cfg, ids, m, training=False):
     return _drop(e, cfg["hidden_dropout_prob"], training)
 
 
-def encoder(P, pre, cfg, n_layers, word_w, ids, m, training=False):
-    """Embeddings + n_layers layers.  Returns dict(emb, layers, Rn, c, mask2).
-    The rel-table LayerNorm and the rel index are computed once and shared by all layers."""
+def encoder(P, pre, cfg, n_layers, word_w, ids, m, training=False, n_run=None):
+    """Embeddings + n_layers layers (only the first n_run when given).  Returns dict(emb, layers, Rn, c,
+    mask2).  The rel-table LayerNorm and the rel index are computed once and shared by all layers."""
     T = ids.shape[1]
     emb = embeddings(word_w, P, pre, cfg, ids, m, training)
     mask2 = pairwise_mask(m)
     c = rel_index(T, cfg)
     Rn = _ln(P[pre + "encoder.rel_embeddings.weight"], P, pre + "encoder.LayerNorm", cfg["layer_norm_eps"])
     x, outs = emb, []
-    for n in range(n_layers):
+    for n in range(n_layers if n_run is None else n_run):
         x = layer(P, "%sencoder.layer.%d." % (pre, n), cfg, x, x, mask2, Rn, c, training)
         outs.append(x)
     return dict(emb=emb, layers=outs, Rn=Rn, c=c, mask2=mask2)
@@ -440,16 +440,19 @@ def no_decay(name):
 # --------------------------------------------------------------------------------------------
 
 
-def generator_forward(P, cfg, ids, m, labels, pos_ids=None, training=False):
+def generator_forward(P, cfg, ids, m, labels, pos_ids=None, training=False, all_layers=True):
     """Encoder + EMD + MLM head at masked positions (row-major).  Returns dict with
-    emb, layers, emd (list of the EMD passes), logits [N,V], loss (mean CE), sel (bool [B,T])."""
+    emb, layers, emd (list of the EMD passes), logits [N,V], loss (mean CE), sel (bool [B,T]).
+    all_layers=False: with EMD, the last layer's own output (which nothing reads) is not computed
+    (as deberta.c's training step; layers then lacks it)."""
     pre = "generator.deberta."
     Lg = cfg["gen_num_hidden_layers"]
     Eg = P[pre + "embeddings.word_embeddings.weight"]
-    enc = encoder(P, pre, cfg, Lg, Eg, ids, m, training)
+    skip_last = cfg["use_emd"] and Lg >= 2 and not all_layers
+    enc = encoder(P, pre, cfg, Lg, Eg, ids, m, training, n_run=Lg - 1 if skip_last else None)
     emd = []
     if cfg["use_emd"]:
-        hs = enc["layers"][-2] if Lg >= 2 else enc["emb"]      # input of the last layer
+        hs = enc["layers"][Lg - 2] if Lg >= 2 else enc["emb"]  # input of the last layer
         T = ids.shape[1]
         if pos_ids is None:
             pos_ids = torch.arange(T, dtype=torch.int64)[None, :].expand(ids.shape[0], T)

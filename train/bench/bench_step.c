@@ -53,7 +53,10 @@ double bench_model_flops(const ModelConfig *c, int B, int T, long n_masked) {
     const int c2c = !!(c->att_terms & ATT_C2C);
     const double per_tok = 6 * H * AD + 2 * AD * H + 4 * H * FF + 2.0 * T * AD * (1 + c2c) + 2 * R * AD * npos;
     const double per_fwd = 2 * R * H * AD * npos;
-    const int apps = c->num_hidden_layers + c->gen_num_hidden_layers + (c->use_emd ? 2 : 0);
+    /* layer applications with a backward: the discriminator's, the generator's (with EMD not its last
+     * layer's own output, which nothing reads and the step does not compute) and the two EMD passes */
+    const int Lg = c->gen_num_hidden_layers;
+    const int apps = c->num_hidden_layers + Lg - (c->use_emd && Lg >= 2 ? 1 : 0) + (c->use_emd ? 2 : 0);
     double fwd = apps * ((double)B * T * per_tok + per_fwd);
     fwd += (double)n_masked * (2 * H * H + 2 * H * V) + (double)B * T * (2 * H * H + 2 * H);
     return 3 * fwd;

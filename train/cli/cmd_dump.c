@@ -148,6 +148,7 @@ int cmd_dump(int argc, char **argv) {
     Electra m;
     model_source_load(&src, &m, &build_cfg, 0);
     model_source_free(&src);
+    m.gen_all_layers = 1; /* the dump holds every generator layer's output, the unused last one too */
 
     Batch b;
     int32_t *replaced, *position_ids;
