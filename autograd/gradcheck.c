@@ -72,19 +72,19 @@ static void analytic_pass(Tape *t, GraphFn f, Tensor **leaves, int n, void *ctx,
 /* Both passes; returns 0 if their gradients are equal (the first pass's stay in the leaves). */
 static int analytic(Tape *t, GraphFn f, Tensor **leaves, int n, void *ctx) {
     analytic_pass(t, f, leaves, n, ctx, 1);
-    real **fresh = xcalloc(n ? n : 1, sizeof(real *));
+    real **viewed = xcalloc(n ? n : 1, sizeof(real *)); /* the viewed pass's gradients */
     for (int i = 0; i < n; i++)
         if (leaves[i] && leaves[i]->requires_grad) {
-            fresh[i] = xmalloc((size_t)(leaves[i]->n ? leaves[i]->n : 1) * sizeof(real));
-            memcpy(fresh[i], leaves[i]->grad, (size_t)leaves[i]->n * sizeof(real));
+            viewed[i] = xmalloc((size_t)(leaves[i]->n ? leaves[i]->n : 1) * sizeof(real));
+            memcpy(viewed[i], leaves[i]->grad, (size_t)leaves[i]->n * sizeof(real));
         }
     analytic_pass(t, f, leaves, n, ctx, 0);
     int differ = 0;
     for (int i = 0; i < n; i++) {
-        for (long e = 0; fresh[i] && e < leaves[i]->n; e++) differ |= fresh[i][e] != leaves[i]->grad[e];
-        free(fresh[i]);
+        for (long e = 0; viewed[i] && e < leaves[i]->n; e++) differ |= viewed[i][e] != leaves[i]->grad[e];
+        free(viewed[i]);
     }
-    free(fresh);
+    free(viewed);
     return differ;
 }
 

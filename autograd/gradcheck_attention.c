@@ -8,21 +8,25 @@ typedef struct {
     const int32_t *c, *qmask, *kmask;
     real scale;
     real dropout; /* > 0: the fused-dropout form, in training mode (the mask is fixed by seed, step, call) */
+    int same_qk;  /* k is the q tensor itself (leaf x[1] unused) */
 } DACtx;
 
 /* leaves: q, k, qr, kr */
 static Tensor *g_attention(Tape *t, Tensor **x, int n, void *ctx) {
     const DACtx *c = ctx;
-    if (c->dropout <= 0) return op_disentangled_attention_probs(t, x[0], x[1], x[2], x[3], c->c, c->terms, c->scale, c->qmask, c->kmask);
+    Tensor *k = c->same_qk ? x[0] : x[1];
+    if (c->dropout <= 0) return op_disentangled_attention_probs(t, x[0], k, x[2], x[3], c->c, c->terms, c->scale, c->qmask, c->kmask);
     const int was = t->training;
     t->training = 1;
-    Tensor *y = op_disentangled_attention_dropout(t, x[0], x[1], x[2], x[3], c->c, c->terms, c->scale, c->qmask, c->kmask, c->dropout);
+    Tensor *y = op_disentangled_attention_dropout(t, x[0], k, x[2], x[3], c->c, c->terms, c->scale, c->qmask, c->kmask, c->dropout);
     t->training = was;
     return y;
 }
 
-/* B=2, A=2, D=3, R=5; Tq, Tk given; masks optional; table rank 3 or 4; dropout > 0: fused dropout. */
-static GCResult run_case_p(Tape *t, int terms, int Tq, int Tk, const int32_t *qmask, const int32_t *kmask, int table4, real dropout) {
+/* B=2, A=2, D=3, R=5; Tq, Tk given; masks optional; table rank 3 or 4; dropout > 0: fused dropout;
+ * same_qk: k is q (Tq = Tk). */
+static GCResult run_case_p(Tape *t, int terms, int Tq, int Tk, const int32_t *qmask, const int32_t *kmask, int table4, real dropout,
+                           int same_qk) {
     enum { B = 2, A = 2, D = 3, R = 5 };
     int32_t c[8 * 8];
     /* a relative-style index with repeats: clamp(i − j + 2, 0, R − 1) */
@@ -42,15 +46,16 @@ static GCResult run_case_p(Tape *t, int terms, int Tq, int Tk, const int32_t *qm
     /* the op ignores the table of a term that is off: not checked */
     if (!(terms & ATT_P2C)) x[2]->requires_grad = 0;
     if (!(terms & ATT_C2P)) x[3]->requires_grad = 0;
+    if (same_qk) x[1]->requires_grad = 0;
     int nterms = !!(terms & ATT_C2C) + !!(terms & ATT_C2P) + !!(terms & ATT_P2C);
-    DACtx ctx = {terms, c, qmask, kmask, (real)(1.0 / sqrt(3.0 * nterms)), dropout};
+    DACtx ctx = {terms, c, qmask, kmask, (real)(1.0 / sqrt(3.0 * nterms)), dropout, same_qk};
     GCResult r = gradcheck_elements(t, g_attention, x, 4, &ctx, 0);
     for (int i = 0; i < 4; i++) gradcheck_leaf_free(x[i]);
     return r;
 }
 
 static GCResult run_case(Tape *t, int terms, int Tq, int Tk, const int32_t *qmask, const int32_t *kmask, int table4) {
-    return run_case_p(t, terms, Tq, Tk, qmask, kmask, table4, 0);
+    return run_case_p(t, terms, Tq, Tk, qmask, kmask, table4, 0, 0);
 }
 
 /* g_attention reads x[2]/x[3] only when the term is on (the op ignores qr/kr otherwise). */
@@ -72,5 +77,8 @@ GCResult gradcheck_attention_rect(Tape *t) {
 }
 GCResult gradcheck_attention_dropout(Tape *t) {
     static const int32_t m[8] = {1, 1, 1, 0, 1, 1, 1, 1};
-    return run_case_p(t, ATT_ALL, 4, 4, m, m, 0, (real)0.3);
+    return run_case_p(t, ATT_ALL, 4, 4, m, m, 0, (real)0.3, 0);
 }
+/* one tensor as q and k: its gradient is written by the q and the k parts of the backward */
+GCResult gradcheck_attention_same_qk(Tape *t) { return run_case_p(t, ATT_ALL, 4, 4, NULL, NULL, 0, 0, 1); }
+GCResult gradcheck_attention_same_qk_p2c(Tape *t) { return run_case_p(t, ATT_P2C, 4, 4, NULL, NULL, 0, 0, 1); }

@@ -15,6 +15,8 @@ GCResult gradcheck_attention_all(Tape *t);
 GCResult gradcheck_attention_all_padded(Tape *t);  /* one fully padded sequence, padded rows/keys */
 GCResult gradcheck_attention_rect(Tape *t);        /* Tq != Tk, [1, A, R, D] tables */
 GCResult gradcheck_attention_dropout(Tape *t);     /* the fused attention dropout (p 0.3, training) */
+GCResult gradcheck_attention_same_qk(Tape *t);     /* one tensor as q and k, all terms */
+GCResult gradcheck_attention_same_qk_p2c(Tape *t); /* the same, p2c only (no term writes the q part) */
 
 /* The cases above as a list (for `deberta gradcheck` and tests). */
 #define GC_ATTENTION_CASES                                                                  \
@@ -27,5 +29,7 @@ GCResult gradcheck_attention_dropout(Tape *t);     /* the fused attention dropou
     {"disentangled_attention", "c2c|c2p|p2c", gradcheck_attention_all},                            \
     {"disentangled_attention", "all, padded rows + padded sequence", gradcheck_attention_all_padded}, \
     {"disentangled_attention", "all, Tq=3 Tk=5, [1,A,R,D] tables", gradcheck_attention_rect},         \
-    {"disentangled_attention", "all, fused dropout p=0.3, padded", gradcheck_attention_dropout},
+    {"disentangled_attention", "all, fused dropout p=0.3, padded", gradcheck_attention_dropout},   \
+    {"disentangled_attention", "all, q = k (one tensor)", gradcheck_attention_same_qk},              \
+    {"disentangled_attention", "p2c, q = k (one tensor)", gradcheck_attention_same_qk_p2c},
 #endif
