@@ -1,7 +1,8 @@
 /* ops_matmul.c — batched matmul with optional transposes, and linear (x·W^T + b).
- * Every product goes through cblas_gemm (sgemm or dgemm by precision). */
+ * Every product goes through gemm (gemm.h: sgemm or dgemm by precision, split across the threads). */
 #include <omp.h>
 #include <string.h>
+#include "autograd/gemm.h"
 #include "autograd/ops.h"
 
 /* Geometry of C = op(A)·op(B) for one batch item. */
@@ -40,19 +41,16 @@ static MMGeom mm_geometry(const Tensor *a, const Tensor *b, int ta, int tb) {
     return g;
 }
 
-static inline CBLAS_TRANSPOSE tr(int t) { return t ? CblasTrans : CblasNoTrans; }
-
 /* C[b] (+)= op(A[b])·op(B[b]) for every batch item b.  C: [batch, M, N]. */
 void matmul_forward(real *c, const real *a, const real *b, const MMGeom *g, int ta, int tb) {
     if (g->shared_b && !ta) { /* one big GEMM over all rows */
-        cblas_gemm(CblasRowMajor, CblasNoTrans, tr(tb), g->batch * g->M, g->N, g->K, 1, a, g->lda, b, g->ldb, 0, c, g->N);
+        gemm(0, tb, g->batch * g->M, g->N, g->K, 1, a, g->lda, b, g->ldb, 0, c, g->N);
         return;
     }
     const int par = g->batch >= omp_get_max_threads();
 #pragma omp parallel for schedule(static) if (par)
     for (int i = 0; i < g->batch; i++)
-        cblas_gemm(CblasRowMajor, tr(ta), tr(tb), g->M, g->N, g->K, 1, a + i * g->sa, g->lda, b + i * g->sb, g->ldb, 0,
-                   c + i * g->sc, g->N);
+        gemm(ta, tb, g->M, g->N, g->K, 1, a + i * g->sa, g->lda, b + i * g->sb, g->ldb, 0, c + i * g->sc, g->N);
 }
 
 /* Given dC, accumulate dA (if da) and dB (if db):
@@ -65,8 +63,7 @@ static void matmul_backward(real *da, int da_fresh, real *db, int db_fresh, cons
     if (da) {
         if (g->shared_b && !ta) {
             /* dA[batch·M, K] += dC · op(B)^T */
-            cblas_gemm(CblasRowMajor, CblasNoTrans, tb ? CblasNoTrans : CblasTrans, g->batch * M, K, N, 1, dc, N, b, g->ldb, bda,
-                       da, K);
+            gemm(0, !tb, g->batch * M, K, N, 1, dc, N, b, g->ldb, bda, da, K);
         } else {
             const int par = g->batch >= omp_get_max_threads();
 #pragma omp parallel for schedule(static) if (par)
@@ -74,19 +71,18 @@ static void matmul_backward(real *da, int da_fresh, real *db, int db_fresh, cons
                 const real *dci = dc + i * g->sc, *bi = b + i * g->sb;
                 real *dai = da + i * g->sa;
                 if (!ta) /* A [M,K]: dA += dC[M,N] · op(B)^T[N,K] */
-                    cblas_gemm(CblasRowMajor, CblasNoTrans, tb ? CblasNoTrans : CblasTrans, M, K, N, 1, dci, N, bi, g->ldb, bda,
-                               dai, K);
+                    gemm(0, !tb, M, K, N, 1, dci, N, bi, g->ldb, bda, dai, K);
                 else /* A [K,M]: dA += op(B)[K,N] · dC^T[N,M] */
-                    cblas_gemm(CblasRowMajor, tr(tb), CblasTrans, K, M, N, 1, bi, g->ldb, dci, N, bda, dai, M);
+                    gemm(tb, 1, K, M, N, 1, bi, g->ldb, dci, N, bda, dai, M);
             }
         }
     }
     if (db) {
         if (g->shared_b && !ta) {
             if (!tb) /* B [K,N]: dB += A^T[K, batch·M] · dC[batch·M, N] */
-                cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, g->batch * M, 1, a, g->lda, dc, N, bdb, db, N);
+                gemm(1, 0, K, N, g->batch * M, 1, a, g->lda, dc, N, bdb, db, N);
             else /* B [N,K]: dB += dC^T[N, batch·M] · A[batch·M, K] */
-                cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, K, g->batch * M, 1, dc, N, a, g->lda, bdb, db, K);
+                gemm(1, 0, N, K, g->batch * M, 1, dc, N, a, g->lda, bdb, db, K);
         } else {
             /* Shared B with transposed A accumulates over batch items: serial, fixed order. */
             const int par = !g->shared_b && g->batch >= omp_get_max_threads();
@@ -96,10 +92,9 @@ static void matmul_backward(real *da, int da_fresh, real *db, int db_fresh, cons
                 real *dbi = db + i * g->sb;
                 const real beta = g->shared_b && i > 0 ? 1 : bdb; /* a shared dB: only the first item assigns */
                 if (!tb) /* B [K,N]: dB += op(A)^T[K,M] · dC[M,N] */
-                    cblas_gemm(CblasRowMajor, ta ? CblasNoTrans : CblasTrans, CblasNoTrans, K, N, M, 1, ai, g->lda, dci, N, beta,
-                               dbi, N);
+                    gemm(!ta, 0, K, N, M, 1, ai, g->lda, dci, N, beta, dbi, N);
                 else /* B [N,K]: dB += dC^T[N,M] · op(A)[M,K] */
-                    cblas_gemm(CblasRowMajor, CblasTrans, tr(ta), N, K, M, 1, dci, N, ai, g->lda, beta, dbi, K);
+                    gemm(1, ta, N, K, M, 1, dci, N, ai, g->lda, beta, dbi, K);
             }
         }
     }
@@ -150,14 +145,14 @@ void linear_forward(real *y, const real *x, const real *w, const real *b, long R
 #pragma omp parallel for schedule(static)
         for (long r = 0; r < R; r++) memcpy(y + r * OUT, b, OUT * sizeof(real));
     }
-    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)R, OUT, IN, 1, x, IN, w, IN, b ? 1 : 0, y, OUT);
+    gemm(0, 1, (int)R, OUT, IN, 1, x, IN, w, IN, b ? 1 : 0, y, OUT);
 }
 
 /* dx += dy · W (dx = when dx_fresh);  dW += dy^T · x;  db += Σ_r dy[r, :] */
 static void linear_backward(real *dx, int dx_fresh, real *dw, real *db, const real *dy, const real *x, const real *w, long R,
                             int IN, int OUT) {
-    if (dx) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)R, IN, OUT, 1, dy, OUT, w, IN, dx_fresh ? 0 : 1, dx, IN);
-    if (dw) cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, OUT, IN, (int)R, 1, dy, OUT, x, IN, 1, dw, IN);
+    if (dx) gemm(0, 0, (int)R, IN, OUT, 1, dy, OUT, w, IN, dx_fresh ? 0 : 1, dx, IN);
+    if (dw) gemm(1, 0, OUT, IN, (int)R, 1, dy, OUT, x, IN, 1, dw, IN);
     if (db) {
         /* columns split into fixed blocks; each block sums rows in order: bitwise repeatable */
 #pragma omp parallel for schedule(static)

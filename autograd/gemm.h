@@ -1,0 +1,24 @@
+/* gemm.h — the one entry to BLAS for the large products of the model (linear layers, the shared-
+ * weight matmuls): C = alpha·op(A)·op(B) + beta·C, row-major, op(X) = X or X^T.
+ *
+ * Called outside a parallel region with more than one OpenMP thread, the product is cut into one
+ * contiguous block of C's rows per thread (of its columns when C has too few rows), and each thread
+ * makes one single-threaded BLAS call on its block.  On this project's machines that is 5–20 % faster
+ * than the BLAS library splitting one call itself at the model's shapes (docs/PERFORMANCE.md).
+ * Each element of C is computed by one BLAS call over the whole inner dimension, so the result is
+ * bitwise repeatable for a given thread count; it may differ in the last bit between thread counts
+ * (as the library's own threading does).  Inside a parallel region, with one thread or for a small
+ * product it is one plain BLAS call.
+ */
+#ifndef DEBERTA_GEMM_H
+#define DEBERTA_GEMM_H
+#include "autograd/tensor.h"
+
+/* How gemm cuts an M×N×K product among nt threads: GEMM_ONE_CALL, GEMM_BY_ROWS (of C) or GEMM_BY_COLS. */
+enum { GEMM_ONE_CALL, GEMM_BY_ROWS, GEMM_BY_COLS };
+int gemm_split(int M, int N, int K, int nt);
+
+void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb, real beta,
+          real *C, int ldc);
+
+#endif
