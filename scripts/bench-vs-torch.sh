@@ -6,8 +6,10 @@
 # nn.Dropout, AdamW; `plain_step.py check` shows it computes the reference's step).  Each PyTorch
 # one runs with its default OpenMP settings and with OMP_WAIT_POLICY=PASSIVE (both with glibc malloc set
 # to reuse freed memory, their --malloc tuned; TORCH_MALLOC=default to leave it); all five alternate in
-# every round of one run, at the same thread count.  Shapes: tiny (seq 128, batch 16) and the xsmall shape
-# (seq 256, batch 8).  Prints every measurement, then per shape the medians over the rounds, the ratios
+# every round of one run, at the same thread count; deberta.c runs before and after the PyTorch runs of
+# each round, and its figure of the round is the mean of the two step times (the summary also prints the
+# ratio of the two: the VM's drift during the round).  Shapes: tiny (seq 128, batch 16) and the xsmall
+# shape (seq 256, batch 8).  Prints every measurement, then per shape the medians over the rounds, the ratios
 # deberta.c / each PyTorch run, and deberta.c / the FASTEST PyTorch run of each round (the yardstick:
 # median and range over the rounds), in tokens/s (higher is better) and in peak RSS.
 # usage: [WARMUP=3] [BUILD=build] [TORCH_MALLOC=tuned] scripts/bench-vs-torch.sh [rounds (2)] [steps (10)] [threads (2)] [shapes ("tiny:128:16 xsmall:256:8")]
@@ -31,14 +33,20 @@ FLAGS=$(grep -m 1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx|avx2|fma
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $CPU, flags: $FLAGS"
 echo "# OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset} (both programs; deberta.c reports the kernel set it runs as 'BLAS core')"
 echo "# load $(cut -d' ' -f1-3 /proc/loadavg), threads $TH, $ROUNDS rounds x $STEPS steps (+$WARM warm-up), PyTorch malloc $MALLOC, commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+# deberta.c runs twice per round, before and after the four PyTorch runs: the VM's speed drifts by
+# up to 25 % within minutes, and the mean of the two brackets the PyTorch runs in time.
+run_c() {
+    echo "[deberta.c $1]"
+    env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OMP_NUM_THREADS "$BIN" bench --preset "$preset" --seq "$seq" \
+        --batch "$batch" --steps "$STEPS" --warmup "$WARM" --threads "$TH" --profile 0 \
+        | sed "s/^RESULT /RESULT $1 $preset-T$seq-B$batch $r /" | tee -a "$OUT" | sed -n '2,4p'
+}
 for shape in $SHAPES; do
     preset=${shape%%:*}; rest=${shape#*:}; seq=${rest%%:*}; batch=${rest#*:}
     r=1
     while [ "$r" -le "$ROUNDS" ]; do
         echo "## $preset T=$seq B=$batch round $r, load $(cut -d' ' -f1 /proc/loadavg)"
-        env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OMP_NUM_THREADS "$BIN" bench --preset "$preset" --seq "$seq" \
-            --batch "$batch" --steps "$STEPS" --warmup "$WARM" --threads "$TH" --profile 0 \
-            | sed "s/^RESULT /RESULT C $preset-T$seq-B$batch $r /" | tee -a "$OUT" | sed -n '2,4p'
+        run_c C
         for impl in ref plain; do
             if [ $impl = ref ]; then script=deberta_ref.py; tag=T; else script=plain_step.py; tag=P; fi
             for pol in default PASSIVE; do
@@ -49,6 +57,7 @@ for shape in $SHAPES; do
                     | sed "s/^/[$impl $pol] /"
             done
         done
+        run_c C2
         r=$((r + 1))
     done
 done
@@ -59,6 +68,18 @@ for line in open(sys.argv[1]):
     if line.startswith("RESULT "):
         _, who, preset, rnd, js = line.split(" ", 4)
         res.setdefault((preset, who), {})[int(rnd)] = json.loads(js)
+# deberta.c's figure of a round: the mean of its runs before (C) and after (C2) the PyTorch runs
+drift = {}
+for (preset, who), rs in list(res.items()):
+    if who != "C":
+        continue
+    after = res.pop((preset, "C2"), {})
+    for rnd, a in after.items():
+        b = rs[rnd]
+        drift.setdefault(preset, []).append(a["tokens_per_s"] / b["tokens_per_s"])
+        ms = (b["ms_median"] + a["ms_median"]) / 2  # tokens/s from the mean step time
+        rs[rnd] = dict(b, tokens_per_s=b["tokens_per_s"] * b["ms_median"] / ms, ms_median=ms, peak_rss_mb=max(b["peak_rss_mb"], a["peak_rss_mb"]),
+                       gemm_peak_gflops=max(b["gemm_peak_gflops"], a["gemm_peak_gflops"]))
 NAMES = {"C": "deberta.c", "T_default": "reference default", "T_PASSIVE": "reference PASSIVE",
          "P_default": "torch nn default", "P_PASSIVE": "torch nn PASSIVE"}
 TORCH = ("T_default", "T_PASSIVE", "P_default", "P_PASSIVE")
@@ -104,6 +125,9 @@ for preset in dict.fromkeys(p for p, _ in res):
         if ts:
             t, w = max(ts, key=lambda x: x[0]["tokens_per_s"])
             per.append((rc["tokens_per_s"] / t["tokens_per_s"], rc["peak_rss_mb"] / t["peak_rss_mb"], NAMES[w], rnd))
+    if preset in drift:
+        print("%-16s deberta.c after / before the PyTorch runs of each round (the VM's drift): %s" % (
+            preset, ", ".join("%.2f" % d for d in drift[preset])))
     if per:
         print("%-16s deberta.c / the fastest PyTorch of each round: tokens/s %.2fx (range %.2f-%.2f)   peak RSS %.2fx;"
               " rounds: %s" % (preset, statistics.median(p[0] for p in per), min(p[0] for p in per),
