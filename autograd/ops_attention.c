@@ -1,12 +1,15 @@
 /* ops_attention.c — fused disentangled attention probabilities: scores (c2c + gathered c2p +
  * gathered p2c), scale, pairwise mask and softmax in one op with a hand-written backward.
- * See ops_attention.h for the formula.  Threads own (batch, head) pairs; the only cross-pair sum
- * (the gradient of the shared relative table) runs afterwards, serially over b, in a fixed order. */
+ * See ops_attention.h for the formula.  Forward: threads own (batch, head) pairs.  Backward: threads own
+ * heads when they divide among them (each adds its pairs' shares of the shared relative table's gradient
+ * in increasing b, right after each pair), else pairs, with that sum afterwards in the same order. */
 #include <omp.h>
 #include <string.h>
 #include "autograd/ops_attention.h"
 #include "autograd/ops.h"
 #include "autograd/rmath.h"
+
+int g_attention_by_pairs = 0;
 
 typedef struct {
     int B, A, Tq, Tk, D, R, terms;
@@ -119,98 +122,129 @@ static void disentangled_attention_forward(real *P, real *scratch, const real *q
     }
 }
 
-/* Given dP, accumulate dq, dk (per (b,a); assigned when dq_fresh / dk_fresh: buffers from
- * tape_grad_put), dqr, dkr (summed over b).  Any grad pointer may be NULL.
- * scratch: omp_get_max_threads() · Tq · Tk reals (dS);  dPc [B,A,Tq,R], dPp [B,A,Tk,R] (zeroed here,
- * one (b,a) block at a time, just before its scatter). */
-static void disentangled_attention_backward(real *dq, int dq_fresh, real *dk, int dk_fresh, real *dqr, real *dkr, real *scratch,
-                                     real *dPc, real *dPp, const real *dP, const real *P, const real *q, const real *k,
-                                     const real *qr, const real *kr, const int32_t *c, const DAGeom *g, real scale,
-                                     const uint8_t *keep, real pdrop) {
-    const real ks = keep ? 1 / (1 - pdrop) : 1;
-    const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, A = g->A;
-    const long nba = (long)g->B * A;
-    const int par = nba > 1 && nba * Tq * Tk >= 4096;
-#pragma omp parallel for schedule(static) if (par)
-    for (long ba = 0; ba < nba; ba++) {
-        const int a = (int)(ba % A);
-        const real *Pb = P + ba * Tq * Tk, *dPb = dP + ba * Tq * Tk;
-        const real *qb = q + ba * Tq * D, *kb = k + ba * Tk * D;
-        real *dS = scratch + (long)omp_get_thread_num() * Tq * Tk;
-        /* P = softmax(scale·S):  dS[i,j] = scale · P[i,j] · (dP[i,j] − Σ_j' P[i,j'] dP[i,j'])
-         * (masked entries have P = 0, so they get dS = 0) */
-        for (int i = 0; i < Tq; i++) {
-            const real *p = Pb + (long)i * Tk;
-            const real *dp = dPb + (long)i * Tk;
-            real *ds = dS + (long)i * Tk;
-            if (keep) { /* dP = dropout backward of dPd: keep ? dPd/(1 − p) : 0, staged in ds */
-                const uint8_t *kp = keep + ba * Tq * Tk + (long)i * Tk;
+/* The backward's inputs and outputs.  dq, dk are accumulated per (b,a) (assigned when dq_fresh / dk_fresh:
+ * buffers from tape_grad_put), dqr, dkr summed over b; any gradient pointer may be NULL. */
+typedef struct {
+    real *dq, *dk, *dqr, *dkr;
+    int dq_fresh, dk_fresh;
+    const real *dP, *P, *q, *k, *qr, *kr;
+    const int32_t *c;
+    const uint8_t *keep; /* the fused dropout's mask, or NULL */
+    real scale, ks;      /* ks = 1 / (1 − p) of the dropout */
+} DABack;
+
+/* One (b,a) pair: dS [Tq,Tk] from dP; dq, dk of the c2c term; the gathers' gradients dpc [Tq,R] and
+ * dpp [Tk,R] (zeroed and scattered here) and their dq += dpc·kr, dk += dpp·qr.  The tables' gradients
+ * (which sum over b) are left to the caller. */
+static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS, real *dpc, real *dpp) {
+    const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, a = (int)(ba % g->A);
+    const real *Pb = x->P + ba * Tq * Tk, *dPb = x->dP + ba * Tq * Tk;
+    const real *qb = x->q + ba * Tq * D, *kb = x->k + ba * Tk * D;
+    const real scale = x->scale, ks = x->ks;
+    const int32_t *c = x->c;
+    /* P = softmax(scale·S):  dS[i,j] = scale · P[i,j] · (dP[i,j] − Σ_j' P[i,j'] dP[i,j'])
+     * (masked entries have P = 0, so they get dS = 0) */
+    for (int i = 0; i < Tq; i++) {
+        const real *p = Pb + (long)i * Tk;
+        const real *dp = dPb + (long)i * Tk;
+        real *ds = dS + (long)i * Tk;
+        if (x->keep) { /* dP = dropout backward of dPd: keep ? dPd/(1 − p) : 0, staged in ds */
+            const uint8_t *kp = x->keep + ba * Tq * Tk + (long)i * Tk;
 #pragma omp simd
-                for (int j = 0; j < Tk; j++) ds[j] = kp[j] ? dp[j] * ks : 0;
-                dp = ds;
-            }
-            real dot = 0;
+            for (int j = 0; j < Tk; j++) ds[j] = kp[j] ? dp[j] * ks : 0;
+            dp = ds;
+        }
+        real dot = 0;
 #pragma omp simd reduction(+ : dot)
-            for (int j = 0; j < Tk; j++) dot += p[j] * dp[j];
-            for (int j = 0; j < Tk; j++) ds[j] = scale * p[j] * (dp[j] - dot);
-        }
-        /* the first gemm into a fresh dq / dk block assigns (beta 0), the later ones add */
-        real bq = dq_fresh ? 0 : 1, bk = dk_fresh ? 0 : 1;
-        /* S = q · k^T:  dq += dS · k,  dk += dS^T · q */
-        if (g->terms & ATT_C2C) {
-            if (dq) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, Tk, 1, dS, Tk, kb, D, bq, dq + ba * Tq * D, D);
-            if (dk) cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, D, Tq, 1, dS, Tk, qb, D, bk, dk + ba * Tk * D, D);
-            bq = bk = 1;
-        }
-        /* S[i,j] += Pc[i, c(i,j)], Pc = q · kr^T:  dPc[i, c(i,j)] += dS[i,j];  dq += dPc · kr */
-        if (g->terms & ATT_C2P) {
-            real *dpc = dPc + ba * Tq * R;
-            memset(dpc, 0, (size_t)Tq * R * sizeof(real));
-            for (int i = 0; i < Tq; i++) {
-                const int32_t *ci = c + (long)i * Tk;
-                const real *ds = dS + (long)i * Tk;
-                real *d = dpc + (long)i * R;
-                for (int j = 0; j < Tk; j++) d[ci[j]] += ds[j];
-            }
-            if (dq)
-                cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, R, 1, dpc, R, kr + (long)a * R * D, D, bq,
-                           dq + ba * Tq * D, D);
-            bq = 1;
-        }
-        /* S[i,j] += Pp[j, c(i,j)], Pp = k · qr^T:  dPp[j, c(i,j)] += dS[i,j];  dk += dPp · qr */
-        if (g->terms & ATT_P2C) {
-            real *dpp = dPp + ba * Tk * R;
-            memset(dpp, 0, (size_t)Tk * R * sizeof(real));
-            for (int i = 0; i < Tq; i++) {
-                const int32_t *ci = c + (long)i * Tk;
-                const real *ds = dS + (long)i * Tk;
-                for (int j = 0; j < Tk; j++) dpp[(long)j * R + ci[j]] += ds[j];
-            }
-            if (dk)
-                cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tk, D, R, 1, dpp, R, qr + (long)a * R * D, D, bk,
-                           dk + ba * Tk * D, D);
-            bk = 1;
-        }
-        /* no term wrote a fresh block (a term subset without it): its gradient is zero */
-        if (dq && bq == 0) memset(dq + ba * Tq * D, 0, (size_t)Tq * D * sizeof(real));
-        if (dk && bk == 0) memset(dk + ba * Tk * D, 0, (size_t)Tk * D * sizeof(real));
+        for (int j = 0; j < Tk; j++) dot += p[j] * dp[j];
+        for (int j = 0; j < Tk; j++) ds[j] = scale * p[j] * (dp[j] - dot);
     }
-    /* the table is shared by every batch item: dkr[a] += Σ_b dPc[b,a]^T · q[b,a],
-     * dqr[a] += Σ_b dPp[b,a]^T · k[b,a]  (b in increasing order: bitwise repeatable).  Heads own
-     * disjoint rows of the tables, so they run in parallel (each gemm then runs single-threaded
-     * inside the region instead of as B·A tiny multi-threaded BLAS calls). */
+    real *dq = x->dq ? x->dq + ba * Tq * D : NULL, *dk = x->dk ? x->dk + ba * Tk * D : NULL;
+    /* the first gemm into a fresh dq / dk block assigns (beta 0), the later ones add */
+    real bq = x->dq_fresh ? 0 : 1, bk = x->dk_fresh ? 0 : 1;
+    /* S = q · k^T:  dq += dS · k,  dk += dS^T · q */
+    if (g->terms & ATT_C2C) {
+        if (dq) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, Tk, 1, dS, Tk, kb, D, bq, dq, D);
+        if (dk) cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, D, Tq, 1, dS, Tk, qb, D, bk, dk, D);
+        bq = bk = 1;
+    }
+    /* S[i,j] += Pc[i, c(i,j)], Pc = q · kr^T:  dPc[i, c(i,j)] += dS[i,j];  dq += dPc · kr */
+    if (g->terms & ATT_C2P) {
+        memset(dpc, 0, (size_t)Tq * R * sizeof(real));
+        for (int i = 0; i < Tq; i++) {
+            const int32_t *ci = c + (long)i * Tk;
+            const real *ds = dS + (long)i * Tk;
+            real *d = dpc + (long)i * R;
+            for (int j = 0; j < Tk; j++) d[ci[j]] += ds[j];
+        }
+        if (dq) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, R, 1, dpc, R, x->kr + (long)a * R * D, D, bq, dq, D);
+        bq = 1;
+    }
+    /* S[i,j] += Pp[j, c(i,j)], Pp = k · qr^T:  dPp[j, c(i,j)] += dS[i,j];  dk += dPp · qr */
+    if (g->terms & ATT_P2C) {
+        memset(dpp, 0, (size_t)Tk * R * sizeof(real));
+        for (int i = 0; i < Tq; i++) {
+            const int32_t *ci = c + (long)i * Tk;
+            const real *ds = dS + (long)i * Tk;
+            for (int j = 0; j < Tk; j++) dpp[(long)j * R + ci[j]] += ds[j];
+        }
+        if (dk) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tk, D, R, 1, dpp, R, x->qr + (long)a * R * D, D, bk, dk, D);
+        bk = 1;
+    }
+    /* no term wrote a fresh block (a term subset without it): its gradient is zero */
+    if (dq && bq == 0) memset(dq, 0, (size_t)Tq * D * sizeof(real));
+    if (dk && bk == 0) memset(dk, 0, (size_t)Tk * D * sizeof(real));
+}
+
+/* The tables' share of pair (b,a): dkr[a] += dpc^T · q[b,a],  dqr[a] += dpp^T · k[b,a]. */
+static void da_backward_tables(const DABack *x, const DAGeom *g, long ba, const real *dpc, const real *dpp) {
+    const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, a = (int)(ba % g->A);
+    if (x->dkr && (g->terms & ATT_C2P))
+        cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, R, D, Tq, 1, dpc, R, x->q + ba * Tq * D, D, 1, x->dkr + (long)a * R * D, D);
+    if (x->dqr && (g->terms & ATT_P2C))
+        cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, R, D, Tk, 1, dpp, R, x->k + ba * Tk * D, D, 1, x->dqr + (long)a * R * D, D);
+}
+
+/* Per-thread working memory (reals) of the backward: dS, dpc, dpp of one pair. */
+static size_t da_pair_scratch(const DAGeom *g) { return (size_t)g->Tq * g->Tk + (size_t)(g->Tq + g->Tk) * g->R; }
+
+/* Whether the backward lets each thread own whole heads (da_backward_heads) rather than pairs. */
+static int da_by_heads(const DAGeom *g, int nt) { return g->A % nt == 0; }
+
+/* Threads own heads; per head, b in increasing order: the pair, then its share of the tables while dpc
+ * and dpp are still in cache.  scratch: nt · da_pair_scratch reals. */
+static void da_backward_heads(const DABack *x, const DAGeom *g, real *scratch, int par) {
+#pragma omp parallel for schedule(static) if (par)
+    for (int a = 0; a < g->A; a++) {
+        real *dS = scratch + (long)omp_get_thread_num() * da_pair_scratch(g);
+        real *dpc = dS + (long)g->Tq * g->Tk, *dpp = dpc + (long)g->Tq * g->R;
+        for (int b = 0; b < g->B; b++) {
+            const long ba = (long)b * g->A + a;
+            da_backward_pair(x, g, ba, dS, dpc, dpp);
+            da_backward_tables(x, g, ba, dpc, dpp);
+        }
+    }
+}
+
+/* When the heads do not divide among the threads: threads own (b,a) pairs and keep every pair's dpc,
+ * dpp in dPc [B,A,Tq,R], dPp [B,A,Tk,R]; the tables' sums run afterwards, heads in parallel, b in
+ * increasing order (the same order as da_backward_heads: the results are bitwise equal).
+ * scratch: nt · Tq · Tk reals (dS). */
+static void da_backward_pairs(const DABack *x, const DAGeom *g, real *scratch, real *dPc, real *dPp, int par) {
+    const int Tq = g->Tq, Tk = g->Tk, R = g->R, A = g->A;
+    const long nba = (long)g->B * A;
+#pragma omp parallel for schedule(static) if (par)
+    for (long ba = 0; ba < nba; ba++)
+        da_backward_pair(x, g, ba, scratch + (long)omp_get_thread_num() * Tq * Tk, dPc ? dPc + ba * Tq * R : NULL,
+                         dPp ? dPp + ba * Tk * R : NULL);
+    /* heads own disjoint rows of the tables, so they run in parallel (each gemm then runs single-threaded
+     * inside the region instead of as B·A tiny multi-threaded BLAS calls) */
 #pragma omp parallel for schedule(static) if (A > 1 && par)
-    for (int a = 0; a < A; a++) {
+    for (int a = 0; a < A; a++)
         for (int b = 0; b < g->B; b++) {
             const long ba = (long)b * A + a;
-            if (dkr && (g->terms & ATT_C2P))
-                cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, R, D, Tq, 1, dPc + ba * Tq * R, R, q + ba * Tq * D, D, 1,
-                           dkr + (long)a * R * D, D);
-            if (dqr && (g->terms & ATT_P2C))
-                cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, R, D, Tk, 1, dPp + ba * Tk * R, R, k + ba * Tk * D, D, 1,
-                           dqr + (long)a * R * D, D);
+            da_backward_tables(x, g, ba, dPc ? dPc + ba * Tq * R : NULL, dPp ? dPp + ba * Tk * R : NULL);
         }
-    }
 }
 
 /* Saved for the backward (arena): the relative index (copied) and, with a fused dropout, the keep
@@ -289,13 +323,24 @@ void disentangled_attention_backward_node(Tape *t, TapeNode *nd) {
         dq_fresh = 0;
     }
     real *dqr = qr && qr->requires_grad ? tape_grad(t, qr) : NULL, *dkr = kr && kr->requires_grad ? tape_grad(t, kr) : NULL;
-    const size_t sbytes = (size_t)omp_get_max_threads() * g.Tq * g.Tk * sizeof(real);
-    const size_t cbytes = (size_t)g.B * g.A * g.Tq * g.R * sizeof(real), pbytes = (size_t)g.B * g.A * g.Tk * g.R * sizeof(real);
+    const DABack x = {dq, dk, dqr, dkr, dq_fresh, dk_fresh, nd->out->grad, sv->P->data, q->data, k->data,
+                      qr ? qr->data : NULL, kr ? kr->data : NULL, c, sv->keep, (real)nd->farg[0],
+                      sv->keep ? 1 / (1 - sv->p) : 1};
+    const long nba = (long)g.B * g.A;
+    const int par = nba > 1 && nba * g.Tq * g.Tk >= 4096, nt = par ? omp_get_max_threads() : 1;
+    if (da_by_heads(&g, nt) && !g_attention_by_pairs) {
+        const size_t sbytes = (size_t)nt * da_pair_scratch(&g) * sizeof(real);
+        real *scratch = tape_scratch(t, sbytes, 0);
+        da_backward_heads(&x, &g, scratch, par);
+        tape_scratch_release(t, scratch, sbytes);
+        return;
+    }
+    const size_t sbytes = (size_t)nt * g.Tq * g.Tk * sizeof(real);
+    const size_t cbytes = (size_t)nba * g.Tq * g.R * sizeof(real), pbytes = (size_t)nba * g.Tk * g.R * sizeof(real);
     real *scratch = tape_scratch(t, sbytes, 0);
     real *dPc = (terms & ATT_C2P) ? tape_scratch(t, cbytes, 0) : NULL;
     real *dPp = (terms & ATT_P2C) ? tape_scratch(t, pbytes, 0) : NULL;
-    disentangled_attention_backward(dq, dq_fresh, dk, dk_fresh, dqr, dkr, scratch, dPc, dPp, nd->out->grad, sv->P->data, q->data, k->data,
-                                    qr ? qr->data : NULL, kr ? kr->data : NULL, c, &g, (real)nd->farg[0], sv->keep, sv->p);
+    da_backward_pairs(&x, &g, scratch, dPc, dPp, par);
     tape_scratch_release(t, dPp, pbytes);
     tape_scratch_release(t, dPc, cbytes);
     tape_scratch_release(t, scratch, sbytes);

@@ -10,9 +10,10 @@
  *
  * c2p and p2c are a [T, R] matmul against the table followed by a gather: no T×T×D tensor exists.
  * Masked entries are exactly 0 and a fully masked row (a padded query) is all zeros, never NaN.
- * Memory: the output P (B·A·Tq·Tk) plus, in backward only, dS per thread (Tq·Tk) and the gathered
- * gradients d(q·kr^T), d(k·qr^T) (B·A·(Tq+Tk)·R), both tape_scratch buffers that go back to the
- * tape's pool when the call returns.  See docs/ARCHITECTURE.md, "Model".
+ * Memory: the output P (B·A·Tq·Tk) plus, in backward only, per thread dS (Tq·Tk) and the gathered
+ * gradients d(q·kr^T), d(k·qr^T) of one (b,a) pair ((Tq+Tk)·R) — of all pairs (B·A·(Tq+Tk)·R) when the
+ * heads do not divide among the threads — tape_scratch buffers that go back to the tape's pool when
+ * the call returns.  See docs/ARCHITECTURE.md, "Model".
  */
 #ifndef DEBERTA_OPS_ATTENTION_H
 #define DEBERTA_OPS_ATTENTION_H
@@ -34,4 +35,8 @@ Tensor *op_disentangled_attention_probs(Tape *t, Tensor *q, Tensor *k, Tensor *q
  * Returns dropout(P), or P itself when the dropout is the identity (not training, p == 0). */
 Tensor *op_disentangled_attention_dropout(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, const int32_t *c_idx,
                                           int terms, real scale, const int32_t *qmask, const int32_t *kmask, real p);
+/* 1: the backward always lets threads own (b,a) pairs (ops_attention.c, da_backward_pairs), as it does
+ * when the heads do not divide among the threads; 0 (default): threads own heads when they divide.  The
+ * two are bitwise equal (tests compare them). */
+extern int g_attention_by_pairs;
 #endif

@@ -128,23 +128,39 @@ Tensor *generator_forward(Tape *t, const Electra *m, const ElectraInput *b, GenO
     return out->loss;
 }
 
+/* Inverse-CDF sampling from softmax(row): the first v whose running sum of exp(row[v] − max) exceeds
+ * u·z.  The pass that computes z keeps the running sum at the end of every block of vocabulary ids, so
+ * the search starts in the right block from that block's starting sum: the same additions in the same
+ * order as a second pass from v = 0, without its exps. */
+enum { SAMPLE_BLOCKS = 2048 };
+
 void electra_sample(const GenOut *g, const ElectraInput *b, uint64_t seed, uint64_t step, int32_t *replaced) {
     const int V = (int)g->logits->shape[1];
+    const int bs = V / SAMPLE_BLOCKS + 1 > 32 ? V / SAMPLE_BLOCKS + 1 : 32, nb = (V + bs - 1) / bs; /* nb <= SAMPLE_BLOCKS */
     memcpy(replaced, b->input_ids, (size_t)b->B * b->T * sizeof(int32_t));
 #pragma omp parallel for schedule(static)
     for (int k = 0; k < g->n_masked; k++) {
         const real *row = g->logits->data + (long)k * V;
         double mx = row[0];
         for (int v = 1; v < V; v++) mx = row[v] > mx ? row[v] : mx;
-        double z = 0;
-        for (int v = 0; v < V; v++) z += exp(row[v] - mx);
-        double u = rng_uniform(seed, rng_stream(RNG_SAMPLE, step, 0), (uint64_t)(b->masked0 + k)) * z, acc = 0;
-        int pick = V - 1;
-        for (int v = 0; v < V; v++) {
-            acc += exp(row[v] - mx);
-            if (u < acc) {
-                pick = v;
-                break;
+        double z = 0, end[SAMPLE_BLOCKS]; /* end[i]: the running sum after block i */
+        for (int i = 0; i < nb; i++) {
+            const int v1 = (i + 1) * bs < V ? (i + 1) * bs : V;
+            for (int v = i * bs; v < v1; v++) z += exp(row[v] - mx);
+            end[i] = z;
+        }
+        const double u = rng_uniform(seed, rng_stream(RNG_SAMPLE, step, 0), (uint64_t)(b->masked0 + k)) * z;
+        int pick = V - 1, i = 0;
+        while (i < nb && !(u < end[i])) i++;
+        if (i < nb) {
+            double acc = i > 0 ? end[i - 1] : 0;
+            const int v1 = (i + 1) * bs < V ? (i + 1) * bs : V;
+            for (int v = i * bs; v < v1; v++) {
+                acc += exp(row[v] - mx);
+                if (u < acc) {
+                    pick = v;
+                    break;
+                }
             }
         }
         replaced[g->rows[k]] = pick;

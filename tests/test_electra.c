@@ -2,7 +2,9 @@
  * on and off, and the embedding-sharing semantics (which loss reaches which table). */
 #include "tests/testutil.h"
 #include <string.h>
+#include <math.h>
 #include "autograd/gradcheck.h"
+#include "autograd/rng.h"
 #include "autograd/util.h"
 #include "model/electra.h"
 #include "model/init.h"
@@ -219,6 +221,50 @@ static void sampling_is_deterministic_and_only_at_masked_positions(void **state)
     pair_close(&p);
 }
 
+/* The sampler's block search picks what a plain inverse CDF (the running sum of exp(logit − max) from
+ * v = 0 until it exceeds u·z) picks, for every row and many steps: vocabularies of one partial block,
+ * of a ragged last block and of the largest block count; logits spread wide, so that picks fall both
+ * on the few likely ids and, with small u, early in the vocabulary. */
+static int plain_pick(const real *row, int V, double u01) {
+    double mx = row[0], z = 0, acc = 0;
+    for (int v = 1; v < V; v++) mx = row[v] > mx ? row[v] : mx;
+    for (int v = 0; v < V; v++) z += exp(row[v] - mx);
+    const double u = u01 * z;
+    for (int v = 0; v < V; v++) {
+        acc += exp(row[v] - mx);
+        if (u < acc) return v;
+    }
+    return V - 1;
+}
+
+static void sampling_equals_plain_inverse_cdf(void **state) {
+    const int vocab[3] = {20, 1000, 70001};
+    enum { NR = 6 };
+    int32_t ids[NR], rows[NR], out[NR];
+    for (int k = 0; k < NR; k++) ids[k] = 0, rows[k] = k;
+    long picks = 0, distinct_low = 0;
+    for (int c = 0; c < 3; c++) {
+        const int V = vocab[c], sh[2] = {NR, V};
+        Tensor *lg = gradcheck_leaf(2, sh, 0, "logits");
+        gradcheck_fill_uniform(lg, 50 + c, -8, 8);
+        GenOut g = {.logits = lg, .n_masked = NR, .rows = rows};
+        ElectraInput b = {.B = 1, .T = NR, .input_ids = ids, .masked0 = 3};
+        for (uint64_t step = 0; step < 200; step++) {
+            electra_sample(&g, &b, 11, step, out);
+            for (int k = 0; k < NR; k++) {
+                const double u01 = rng_uniform(11, rng_stream(RNG_SAMPLE, step, 0), (uint64_t)(b.masked0 + k));
+                const int want = plain_pick(lg->data + (long)k * V, V, u01);
+                if (out[k] != want) fail_msg("V %d step %d row %d: sampled %d, plain inverse CDF %d", V, (int)step, k, out[k], want);
+                picks++;
+                distinct_low += out[k] < V / 4;
+            }
+        }
+        gradcheck_leaf_free(lg);
+    }
+    assert_true(picks == 3 * 200 * NR);
+    assert_true(distinct_low > 0); /* some picks in the first quarter of the vocabulary */
+}
+
 /* With EMD the generator's last layer's own output is never read: the training forward skips it
  * (Electra.gen_all_layers = 0) and skips its dropout draws over, so with dropout on, the MLM loss,
  * a discriminator forward after it on the same tape, and every gradient are bit for bit those of
@@ -277,6 +323,7 @@ int main(void) {
         cmocka_unit_test(nes_tables_never_meet),
         cmocka_unit_test(rtd_labels_follow_the_spec),
         cmocka_unit_test(sampling_is_deterministic_and_only_at_masked_positions),
+        cmocka_unit_test(sampling_equals_plain_inverse_cdf),
         cmocka_unit_test(whole_model_gradcheck),
         cmocka_unit_test(generator_skips_its_unused_last_layer),
     };

@@ -291,6 +291,60 @@ static void attention_stats_by_hand(void **state) {
     gradcheck_leaf_free(P);
 }
 
+/* The backward's two schedules (ops_attention.c): threads owning heads (the default when the heads divide
+ * among the threads) and threads owning (b,a) pairs with the tables summed afterwards give the same
+ * gradients bit for bit, with every term subset, padding and the fused dropout; also across thread
+ * counts (1: heads, serial; 2: heads; 3 with A = 2: pairs).  The shape is large enough to run in
+ * parallel (B·A·Tq·Tk >= 4096). */
+static void backward_schedules_bitwise_equal(void **state) {
+    enum { BB = 3, AA = 2, TT = 40, DD = 8, RR = 31 };
+    const int sq[4] = {BB, AA, TT, DD}, st[3] = {AA, RR, DD};
+    Tensor *x[4] = {gradcheck_leaf(4, sq, 1, "q"), gradcheck_leaf(4, sq, 1, "k"), gradcheck_leaf(3, st, 1, "qr"),
+                    gradcheck_leaf(3, st, 1, "kr")};
+    for (int i = 0; i < 4; i++) gradcheck_fill_uniform(x[i], 40 + i, -1, 1);
+    static int32_t c[TT * TT], m[BB * TT];
+    for (int i = 0; i < TT; i++)
+        for (int j = 0; j < TT; j++) { /* relative-style, clamped: repeats at both ends */
+            const int v = i - j + RR / 2;
+            c[i * TT + j] = v < 0 ? 0 : v > RR - 1 ? RR - 1 : v;
+        }
+    for (int i = 0; i < BB * TT; i++) m[i] = i < TT || i % TT < TT - 5;
+    static real g[2][4][BB * AA * TT * DD];
+    const int nt0 = omp_get_max_threads();
+    const int runs[4][2] = {{2, 0}, {2, 1}, {1, 0}, {3, 0}}; /* (threads, g_attention_by_pairs) */
+    T.training = 1;
+    for (int terms = 1; terms <= 7; terms++)
+        for (int r = 0; r < 4; r++) {
+            omp_set_num_threads(runs[r][0]);
+            g_attention_by_pairs = runs[r][1];
+            for (int i = 0; i < 4; i++) memset(x[i]->grad, 0, x[i]->n * sizeof(real));
+            tape_reset(&T);
+            T.step = 3;
+            Tensor *p = op_disentangled_attention_dropout(&T, x[0], x[1], x[2], x[3], c, terms, (real)0.2, m, m, (real)0.1);
+            real *w = arena_alloc(&T.arena, p->n * sizeof(real));
+            for (long e = 0; e < p->n; e++) w[e] = (real)(rng_uniform(5, rng_stream(RNG_TEST, 3, 0), e) - 0.5);
+            tape_backward_from(&T, p, w);
+            for (int i = 0; i < 4; i++) {
+                if (r == 0) {
+                    memcpy(g[0][i], x[i]->grad, x[i]->n * sizeof(real));
+                    continue;
+                }
+                for (long e = 0; e < x[i]->n; e++)
+                    if (x[i]->grad[e] != g[0][i][e])
+                        fail_msg("terms %s, %d threads, by_pairs %d: grad %d [%ld] %.9g, default schedule %.9g", config_terms_str(terms),
+                                 runs[r][0], runs[r][1], i, e, (double)x[i]->grad[e], (double)g[0][i][e]);
+            }
+        }
+    /* the gradients are not all zero (the comparison compared something) */
+    double sum = 0;
+    for (long e = 0; e < x[3]->n; e++) sum += fabs(x[3]->grad[e]);
+    assert_true(sum > 0);
+    omp_set_num_threads(nt0);
+    g_attention_by_pairs = 0;
+    T.training = 0;
+    for (int i = 0; i < 4; i++) gradcheck_leaf_free(x[i]);
+}
+
 static void attention_memory_bound(void **state) {
     ModelConfig cfg;
     char err[256];
@@ -338,6 +392,7 @@ int main(void) {
         cmocka_unit_test(fused_equals_unfused),
         cmocka_unit_test(fused_dropout_equals_op_then_dropout),
         cmocka_unit_test(block_fused_equals_unfused),
+        cmocka_unit_test(backward_schedules_bitwise_equal),
         cmocka_unit_test(attention_memory_bound),
         cmocka_unit_test(attention_stats_by_hand),
     };
