@@ -217,6 +217,29 @@ static GCResult gradcheck_dropout_p0(Tape *t) {
     return run_case(t, g_dropout, &p, 1, ONE(1, S(1)), NULL, -1, 1);
 }
 
+/* ---- dropout_add_layernorm: LN(dropout(y) + res), in training mode (the mask fixed as for dropout) ---- */
+typedef struct {
+    double p;
+    int affine;
+} DALNCase;
+static Tensor *g_dropout_add_layernorm(Tape *t, Tensor **x, int n, void *ctx) {
+    const DALNCase *c = ctx;
+    int was = t->training;
+    t->training = 1;
+    Tensor *y = op_dropout_add_layernorm(t, x[0], (real)c->p, x[1], c->affine ? x[2] : NULL, c->affine ? x[3] : NULL, (real)1e-5);
+    t->training = was;
+    return y;
+}
+static GCResult gradcheck_dropout_add_layernorm(Tape *t) {
+    DALNCase c = {0.3, 1};
+    return run_case(t, g_dropout_add_layernorm, &c, 4, (const int[]){3, 3, 1, 1}, (const int[][4]){{2, 3, 6}, {2, 3, 6}, {6}, {6}},
+                    NULL, -2, 2);
+}
+static GCResult gradcheck_dropout_add_layernorm_p0(Tape *t) {
+    DALNCase c = {0, 0};
+    return run_case(t, g_dropout_add_layernorm, &c, 2, (const int[]){2, 2}, (const int[][4]){{4, 5}, {4, 5}}, NULL, -2, 2);
+}
+
 /* ---- losses and reductions ---- */
 typedef struct { const int32_t *tg, *valid; } LossCtx;
 static Tensor *g_ce(Tape *t, Tensor **x, int n, void *ctx) { return op_cross_entropy(t, x[0], ((LossCtx *)ctx)->tg); }
@@ -316,6 +339,8 @@ const GCCase gradcheck_op_cases[] = {
     {"index_select", "[2,2,1] rows {3}", gradcheck_index_select_3d},
     {"dropout", "[6,7] p=0.4 training", gradcheck_dropout},
     {"dropout", "[1] p=0 (identity)", gradcheck_dropout_p0},
+    {"dropout_add_layernorm", "LN(drop([2,3,6]) + [2,3,6]) g b p=0.3 training", gradcheck_dropout_add_layernorm},
+    {"dropout_add_layernorm", "[4,5] no g/b p=0 (identity)", gradcheck_dropout_add_layernorm_p0},
     {"cross_entropy", "[4,5]", gradcheck_ce},
     {"cross_entropy", "[1,2]", gradcheck_ce_small},
     {"bce_logits", "[2,5] 3 invalid", gradcheck_bce},

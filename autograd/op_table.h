@@ -36,7 +36,8 @@ struct TapeNode;
     X(TRANSPOSE, transpose)              \
     X(SPLIT_HEADS, split_heads)          \
     X(MERGE_HEADS, merge_heads)          \
-    X(DISENTANGLED_ATTENTION, disentangled_attention)
+    X(DISENTANGLED_ATTENTION, disentangled_attention) \
+    X(DROPOUT_ADD_LAYERNORM, dropout_add_layernorm)
 
 enum OpKind {
     OP_NONE = 0,

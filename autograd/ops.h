@@ -30,6 +30,10 @@ Tensor *op_bias_gelu(Tape *t, Tensor *x, Tensor *b);    /* fused gelu(x + b), b 
 /* ---- normalisation (ops_norm.c) ----
  * LayerNorm over the last dim, biased variance: y = (x − mean)/sqrt(var + eps) · g + b. */
 Tensor *op_layernorm(Tape *t, Tensor *x, Tensor *g, Tensor *b, real eps);
+/* LN(dropout(y) + res) in one op: the values, dropout stream and gradients of
+ * op_layernorm(op_add(op_dropout_batch(y, p), res), g, b, eps), bit for bit, without the dropped and
+ * summed tensors (the backward recomputes a row of the sum from y, res and the mask).  y != res. */
+Tensor *op_dropout_add_layernorm(Tape *t, Tensor *y, real p, Tensor *res, Tensor *g, Tensor *b, real eps);
 
 /* ---- softmax (ops_softmax.c) ----
  * Softmax over the last dim of x [B, H, Tq, Tk] (or [B, Tq, Tk] with H = 1) with a pairwise mask:

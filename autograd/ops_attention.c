@@ -10,6 +10,7 @@
 #include "autograd/rmath.h"
 
 int g_attention_by_pairs = 0;
+int g_attention_scatter = 0;
 
 typedef struct {
     int B, A, Tq, Tk, D, R, terms;
@@ -131,7 +132,30 @@ typedef struct {
     const int32_t *c;
     const uint8_t *keep; /* the fused dropout's mask, or NULL */
     real scale, ks;      /* ks = 1 / (1 − p) of the dropout */
+    int merge_runs;      /* da_merge_runs(c) */
 } DABack;
+
+/* Whether the c2p gradient's scatter dPc[i, c(i,j)] += dS[i,j] (j increasing) should add each run of
+ * equal c(i,j) as one sum: when every row of c is monotone, each value's entries in a row are one run,
+ * and the run's sum added to the zero-filled element is bitwise the scatter's result (the additions
+ * happen in the same order; 0 + x = x).  Worth it when runs are long (far relative distances share a
+ * log bucket, e.g. T 512 with 64 buckets): the scatter then waits on each addition into the same
+ * element.  Chosen when at least a third of the entries continue a run. */
+static int da_merge_runs(const int32_t *c, int Tq, int Tk) {
+    if (g_attention_scatter || !c || Tk < 2) return 0;
+    long same = 0;
+    for (int i = 0; i < Tq; i++) {
+        const int32_t *ci = c + (long)i * Tk;
+        int up = 0, down = 0;
+        for (int j = 1; j < Tk; j++) {
+            same += ci[j] == ci[j - 1];
+            up |= ci[j] > ci[j - 1];
+            down |= ci[j] < ci[j - 1];
+        }
+        if (up && down) return 0;
+    }
+    return 3 * same >= (long)Tq * (Tk - 1);
+}
 
 /* One (b,a) pair: dS [Tq,Tk] from dP; dq, dk of the c2c term; the gathers' gradients dpc [Tq,R] and
  * dpp [Tk,R] (zeroed and scattered here) and their dq += dpc·kr, dk += dpp·qr.  The tables' gradients
@@ -175,7 +199,22 @@ static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS
             const int32_t *ci = c + (long)i * Tk;
             const real *ds = dS + (long)i * Tk;
             real *d = dpc + (long)i * R;
-            for (int j = 0; j < Tk; j++) d[ci[j]] += ds[j];
+            if (x->merge_runs) { /* a run of equal c(i,j) summed in a register, then added once */
+                int cur = ci[0];
+                real acc = ds[0];
+                for (int j = 1; j < Tk; j++) {
+                    if (ci[j] == cur) {
+                        acc += ds[j];
+                    } else {
+                        d[cur] += acc;
+                        cur = ci[j];
+                        acc = ds[j];
+                    }
+                }
+                d[cur] += acc;
+            } else {
+                for (int j = 0; j < Tk; j++) d[ci[j]] += ds[j];
+            }
         }
         if (dq) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, R, 1, dpc, R, x->kr + (long)a * R * D, D, bq, dq, D);
         bq = 1;
@@ -325,7 +364,7 @@ void disentangled_attention_backward_node(Tape *t, TapeNode *nd) {
     real *dqr = qr && qr->requires_grad ? tape_grad(t, qr) : NULL, *dkr = kr && kr->requires_grad ? tape_grad(t, kr) : NULL;
     const DABack x = {dq, dk, dqr, dkr, dq_fresh, dk_fresh, nd->out->grad, sv->P->data, q->data, k->data,
                       qr ? qr->data : NULL, kr ? kr->data : NULL, c, sv->keep, (real)nd->farg[0],
-                      sv->keep ? 1 / (1 - sv->p) : 1};
+                      sv->keep ? 1 / (1 - sv->p) : 1, (terms & ATT_C2P) ? da_merge_runs(c, g.Tq, g.Tk) : 0};
     const long nba = (long)g.B * g.A;
     const int par = nba > 1 && nba * g.Tq * g.Tk >= 4096, nt = par ? omp_get_max_threads() : 1;
     if (da_by_heads(&g, nt) && !g_attention_by_pairs) {

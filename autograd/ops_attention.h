@@ -39,4 +39,7 @@ Tensor *op_disentangled_attention_dropout(Tape *t, Tensor *q, Tensor *k, Tensor 
  * when the heads do not divide among the threads; 0 (default): threads own heads when they divide.  The
  * two are bitwise equal (tests compare them). */
 extern int g_attention_by_pairs;
+/* 1: the c2p gradient is scattered element by element even where the backward would add runs of equal
+ * c(i,j) as one sum (ops_attention.c, da_merge_runs); the two are bitwise equal (tests compare them). */
+extern int g_attention_scatter;
 #endif

@@ -112,8 +112,11 @@ Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams
         probs = probs_op(t, cfg, p, q, k, rc, 0, 1);
     }
     Tensor *ctx = op_merge_heads(t, op_matmul(t, probs, v, 0, 0)); /* [B, T, A·D] */
-    Tensor *o = op_dropout_batch(t, op_linear(t, ctx, p->wo, p->bo), ph);  /* [B, T, H] */
-    return op_layernorm(t, op_add(t, o, qin), p->ln_g, p->ln_b, (real)cfg->layer_norm_eps);
+    Tensor *o = op_linear(t, ctx, p->wo, p->bo);                     /* [B, T, H] */
+    /* LN(Dropout_h(o) + qin): one op, or the three (the unfused reference) */
+    if (g_attention_unfused)
+        return op_layernorm(t, op_add(t, op_dropout_batch(t, o, ph), qin), p->ln_g, p->ln_b, (real)cfg->layer_norm_eps);
+    return op_dropout_add_layernorm(t, o, ph, qin, p->ln_g, p->ln_b, (real)cfg->layer_norm_eps);
 }
 
 /* ---------------- the unfused reference ---------------- */

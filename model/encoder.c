@@ -64,8 +64,9 @@ void encoder_free(Encoder *e) {
 Tensor *layer_forward(Tape *t, const ModelConfig *cfg, const LayerParams *p, Tensor *qin, Tensor *kv, const RelContext *rc) {
     Tensor *a = attention_forward(t, cfg, &p->att, qin, kv, rc);                 /* [B, T, H] */
     Tensor *f = op_bias_gelu(t, op_linear(t, a, p->w1, NULL), p->b1);            /* GELU(a·W1^T + b1)  [B, T, I] */
-    Tensor *y = op_dropout_batch(t, op_linear(t, f, p->w2, p->b2), (real)cfg->hidden_dropout_prob); /* [B, T, H] */
-    return op_layernorm(t, op_add(t, y, a), p->ln_g, p->ln_b, (real)cfg->layer_norm_eps);
+    Tensor *y = op_linear(t, f, p->w2, p->b2);                                   /* [B, T, H] */
+    /* LN(Dropout_h(y) + a): one op (op_dropout_add_layernorm: the three ops' values and gradients) */
+    return op_dropout_add_layernorm(t, y, (real)cfg->hidden_dropout_prob, a, p->ln_g, p->ln_b, (real)cfg->layer_norm_eps);
 }
 
 /* x0 = Dropout_h(LN_emb(table[ids]) ⊙ m)  [B, T, H] */

@@ -294,8 +294,9 @@ static void attention_stats_by_hand(void **state) {
 /* The backward's two schedules (ops_attention.c): threads owning heads (the default when the heads divide
  * among the threads) and threads owning (b,a) pairs with the tables summed afterwards give the same
  * gradients bit for bit, with every term subset, padding and the fused dropout; also across thread
- * counts (1: heads, serial; 2: heads; 3 with A = 2: pairs).  The shape is large enough to run in
- * parallel (B·A·Tq·Tk >= 4096). */
+ * counts (1: heads, serial; 2: heads; 3 with A = 2: pairs), and with the c2p gradient's runs of equal
+ * c(i,j) added as one sum (this c's clamped ends: 38 % of the entries continue a run) or scattered
+ * element by element.  The shape is large enough to run in parallel (B·A·Tq·Tk >= 4096). */
 static void backward_schedules_bitwise_equal(void **state) {
     enum { BB = 3, AA = 2, TT = 40, DD = 8, RR = 31 };
     const int sq[4] = {BB, AA, TT, DD}, st[3] = {AA, RR, DD};
@@ -311,12 +312,14 @@ static void backward_schedules_bitwise_equal(void **state) {
     for (int i = 0; i < BB * TT; i++) m[i] = i < TT || i % TT < TT - 5;
     static real g[2][4][BB * AA * TT * DD];
     const int nt0 = omp_get_max_threads();
-    const int runs[4][2] = {{2, 0}, {2, 1}, {1, 0}, {3, 0}}; /* (threads, g_attention_by_pairs) */
+    /* (threads, g_attention_by_pairs, g_attention_scatter) */
+    const int runs[6][3] = {{2, 0, 0}, {2, 1, 0}, {1, 0, 0}, {3, 0, 0}, {2, 0, 1}, {3, 0, 1}};
     T.training = 1;
     for (int terms = 1; terms <= 7; terms++)
-        for (int r = 0; r < 4; r++) {
+        for (int r = 0; r < 6; r++) {
             omp_set_num_threads(runs[r][0]);
             g_attention_by_pairs = runs[r][1];
+            g_attention_scatter = runs[r][2];
             for (int i = 0; i < 4; i++) memset(x[i]->grad, 0, x[i]->n * sizeof(real));
             tape_reset(&T);
             T.step = 3;
@@ -331,8 +334,8 @@ static void backward_schedules_bitwise_equal(void **state) {
                 }
                 for (long e = 0; e < x[i]->n; e++)
                     if (x[i]->grad[e] != g[0][i][e])
-                        fail_msg("terms %s, %d threads, by_pairs %d: grad %d [%ld] %.9g, default schedule %.9g", config_terms_str(terms),
-                                 runs[r][0], runs[r][1], i, e, (double)x[i]->grad[e], (double)g[0][i][e]);
+                        fail_msg("terms %s, %d threads, by_pairs %d, scatter %d: grad %d [%ld] %.9g, default %.9g", config_terms_str(terms),
+                                 runs[r][0], runs[r][1], runs[r][2], i, e, (double)x[i]->grad[e], (double)g[0][i][e]);
             }
         }
     /* the gradients are not all zero (the comparison compared something) */
@@ -341,6 +344,7 @@ static void backward_schedules_bitwise_equal(void **state) {
     assert_true(sum > 0);
     omp_set_num_threads(nt0);
     g_attention_by_pairs = 0;
+    g_attention_scatter = 0;
     T.training = 0;
     for (int i = 0; i < 4; i++) gradcheck_leaf_free(x[i]);
 }

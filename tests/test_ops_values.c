@@ -381,6 +381,72 @@ static void fused_equals_unfused(void **state) {
     gradcheck_leaf_free(b);
 }
 
+/* op_dropout_add_layernorm == op_layernorm(op_add(op_dropout_batch(y, p), res)) bit for bit: output, every
+ * gradient (res's both assigned and added to: res also feeds a later op), the dropout stream taken; in
+ * training with p 0.1 (rows straddling the dropout's 256-element chunks, a data-parallel slice with
+ * row0 > 0), with p 0 and outside training (the identity), with and without g, b. */
+static void dropout_add_layernorm_equals_three_ops(void **state) {
+    enum { NB = 3, NT = 100, NC = 96 };
+    const int sx[3] = {NB, NT, NC}, sc[1] = {NC};
+    Tensor *y0 = gradcheck_leaf(3, sx, 1, "y0"), *x0 = gradcheck_leaf(3, sx, 1, "x0");
+    Tensor *g = gradcheck_leaf(1, sc, 1, "g"), *b = gradcheck_leaf(1, sc, 1, "b");
+    gradcheck_fill_uniform(y0, 21, -2, 2);
+    gradcheck_fill_uniform(x0, 22, -2, 2);
+    gradcheck_fill_uniform(g, 23, 0.5, 1.5);
+    gradcheck_fill_uniform(b, 24, -0.5, 0.5);
+    Tensor *lv[4] = {y0, x0, g, b};
+    const long n = y0->n;
+    real *w = xmalloc(n * sizeof(real)), *out0 = xmalloc(n * sizeof(real)), *g0[4];
+    for (int i = 0; i < 4; i++) g0[i] = xmalloc(lv[i]->n * sizeof(real));
+    for (long e = 0; e < n; e++) w[e] = (real)(rng_uniform(7, rng_stream(RNG_TEST, 9, 0), e) - 0.5);
+    const double probs[4] = {0.1, 0.1, 0, 0.1};
+    const int training[4] = {1, 1, 1, 0}, affine[4] = {1, 0, 1, 1};
+    long dropped = 0;
+    for (int c = 0; c < 4; c++) {
+        uint32_t nr[2];
+        for (int pass = 0; pass < 2; pass++) {
+            for (int i = 0; i < 4; i++) memset(lv[i]->grad, 0, lv[i]->n * sizeof(real));
+            tape_reset(&T);
+            T.training = training[c];
+            T.step = 4;
+            T.n_random = 2;
+            T.rows = c == 0 ? NB : 0; /* case 0: rows 5.. of a larger batch */
+            T.row0 = c == 0 ? 5 : 0;
+            Tensor *y = op_scale(&T, y0, (real)2), *res = op_scale(&T, x0, (real)0.75);
+            Tensor *gg = affine[c] ? g : NULL, *bb = affine[c] ? b : NULL;
+            Tensor *o = pass == 0 ? op_dropout_add_layernorm(&T, y, (real)probs[c], res, gg, bb, (real)1e-5)
+                                  : op_layernorm(&T, op_add(&T, op_dropout_batch(&T, y, (real)probs[c]), res), gg, bb, (real)1e-5);
+            nr[pass] = T.n_random;
+            Tensor *top = op_add(&T, o, op_scale(&T, res, (real)0.5)); /* res's gradient: assigned here, added by o's */
+            tape_backward_from(&T, top, w);
+            if (pass == 0) {
+                memcpy(out0, o->data, n * sizeof(real));
+                for (int i = 0; i < 4; i++) memcpy(g0[i], lv[i]->grad, lv[i]->n * sizeof(real));
+                continue;
+            }
+            assert_int_equal(nr[0], nr[1]);
+            for (long e = 0; e < n; e++)
+                if (o->data[e] != out0[e]) fail_msg("case %d: out[%ld] fused %.9g, three ops %.9g", c, e, (double)out0[e], (double)o->data[e]);
+            for (int i = 0; i < 4; i++)
+                for (long e = 0; e < lv[i]->n; e++)
+                    if (lv[i]->grad[e] != g0[i][e])
+                        fail_msg("case %d: grad %d [%ld] fused %.9g, three ops %.9g", c, i, e, (double)g0[i][e], (double)lv[i]->grad[e]);
+            if (c == 0)
+                for (long e = 0; e < n; e++) dropped += y0->grad[e] == 0;
+        }
+    }
+    assert_true(dropped > n / 20 && dropped < n / 5); /* the dropout did drop (~10 %) */
+    T.training = 0;
+    T.rows = 0;
+    T.row0 = 0;
+    for (int i = 0; i < 4; i++) {
+        free(g0[i]);
+        gradcheck_leaf_free(lv[i]);
+    }
+    free(w);
+    free(out0);
+}
+
 /* A graph of every non-BLAS op, big enough for the kernels to run multi-threaded. */
 enum { GR = 512, GC = 96, GV = 40 };
 static Tensor *LX, *LT, *LG, *LB;
@@ -504,6 +570,7 @@ int main(void) {
         cmocka_unit_test(dropout_mask_is_the_counter_rule),
         cmocka_unit_test(dropout_rate_reproducibility_and_identity),
         cmocka_unit_test(fused_equals_unfused),
+        cmocka_unit_test(dropout_add_layernorm_equals_three_ops),
         cmocka_unit_test(bitwise_repeatable_across_thread_counts),
         cmocka_unit_test(second_step_does_no_allocation),
     };
