@@ -9,6 +9,7 @@ typedef struct {
     real scale;
     real dropout; /* > 0: the fused-dropout form, in training mode (the mask is fixed by seed, step, call) */
     int same_qk;  /* k is the q tensor itself (leaf x[1] unused) */
+    int bth;      /* q, k are [B, T, A·D] (op_disentangled_attention_dropout_bth, A heads) */
 } DACtx;
 
 /* leaves: q, k, qr, kr */
@@ -18,15 +19,18 @@ static Tensor *g_attention(Tape *t, Tensor **x, int n, void *ctx) {
     if (c->dropout <= 0) return op_disentangled_attention_probs(t, x[0], k, x[2], x[3], c->c, c->terms, c->scale, c->qmask, c->kmask);
     const int was = t->training;
     t->training = 1;
-    Tensor *y = op_disentangled_attention_dropout(t, x[0], k, x[2], x[3], c->c, c->terms, c->scale, c->qmask, c->kmask, c->dropout);
+    Tensor *y = c->bth ? op_disentangled_attention_dropout_bth(t, x[0], k, c->bth, x[2], x[3], c->c, c->terms, c->scale, c->qmask,
+                                                               c->kmask, c->dropout)
+                       : op_disentangled_attention_dropout(t, x[0], k, x[2], x[3], c->c, c->terms, c->scale, c->qmask, c->kmask,
+                                                           c->dropout);
     t->training = was;
     return y;
 }
 
 /* B=2, A=2, D=3, R=5; Tq, Tk given; masks optional; table rank 3 or 4; dropout > 0: fused dropout;
- * same_qk: k is q (Tq = Tk). */
+ * same_qk: k is q (Tq = Tk); bth: q, k are [B, T, A·D] (op_disentangled_attention_dropout_bth). */
 static GCResult run_case_p(Tape *t, int terms, int Tq, int Tk, const int32_t *qmask, const int32_t *kmask, int table4, real dropout,
-                           int same_qk) {
+                           int same_qk, int bth) {
     enum { B = 2, A = 2, D = 3, R = 5 };
     int32_t c[8 * 8];
     /* a relative-style index with repeats: clamp(i − j + 2, 0, R − 1) */
@@ -35,11 +39,11 @@ static GCResult run_case_p(Tape *t, int terms, int Tq, int Tk, const int32_t *qm
             int v = i - j + 2;
             c[i * Tk + j] = v < 0 ? 0 : v > R - 1 ? R - 1 : v;
         }
-    const int sq[4] = {B, A, Tq, D}, sk[4] = {B, A, Tk, D};
+    const int sq[4] = {B, A, Tq, D}, sk[4] = {B, A, Tk, D}, sq3[3] = {B, Tq, A * D}, sk3[3] = {B, Tk, A * D};
     const int st3[3] = {A, R, D}, st4[4] = {1, A, R, D};
     Tensor *x[4];
-    x[0] = gradcheck_leaf(4, sq, 1, "q");
-    x[1] = gradcheck_leaf(4, sk, 1, "k");
+    x[0] = bth ? gradcheck_leaf(3, sq3, 1, "q") : gradcheck_leaf(4, sq, 1, "q");
+    x[1] = bth ? gradcheck_leaf(3, sk3, 1, "k") : gradcheck_leaf(4, sk, 1, "k");
     x[2] = table4 ? gradcheck_leaf(4, st4, 1, "qr") : gradcheck_leaf(3, st3, 1, "qr");
     x[3] = table4 ? gradcheck_leaf(4, st4, 1, "kr") : gradcheck_leaf(3, st3, 1, "kr");
     for (int i = 0; i < 4; i++) gradcheck_fill_uniform(x[i], 200 + i, -1.0, 1.0);
@@ -48,14 +52,14 @@ static GCResult run_case_p(Tape *t, int terms, int Tq, int Tk, const int32_t *qm
     if (!(terms & ATT_C2P)) x[3]->requires_grad = 0;
     if (same_qk) x[1]->requires_grad = 0;
     int nterms = !!(terms & ATT_C2C) + !!(terms & ATT_C2P) + !!(terms & ATT_P2C);
-    DACtx ctx = {terms, c, qmask, kmask, (real)(1.0 / sqrt(3.0 * nterms)), dropout, same_qk};
+    DACtx ctx = {terms, c, qmask, kmask, (real)(1.0 / sqrt(3.0 * nterms)), dropout, same_qk, bth ? A : 0};
     GCResult r = gradcheck_elements(t, g_attention, x, 4, &ctx, 0);
     for (int i = 0; i < 4; i++) gradcheck_leaf_free(x[i]);
     return r;
 }
 
 static GCResult run_case(Tape *t, int terms, int Tq, int Tk, const int32_t *qmask, const int32_t *kmask, int table4) {
-    return run_case_p(t, terms, Tq, Tk, qmask, kmask, table4, 0, 0);
+    return run_case_p(t, terms, Tq, Tk, qmask, kmask, table4, 0, 0, 0);
 }
 
 /* g_attention reads x[2]/x[3] only when the term is on (the op ignores qr/kr otherwise). */
@@ -77,8 +81,14 @@ GCResult gradcheck_attention_rect(Tape *t) {
 }
 GCResult gradcheck_attention_dropout(Tape *t) {
     static const int32_t m[8] = {1, 1, 1, 0, 1, 1, 1, 1};
-    return run_case_p(t, ATT_ALL, 4, 4, m, m, 0, (real)0.3, 0);
+    return run_case_p(t, ATT_ALL, 4, 4, m, m, 0, (real)0.3, 0, 0);
 }
+/* q, k in the projections' [B, T, A·D] layout, padded, with the fused dropout; and q = k in it */
+GCResult gradcheck_attention_bth(Tape *t) {
+    static const int32_t qm[6] = {1, 1, 0, 1, 1, 1}, km[10] = {1, 1, 1, 1, 0, 1, 0, 1, 1, 1};
+    return run_case_p(t, ATT_ALL, 3, 5, qm, km, 0, (real)0.3, 0, 1);
+}
+GCResult gradcheck_attention_bth_same_qk(Tape *t) { return run_case_p(t, ATT_ALL, 4, 4, NULL, NULL, 0, (real)0.2, 1, 1); }
 /* one tensor as q and k: its gradient is written by the q and the k parts of the backward */
-GCResult gradcheck_attention_same_qk(Tape *t) { return run_case_p(t, ATT_ALL, 4, 4, NULL, NULL, 0, 0, 1); }
-GCResult gradcheck_attention_same_qk_p2c(Tape *t) { return run_case_p(t, ATT_P2C, 4, 4, NULL, NULL, 0, 0, 1); }
+GCResult gradcheck_attention_same_qk(Tape *t) { return run_case_p(t, ATT_ALL, 4, 4, NULL, NULL, 0, 0, 1, 0); }
+GCResult gradcheck_attention_same_qk_p2c(Tape *t) { return run_case_p(t, ATT_P2C, 4, 4, NULL, NULL, 0, 0, 1, 0); }

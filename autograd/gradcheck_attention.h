@@ -17,6 +17,8 @@ GCResult gradcheck_attention_rect(Tape *t);        /* Tq != Tk, [1, A, R, D] tab
 GCResult gradcheck_attention_dropout(Tape *t);     /* the fused attention dropout (p 0.3, training) */
 GCResult gradcheck_attention_same_qk(Tape *t);     /* one tensor as q and k, all terms */
 GCResult gradcheck_attention_same_qk_p2c(Tape *t); /* the same, p2c only (no term writes the q part) */
+GCResult gradcheck_attention_bth(Tape *t);         /* q, k as [B, T, A·D] (the projections' layout), dropout */
+GCResult gradcheck_attention_bth_same_qk(Tape *t); /* the same with q = k */
 
 /* The cases above as a list (for `deberta gradcheck` and tests). */
 #define GC_ATTENTION_CASES                                                                  \
@@ -31,5 +33,7 @@ GCResult gradcheck_attention_same_qk_p2c(Tape *t); /* the same, p2c only (no ter
     {"disentangled_attention", "all, Tq=3 Tk=5, [1,A,R,D] tables", gradcheck_attention_rect},         \
     {"disentangled_attention", "all, fused dropout p=0.3, padded", gradcheck_attention_dropout},   \
     {"disentangled_attention", "all, q = k (one tensor)", gradcheck_attention_same_qk},              \
-    {"disentangled_attention", "p2c, q = k (one tensor)", gradcheck_attention_same_qk_p2c},
+    {"disentangled_attention", "p2c, q = k (one tensor)", gradcheck_attention_same_qk_p2c},            \
+    {"disentangled_attention", "[B,T,A*D] q k, Tq=3 Tk=5, padded, dropout", gradcheck_attention_bth},  \
+    {"disentangled_attention", "[B,T,A*D], q = k, dropout", gradcheck_attention_bth_same_qk},
 #endif

@@ -4,6 +4,7 @@
 #include "autograd/gradcheck_ops.h"
 #include "autograd/gradcheck_attention.h"
 #include "autograd/ops.h"
+#include "autograd/ops_attention.h"
 #include "autograd/util.h"
 
 /* Build leaves from shapes, run the element check, free the leaves. */
@@ -240,6 +241,15 @@ static GCResult gradcheck_dropout_add_layernorm_p0(Tape *t) {
     return run_case(t, g_dropout_add_layernorm, &c, 2, (const int[]){2, 2}, (const int[][4]){{4, 5}, {4, 5}}, NULL, -2, 2);
 }
 
+/* ---- attention_context: P · V with V and the result in [B, T, A·D] ---- */
+static Tensor *g_attention_context(Tape *t, Tensor **x, int n, void *c) { return op_attention_context(t, x[0], x[1]); }
+static GCResult gradcheck_attention_context(Tape *t) {
+    return run_case(t, g_attention_context, NULL, 2, (const int[]){4, 3}, (const int[][4]){{2, 2, 3, 4}, {2, 4, 6}}, NULL, -1, 1);
+}
+static GCResult gradcheck_attention_context_1(Tape *t) {
+    return run_case(t, g_attention_context, NULL, 2, (const int[]){4, 3}, (const int[][4]){{1, 1, 1, 2}, {1, 2, 1}}, NULL, -1, 1);
+}
+
 /* ---- losses and reductions ---- */
 typedef struct { const int32_t *tg, *valid; } LossCtx;
 static Tensor *g_ce(Tape *t, Tensor **x, int n, void *ctx) { return op_cross_entropy(t, x[0], ((LossCtx *)ctx)->tg); }
@@ -355,6 +365,8 @@ const GCCase gradcheck_op_cases[] = {
     {"split_heads", "[2,3,6] H=2", gradcheck_split_heads},
     {"split_heads", "[1,2,1] H=1", gradcheck_split_heads_1},
     {"merge_heads", "[2,3,2,2]", gradcheck_merge_heads},
+    {"attention_context", "P[2,2,3,4] v[2,4,6]", gradcheck_attention_context},
+    {"attention_context", "P[1,1,1,2] v[1,2,1]", gradcheck_attention_context_1},
     GC_ATTENTION_CASES /* autograd/gradcheck_attention.c */
 };
 const int gradcheck_n_op_cases = (int)ARRAY_LEN(gradcheck_op_cases);

@@ -37,7 +37,8 @@ struct TapeNode;
     X(SPLIT_HEADS, split_heads)          \
     X(MERGE_HEADS, merge_heads)          \
     X(DISENTANGLED_ATTENTION, disentangled_attention) \
-    X(DROPOUT_ADD_LAYERNORM, dropout_add_layernorm)
+    X(DROPOUT_ADD_LAYERNORM, dropout_add_layernorm) \
+    X(ATTENTION_CONTEXT, attention_context)
 
 enum OpKind {
     OP_NONE = 0,

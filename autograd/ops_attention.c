@@ -5,6 +5,7 @@
  * in increasing b, right after each pair), else pairs, with that sum afterwards in the same order. */
 #include <omp.h>
 #include <string.h>
+#include "autograd/gemm.h"
 #include "autograd/ops_attention.h"
 #include "autograd/ops.h"
 #include "autograd/rmath.h"
@@ -14,17 +15,37 @@ int g_attention_scatter = 0;
 
 typedef struct {
     int B, A, Tq, Tk, D, R, terms;
+    int bth; /* q, k are [B, T, A·D] (heads interleaved, as the linear layers write them), not [B, A, T, D] */
 } DAGeom;
 
-static DAGeom da_geometry(const Tensor *q, const Tensor *k, const Tensor *qr, const Tensor *kr, const int32_t *c, int terms) {
+/* Offset of pair (b, a)'s first row in q ([B, T, A, D] or [B, A, T, D], T rows) and the stride between
+ * its rows. */
+static inline long da_off(const DAGeom *g, int b, int a, int T) {
+    return g->bth ? (long)b * T * g->A * g->D + (long)a * g->D : ((long)b * g->A + a) * T * g->D;
+}
+static inline int da_ld(const DAGeom *g) { return g->bth ? g->A * g->D : g->D; }
+
+/* heads = 0: q, k are [B, A, T, D]; heads > 0: [B, T, heads·D]. */
+static DAGeom da_geometry(const Tensor *q, const Tensor *k, int heads, const Tensor *qr, const Tensor *kr, const int32_t *c,
+                          int terms) {
     char s1[64], s2[64];
     const char *op = "disentangled_attention";
     OP_CHECK(q && k, op, "NULL q or k");
     OP_CHECK(terms > 0 && terms <= ATT_ALL, op, "attention terms %d: need a non-empty subset of c2c|c2p|p2c", terms);
-    OP_CHECK(q->ndim == 4 && k->ndim == 4, op, "q %s and k %s must be [B, A, T, D]", shape_str(q, s1, 64), shape_str(k, s2, 64));
-    DAGeom g = {q->shape[0], q->shape[1], q->shape[2], k->shape[2], q->shape[3], 0, terms};
-    OP_CHECK(k->shape[0] == g.B && k->shape[1] == g.A && k->shape[3] == g.D, op, "q %s and k %s differ in B, A or D",
-             shape_str(q, s1, 64), shape_str(k, s2, 64));
+    DAGeom g;
+    if (heads) {
+        OP_CHECK(q->ndim == 3 && k->ndim == 3 && heads > 0 && q->shape[2] % heads == 0, op,
+                 "q %s and k %s must be [B, T, A·D] with A = %d dividing the last dim", shape_str(q, s1, 64), shape_str(k, s2, 64),
+                 heads);
+        g = (DAGeom){q->shape[0], heads, q->shape[1], k->shape[1], q->shape[2] / heads, 0, terms, 1};
+        OP_CHECK(k->shape[0] == g.B && k->shape[2] == q->shape[2], op, "q %s and k %s differ in B or A·D", shape_str(q, s1, 64),
+                 shape_str(k, s2, 64));
+    } else {
+        OP_CHECK(q->ndim == 4 && k->ndim == 4, op, "q %s and k %s must be [B, A, T, D]", shape_str(q, s1, 64), shape_str(k, s2, 64));
+        g = (DAGeom){q->shape[0], q->shape[1], q->shape[2], k->shape[2], q->shape[3], 0, terms, 0};
+        OP_CHECK(k->shape[0] == g.B && k->shape[1] == g.A && k->shape[3] == g.D, op, "q %s and k %s differ in B, A or D",
+                 shape_str(q, s1, 64), shape_str(k, s2, 64));
+    }
     const Tensor *tabs[2] = {(terms & ATT_P2C) ? qr : NULL, (terms & ATT_C2P) ? kr : NULL};
     const char *tn[2] = {"qr (p2c)", "kr (c2p)"};
     for (int i = 0; i < 2; i++) {
@@ -72,26 +93,26 @@ typedef struct {
 static void disentangled_attention_forward(real *P, real *scratch, const real *q, const real *k, const real *qr, const real *kr,
                                     const int32_t *c, const int32_t *qmask, const int32_t *kmask, const DAGeom *g, real scale,
                                     const DADrop *dr) {
-    const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, A = g->A;
+    const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, A = g->A, ld = da_ld(g);
     const long nba = (long)g->B * A;
     const int par = nba > 1 && nba * Tq * Tk >= 4096;
 #pragma omp parallel for schedule(static) if (par)
     for (long ba = 0; ba < nba; ba++) {
         const int b = (int)(ba / A), a = (int)(ba % A);
         real *S = P + ba * Tq * Tk;
-        const real *qb = q + ba * Tq * D, *kb = k + ba * Tk * D;
+        const real *qb = q + da_off(g, b, a, Tq), *kb = k + da_off(g, b, a, Tk);
         real *Pc = scratch ? scratch + (long)omp_get_thread_num() * (Tq + Tk) * R : NULL; /* [Tq, R] */
         real *Pp = scratch ? Pc + (long)Tq * R : NULL;                                     /* [Tk, R] */
         /* c2c: S = q · k^T */
         if (g->terms & ATT_C2C)
-            cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, D, 1, qb, D, kb, D, 0, S, Tk);
+            cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, D, 1, qb, ld, kb, ld, 0, S, Tk);
         else
             memset(S, 0, (size_t)Tq * Tk * sizeof(real));
         /* c2p: Pc = q · kr[a]^T [Tq, R];  p2c: Pp = k · qr[a]^T [Tk, R] */
         if (g->terms & ATT_C2P)
-            cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, R, D, 1, qb, D, kr + (long)a * R * D, D, 0, Pc, R);
+            cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, R, D, 1, qb, ld, kr + (long)a * R * D, D, 0, Pc, R);
         if (g->terms & ATT_P2C)
-            cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tk, R, D, 1, kb, D, qr + (long)a * R * D, D, 0, Pp, R);
+            cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tk, R, D, 1, kb, ld, qr + (long)a * R * D, D, 0, Pp, R);
         /* one pass per row: S[i,j] = scale · ((S[i,j] + Pc[i, c(i,j)]) + Pp[j, c(i,j)])  (the terms that are on) */
         for (int i = 0; i < Tq; i++) {
             const int32_t *ci = c ? c + (long)i * Tk : NULL;
@@ -161,9 +182,9 @@ static int da_merge_runs(const int32_t *c, int Tq, int Tk) {
  * dpp [Tk,R] (zeroed and scattered here) and their dq += dpc·kr, dk += dpp·qr.  The tables' gradients
  * (which sum over b) are left to the caller. */
 static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS, real *dpc, real *dpp) {
-    const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, a = (int)(ba % g->A);
+    const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, a = (int)(ba % g->A), b = (int)(ba / g->A), ld = da_ld(g);
     const real *Pb = x->P + ba * Tq * Tk, *dPb = x->dP + ba * Tq * Tk;
-    const real *qb = x->q + ba * Tq * D, *kb = x->k + ba * Tk * D;
+    const real *qb = x->q + da_off(g, b, a, Tq), *kb = x->k + da_off(g, b, a, Tk);
     const real scale = x->scale, ks = x->ks;
     const int32_t *c = x->c;
     /* P = softmax(scale·S):  dS[i,j] = scale · P[i,j] · (dP[i,j] − Σ_j' P[i,j'] dP[i,j'])
@@ -183,13 +204,13 @@ static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS
         for (int j = 0; j < Tk; j++) dot += p[j] * dp[j];
         for (int j = 0; j < Tk; j++) ds[j] = scale * p[j] * (dp[j] - dot);
     }
-    real *dq = x->dq ? x->dq + ba * Tq * D : NULL, *dk = x->dk ? x->dk + ba * Tk * D : NULL;
+    real *dq = x->dq ? x->dq + da_off(g, b, a, Tq) : NULL, *dk = x->dk ? x->dk + da_off(g, b, a, Tk) : NULL;
     /* the first gemm into a fresh dq / dk block assigns (beta 0), the later ones add */
     real bq = x->dq_fresh ? 0 : 1, bk = x->dk_fresh ? 0 : 1;
     /* S = q · k^T:  dq += dS · k,  dk += dS^T · q */
     if (g->terms & ATT_C2C) {
-        if (dq) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, Tk, 1, dS, Tk, kb, D, bq, dq, D);
-        if (dk) cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, D, Tq, 1, dS, Tk, qb, D, bk, dk, D);
+        if (dq) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, Tk, 1, dS, Tk, kb, ld, bq, dq, ld);
+        if (dk) cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, D, Tq, 1, dS, Tk, qb, ld, bk, dk, ld);
         bq = bk = 1;
     }
     /* S[i,j] += Pc[i, c(i,j)], Pc = q · kr^T:  dPc[i, c(i,j)] += dS[i,j];  dq += dPc · kr */
@@ -216,7 +237,7 @@ static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS
                 for (int j = 0; j < Tk; j++) d[ci[j]] += ds[j];
             }
         }
-        if (dq) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, R, 1, dpc, R, x->kr + (long)a * R * D, D, bq, dq, D);
+        if (dq) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, R, 1, dpc, R, x->kr + (long)a * R * D, D, bq, dq, ld);
         bq = 1;
     }
     /* S[i,j] += Pp[j, c(i,j)], Pp = k · qr^T:  dPp[j, c(i,j)] += dS[i,j];  dk += dPp · qr */
@@ -227,21 +248,23 @@ static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS
             const real *ds = dS + (long)i * Tk;
             for (int j = 0; j < Tk; j++) dpp[(long)j * R + ci[j]] += ds[j];
         }
-        if (dk) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tk, D, R, 1, dpp, R, x->qr + (long)a * R * D, D, bk, dk, D);
+        if (dk) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tk, D, R, 1, dpp, R, x->qr + (long)a * R * D, D, bk, dk, ld);
         bk = 1;
     }
     /* no term wrote a fresh block (a term subset without it): its gradient is zero */
-    if (dq && bq == 0) memset(dq, 0, (size_t)Tq * D * sizeof(real));
-    if (dk && bk == 0) memset(dk, 0, (size_t)Tk * D * sizeof(real));
+    for (int i = 0; dq && bq == 0 && i < Tq; i++) memset(dq + (long)i * ld, 0, (size_t)D * sizeof(real));
+    for (int j = 0; dk && bk == 0 && j < Tk; j++) memset(dk + (long)j * ld, 0, (size_t)D * sizeof(real));
 }
 
 /* The tables' share of pair (b,a): dkr[a] += dpc^T · q[b,a],  dqr[a] += dpp^T · k[b,a]. */
 static void da_backward_tables(const DABack *x, const DAGeom *g, long ba, const real *dpc, const real *dpp) {
-    const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, a = (int)(ba % g->A);
+    const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, a = (int)(ba % g->A), b = (int)(ba / g->A), ld = da_ld(g);
     if (x->dkr && (g->terms & ATT_C2P))
-        cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, R, D, Tq, 1, dpc, R, x->q + ba * Tq * D, D, 1, x->dkr + (long)a * R * D, D);
+        cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, R, D, Tq, 1, dpc, R, x->q + da_off(g, b, a, Tq), ld, 1,
+                   x->dkr + (long)a * R * D, D);
     if (x->dqr && (g->terms & ATT_P2C))
-        cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, R, D, Tk, 1, dpp, R, x->k + ba * Tk * D, D, 1, x->dqr + (long)a * R * D, D);
+        cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, R, D, Tk, 1, dpp, R, x->k + da_off(g, b, a, Tk), ld, 1,
+                   x->dqr + (long)a * R * D, D);
 }
 
 /* Per-thread working memory (reals) of the backward: dS, dpc, dpp of one pair. */
@@ -296,9 +319,9 @@ typedef struct {
 } DASaved;
 
 /* The op; with dropout_site, the dropout of its output fused in (ops_attention.h). */
-static Tensor *attention(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, const int32_t *c_idx, int terms, real scale,
-                         const int32_t *qmask, const int32_t *kmask, int dropout_site, real pdrop) {
-    DAGeom g = da_geometry(q, k, qr, kr, c_idx, terms);
+static Tensor *attention(Tape *t, Tensor *q, Tensor *k, int heads, Tensor *qr, Tensor *kr, const int32_t *c_idx, int terms,
+                         real scale, const int32_t *qmask, const int32_t *kmask, int dropout_site, real pdrop) {
+    DAGeom g = da_geometry(q, k, heads, qr, kr, c_idx, terms);
     const int use_pos = (terms & (ATT_C2P | ATT_P2C)) != 0;
     if (use_pos) {
         const long n = (long)g.Tq * g.Tk;
@@ -332,6 +355,7 @@ static Tensor *attention(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, 
         }
         nd->ctx = sv;
         nd->iarg[0] = terms;
+        nd->iarg[1] = heads;
         nd->farg[0] = scale;
     }
     return out;
@@ -339,12 +363,19 @@ static Tensor *attention(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, 
 
 Tensor *op_disentangled_attention_probs(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, const int32_t *c_idx,
                                         int terms, real scale, const int32_t *qmask, const int32_t *kmask) {
-    return attention(t, q, k, qr, kr, c_idx, terms, scale, qmask, kmask, 0, 0);
+    return attention(t, q, k, 0, qr, kr, c_idx, terms, scale, qmask, kmask, 0, 0);
 }
 
 Tensor *op_disentangled_attention_dropout(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, const int32_t *c_idx,
                                           int terms, real scale, const int32_t *qmask, const int32_t *kmask, real p) {
-    return attention(t, q, k, qr, kr, c_idx, terms, scale, qmask, kmask, 1, p);
+    return attention(t, q, k, 0, qr, kr, c_idx, terms, scale, qmask, kmask, 1, p);
+}
+
+Tensor *op_disentangled_attention_dropout_bth(Tape *t, Tensor *q, Tensor *k, int heads, Tensor *qr, Tensor *kr,
+                                              const int32_t *c_idx, int terms, real scale, const int32_t *qmask,
+                                              const int32_t *kmask, real p) {
+    OP_CHECK(heads > 0, "disentangled_attention", "heads = %d: need >= 1", heads);
+    return attention(t, q, k, heads, qr, kr, c_idx, terms, scale, qmask, kmask, 1, p);
 }
 
 void disentangled_attention_backward_node(Tape *t, TapeNode *nd) {
@@ -352,7 +383,7 @@ void disentangled_attention_backward_node(Tape *t, TapeNode *nd) {
     const int terms = (int)nd->iarg[0];
     const DASaved *sv = nd->ctx;
     const int32_t *c = sv->c;
-    DAGeom g = da_geometry(q, k, qr, kr, c, terms);
+    DAGeom g = da_geometry(q, k, (int)nd->iarg[1], qr, kr, c, terms);
     /* grads first: they outlive the call; the scratch goes back to the pool at the end */
     int dq_fresh = 0, dk_fresh = 0;
     real *dq = q->requires_grad ? tape_grad_put(t, q, &dq_fresh) : NULL;
@@ -383,4 +414,58 @@ void disentangled_attention_backward_node(Tape *t, TapeNode *nd) {
     tape_scratch_release(t, dPp, pbytes);
     tape_scratch_release(t, dPc, cbytes);
     tape_scratch_release(t, scratch, sbytes);
+}
+
+/* ---------------- the context P · V, heads interleaved ---------------- */
+
+typedef struct {
+    int B, A, Tq, Tk, D;
+} CtxGeom;
+
+static CtxGeom ctx_geometry(const Tensor *p, const Tensor *v) {
+    char s1[64], s2[64];
+    const char *op = "attention_context";
+    OP_CHECK(p && v, op, "NULL input");
+    OP_CHECK(p->ndim == 4 && v->ndim == 3, op, "p %s must be [B, A, Tq, Tk] and v %s [B, Tk, A·D]", shape_str(p, s1, 64),
+             shape_str(v, s2, 64));
+    const CtxGeom g = {p->shape[0], p->shape[1], p->shape[2], p->shape[3], v->shape[2] / (p->shape[1] > 0 ? p->shape[1] : 1)};
+    OP_CHECK(v->shape[0] == g.B && v->shape[1] == g.Tk && g.A > 0 && v->shape[2] == g.A * g.D && g.D > 0, op,
+             "p %s and v %s: need v [B, Tk, A·D] for p [B, A, Tq, Tk]", shape_str(p, s1, 64), shape_str(v, s2, 64));
+    return g;
+}
+
+Tensor *op_attention_context(Tape *t, Tensor *p, Tensor *v) {
+    const CtxGeom g = ctx_geometry(p, v);
+    const int H = g.A * g.D, shape[3] = {g.B, g.Tq, H};
+    Tensor *out = tape_tensor(t, 3, shape, "attention_context");
+    const int nba = g.B * g.A, par = nba >= omp_get_max_threads();
+#pragma omp parallel for schedule(static) if (par)
+    for (int ba = 0; ba < nba; ba++) {
+        const int b = ba / g.A, a = ba % g.A;
+        gemm(0, 0, g.Tq, g.D, g.Tk, 1, p->data + (long)ba * g.Tq * g.Tk, g.Tk, v->data + (long)b * g.Tk * H + (long)a * g.D, H, 0,
+             out->data + (long)b * g.Tq * H + (long)a * g.D, H);
+    }
+    Tensor *in[2] = {p, v};
+    tape_record(t, OP_ATTENTION_CONTEXT, out, 2, in);
+    return out;
+}
+
+/* dP[b,a] = dctx[b,a] · v[b,a]^T;  dv[b,a] = P[b,a]^T · dctx[b,a]  (pair (b,a) of ctx and v: rows of
+ * [B, T, A·D] at column a·D, D wide; fresh buffers are assigned: gemm beta 0) */
+void attention_context_backward_node(Tape *t, TapeNode *nd) {
+    Tensor *p = nd->in[0], *v = nd->in[1];
+    const CtxGeom g = ctx_geometry(p, v);
+    const int H = g.A * g.D;
+    int fp = 0, fv = 0;
+    real *dp = p->requires_grad ? tape_grad_put(t, p, &fp) : NULL;
+    real *dv = v->requires_grad ? tape_grad_put(t, v, &fv) : NULL;
+    const real *dout = nd->out->grad;
+    const int nba = g.B * g.A, par = nba >= omp_get_max_threads();
+#pragma omp parallel for schedule(static) if (par)
+    for (int ba = 0; ba < nba; ba++) {
+        const int b = ba / g.A, a = ba % g.A;
+        const long pv = (long)b * g.Tk * H + (long)a * g.D, pc = (long)b * g.Tq * H + (long)a * g.D;
+        if (dp) gemm(0, 1, g.Tq, g.Tk, g.D, 1, dout + pc, H, v->data + pv, H, fp ? 0 : 1, dp + (long)ba * g.Tq * g.Tk, g.Tk);
+        if (dv) gemm(1, 0, g.Tk, g.D, g.Tq, 1, p->data + (long)ba * g.Tq * g.Tk, g.Tk, dout + pc, H, fv ? 0 : 1, dv + pv, H);
+    }
 }

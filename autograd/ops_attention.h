@@ -35,6 +35,15 @@ Tensor *op_disentangled_attention_probs(Tape *t, Tensor *q, Tensor *k, Tensor *q
  * Returns dropout(P), or P itself when the dropout is the identity (not training, p == 0). */
 Tensor *op_disentangled_attention_dropout(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, const int32_t *c_idx,
                                           int terms, real scale, const int32_t *qmask, const int32_t *kmask, real p);
+/* op_disentangled_attention_dropout on q [B,Tq,A·D], k [B,Tk,A·D] with A = heads: the heads interleaved in
+ * each row, as the linear layers write them, read in place (no split_heads copy); the same values and
+ * gradients, bit for bit (tests/test_model_attention.c), and dq, dk in that layout. */
+Tensor *op_disentangled_attention_dropout_bth(Tape *t, Tensor *q, Tensor *k, int heads, Tensor *qr, Tensor *kr,
+                                              const int32_t *c_idx, int terms, real scale, const int32_t *qmask,
+                                              const int32_t *kmask, real p);
+/* ctx [B,Tq,A·D] = P [B,A,Tq,Tk] · v [B,Tk,A·D] per (b, a) on the D columns of head a: the values and
+ * gradients of op_merge_heads(op_matmul(P, op_split_heads(v, A), 0, 0)) without the two copies. */
+Tensor *op_attention_context(Tape *t, Tensor *p, Tensor *v);
 /* 1: the backward always lets threads own (b,a) pairs (ops_attention.c, da_backward_pairs), as it does
  * when the heads do not divide among the threads; 0 (default): threads own heads when they divide.  The
  * two are bitwise equal (tests compare them). */

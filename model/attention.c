@@ -71,9 +71,10 @@ static Tensor *project_table(Tape *t, Tensor *x, Tensor *w, Tensor *b, int A) {
     return op_split_heads(t, op_linear(t, op_reshape(t, x, 3, s3), w, b), A);
 }
 
-/* P of one block; with fuse_dropout (fused op only) the attention dropout of P in the same op. */
+/* P of one block; with fuse_dropout (fused op only) the attention dropout of P in the same op; with bth
+ * (fused, with dropout) q and k are [B, T, A·D] as the projections wrote them, else [B, A, T, D]. */
 static Tensor *probs_op(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *q, Tensor *k, const RelContext *rc,
-                        int unfused, int fuse_dropout) {
+                        int unfused, int fuse_dropout, int bth) {
     const int A = cfg->num_attention_heads, terms = cfg->att_terms;
     Tensor *qr = NULL, *kr = NULL;
     if (terms & (ATT_C2P | ATT_P2C)) {
@@ -84,6 +85,9 @@ static Tensor *probs_op(Tape *t, const ModelConfig *cfg, const AttentionParams *
     }
     const real scale = (real)(1.0 / sqrt((double)cfg->attention_head_size * config_num_terms(cfg)));
     if (unfused) return attention_probs_unfused(t, q, k, qr, kr, rc->c, terms, scale, rc->mask, rc->mask);
+    if (bth)
+        return op_disentangled_attention_dropout_bth(t, q, k, A, qr, kr, rc->c, terms, scale, rc->mask, rc->mask,
+                                                     (real)cfg->attention_probs_dropout_prob);
     if (fuse_dropout)
         return op_disentangled_attention_dropout(t, q, k, qr, kr, rc->c, terms, scale, rc->mask, rc->mask,
                                                  (real)cfg->attention_probs_dropout_prob);
@@ -92,26 +96,29 @@ static Tensor *probs_op(Tape *t, const ModelConfig *cfg, const AttentionParams *
 
 Tensor *attention_probs(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *q, Tensor *k, const RelContext *rc,
                         int unfused) {
-    return probs_op(t, cfg, p, q, k, rc, unfused, 0);
+    return probs_op(t, cfg, p, q, k, rc, unfused, 0, 0);
 }
 
 Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *qin, Tensor *kv, const RelContext *rc) {
     const int A = cfg->num_attention_heads;
     const real ph = (real)cfg->hidden_dropout_prob;
-    Tensor *q = op_split_heads(t, op_linear(t, qin, p->wq, p->bq), A); /* [B, A, T, D] */
-    Tensor *k = op_split_heads(t, op_linear(t, kv, p->wk, p->bk), A);
-    Tensor *v = op_split_heads(t, op_linear(t, kv, p->wv, p->bv), A);
-    /* P [B, A, T, T] after the attention dropout: one fused op, unless the unfused reference or the
-     * attention statistics (which read P before the dropout) ask for P itself */
-    Tensor *probs;
+    Tensor *q = op_linear(t, qin, p->wq, p->bq); /* [B, T, A·D] */
+    Tensor *k = op_linear(t, kv, p->wk, p->bk);
+    Tensor *v = op_linear(t, kv, p->wv, p->bv);
+    Tensor *ctx;                                 /* [B, T, A·D] */
     if (g_attention_unfused || g_attention_stats) {
-        probs = attention_probs(t, cfg, p, q, k, rc, g_attention_unfused);
+        /* the unfused reference, or the attention statistics (which read P before the dropout): the heads
+         * split into [B, A, T, D] copies, P itself, its dropout, P·V and the merge as separate ops */
+        Tensor *q4 = op_split_heads(t, q, A), *k4 = op_split_heads(t, k, A), *v4 = op_split_heads(t, v, A);
+        Tensor *probs = attention_probs(t, cfg, p, q4, k4, rc, g_attention_unfused);
         if (g_attention_stats) attention_stats_add(g_attention_stats, probs, rc->mask);
         probs = op_dropout_batch(t, probs, (real)cfg->attention_probs_dropout_prob);
+        ctx = op_merge_heads(t, op_matmul(t, probs, v4, 0, 0));
     } else {
-        probs = probs_op(t, cfg, p, q, k, rc, 0, 1);
+        /* P [B, A, T, T] after the attention dropout in one op, then the context, both reading the
+         * projections' [B, T, A·D] layout in place */
+        ctx = op_attention_context(t, probs_op(t, cfg, p, q, k, rc, 0, 1, 1), v);
     }
-    Tensor *ctx = op_merge_heads(t, op_matmul(t, probs, v, 0, 0)); /* [B, T, A·D] */
     Tensor *o = op_linear(t, ctx, p->wo, p->bo);                     /* [B, T, H] */
     /* LN(Dropout_h(o) + qin): one op, or the three (the unfused reference) */
     if (g_attention_unfused)

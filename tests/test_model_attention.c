@@ -349,6 +349,90 @@ static void backward_schedules_bitwise_equal(void **state) {
     for (int i = 0; i < 4; i++) gradcheck_leaf_free(x[i]);
 }
 
+/* The op on q, k in the projections' [B, T, A·D] layout (op_disentangled_attention_dropout_bth) == the op on
+ * their split_heads copies, and op_attention_context == merge_heads(matmul(P, split_heads(v))): the same
+ * values and gradients bit for bit, for every term subset with padding and dropout, on 2 threads (heads
+ * schedule), 3 (pairs) and with one tensor as q and k. */
+static void interleaved_heads_equal_split_heads(void **state) {
+    enum { BB = 3, AA = 2, TT = 40, DD = 8, RR = 31, HH = AA * DD };
+    const int s3[3] = {BB, TT, HH}, st[3] = {AA, RR, DD}, sp[4] = {BB, AA, TT, TT};
+    Tensor *x[5] = {gradcheck_leaf(3, s3, 1, "q"), gradcheck_leaf(3, s3, 1, "k"), gradcheck_leaf(3, st, 1, "qr"),
+                    gradcheck_leaf(3, st, 1, "kr"), gradcheck_leaf(3, s3, 1, "v")};
+    Tensor *P = gradcheck_leaf(4, sp, 1, "P");
+    for (int i = 0; i < 5; i++) gradcheck_fill_uniform(x[i], 60 + i, -1, 1);
+    gradcheck_fill_uniform(P, 66, 0, 1);
+    static int32_t c[TT * TT], m[BB * TT];
+    for (int i = 0; i < TT; i++)
+        for (int j = 0; j < TT; j++) {
+            const int v = i - j + RR / 2;
+            c[i * TT + j] = v < 0 ? 0 : v > RR - 1 ? RR - 1 : v;
+        }
+    for (int i = 0; i < BB * TT; i++) m[i] = i < TT || i % TT < TT - 5;
+    static real out0[BB * AA * TT * TT], g0[5][BB * TT * HH], gP[BB * AA * TT * TT];
+    const int nt0 = omp_get_max_threads();
+    T.training = 1;
+    for (int terms = 1; terms <= 8; terms++) /* 8: all terms with one tensor as q and k */
+        for (int th = 2; th <= 3; th++)
+            for (int pass = 0; pass < 2; pass++) {
+                omp_set_num_threads(th);
+                for (int i = 0; i < 5; i++) memset(x[i]->grad, 0, x[i]->n * sizeof(real));
+                tape_reset(&T);
+                T.step = 6;
+                const int tm = terms == 8 ? ATT_ALL : terms;
+                Tensor *q = x[0], *k = terms == 8 ? x[0] : x[1], *o;
+                if (pass == 0) {
+                    Tensor *q4 = op_split_heads(&T, q, AA), *k4 = k == q ? q4 : op_split_heads(&T, k, AA);
+                    o = op_disentangled_attention_dropout(&T, q4, k4, x[2], x[3], c, tm, (real)0.2, m, m, (real)0.1);
+                } else {
+                    o = op_disentangled_attention_dropout_bth(&T, q, k, AA, x[2], x[3], c, tm, (real)0.2, m, m, (real)0.1);
+                }
+                real *w = arena_alloc(&T.arena, o->n * sizeof(real));
+                for (long e = 0; e < o->n; e++) w[e] = (real)(rng_uniform(5, rng_stream(RNG_TEST, 4, 0), e) - 0.5);
+                tape_backward_from(&T, o, w);
+                if (pass == 0) {
+                    memcpy(out0, o->data, o->n * sizeof(real));
+                    for (int i = 0; i < 4; i++) memcpy(g0[i], x[i]->grad, x[i]->n * sizeof(real));
+                    continue;
+                }
+                for (long e = 0; e < o->n; e++)
+                    if (o->data[e] != out0[e]) fail_msg("terms %d, %d threads: P[%ld] %.9g, split %.9g", terms, th, e, (double)o->data[e], (double)out0[e]);
+                for (int i = 0; i < 4; i++)
+                    for (long e = 0; e < x[i]->n; e++)
+                        if (x[i]->grad[e] != g0[i][e])
+                            fail_msg("terms %d, %d threads: grad %d [%ld] %.9g, split %.9g", terms, th, i, e, (double)x[i]->grad[e],
+                                     (double)g0[i][e]);
+            }
+    /* the context */
+    for (int th = 2; th <= 3; th++)
+        for (int pass = 0; pass < 2; pass++) {
+            omp_set_num_threads(th);
+            memset(P->grad, 0, P->n * sizeof(real));
+            memset(x[4]->grad, 0, x[4]->n * sizeof(real));
+            tape_reset(&T);
+            Tensor *o = pass == 0 ? op_merge_heads(&T, op_matmul(&T, P, op_split_heads(&T, x[4], AA), 0, 0))
+                                  : op_attention_context(&T, P, x[4]);
+            real *w = arena_alloc(&T.arena, o->n * sizeof(real));
+            for (long e = 0; e < o->n; e++) w[e] = (real)(rng_uniform(5, rng_stream(RNG_TEST, 5, 0), e) - 0.5);
+            tape_backward_from(&T, o, w);
+            if (pass == 0) {
+                memcpy(out0, o->data, o->n * sizeof(real));
+                memcpy(g0[0], x[4]->grad, x[4]->n * sizeof(real));
+                memcpy(gP, P->grad, P->n * sizeof(real));
+                continue;
+            }
+            for (long e = 0; e < o->n; e++)
+                if (o->data[e] != out0[e]) fail_msg("context, %d threads: [%ld] %.9g, three ops %.9g", th, e, (double)o->data[e], (double)out0[e]);
+            for (long e = 0; e < x[4]->n; e++)
+                if (x[4]->grad[e] != g0[0][e]) fail_msg("context, %d threads: dv[%ld] %.9g, three ops %.9g", th, e, (double)x[4]->grad[e], (double)g0[0][e]);
+            for (long e = 0; e < P->n; e++)
+                if (P->grad[e] != gP[e]) fail_msg("context, %d threads: dP[%ld] %.9g, three ops %.9g", th, e, (double)P->grad[e], (double)gP[e]);
+        }
+    omp_set_num_threads(nt0);
+    T.training = 0;
+    for (int i = 0; i < 5; i++) gradcheck_leaf_free(x[i]);
+    gradcheck_leaf_free(P);
+}
+
 static void attention_memory_bound(void **state) {
     ModelConfig cfg;
     char err[256];
@@ -397,6 +481,7 @@ int main(void) {
         cmocka_unit_test(fused_dropout_equals_op_then_dropout),
         cmocka_unit_test(block_fused_equals_unfused),
         cmocka_unit_test(backward_schedules_bitwise_equal),
+        cmocka_unit_test(interleaved_heads_equal_split_heads),
         cmocka_unit_test(attention_memory_bound),
         cmocka_unit_test(attention_stats_by_hand),
     };

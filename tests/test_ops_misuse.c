@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
+#include "autograd/ops_attention.h"
 
 static Tape T; /* the child's: globals stay reachable at exit (no leak reports under ASan) */
 static Tensor *mk(int ndim, const int *shape) { return gradcheck_leaf(ndim, shape, 1, "x"); }
@@ -84,6 +85,15 @@ static void split_heads_divide(void) { op_split_heads(&T, mk(3, SH(2, 3, 10)), 3
 static void merge_heads_3d(void) { op_merge_heads(&T, mk(3, SH(2, 3, 10))); }
 static void matmul_inner(void) { op_matmul(&T, mk(2, SH(2, 3)), mk(2, SH(4, 5)), 0, 0); }
 static void linear_shapes(void) { op_linear(&T, mk(2, SH(2, 3)), mk(2, SH(4, 5)), NULL); }
+static void daln_shapes(void) { op_dropout_add_layernorm(&T, mk(2, SH(2, 3)), (real)0.1, mk(2, SH(3, 2)), NULL, NULL, (real)1e-5); }
+static void daln_same(void) {
+    Tensor *x = mk(2, SH(2, 3));
+    op_dropout_add_layernorm(&T, x, (real)0.1, x, NULL, NULL, (real)1e-5);
+}
+static void context_shapes(void) { op_attention_context(&T, mk(4, SH(2, 2, 3, 4)), mk(3, SH(2, 5, 6))); }
+static void attention_bth_heads(void) {
+    op_disentangled_attention_dropout_bth(&T, mk(3, SH(2, 4, 6)), mk(3, SH(2, 4, 6)), 4, NULL, NULL, NULL, ATT_C2C, 1, NULL, NULL, 0);
+}
 
 static const Misuse cases[] = {
     {"add shape mismatch", "error: op add: shapes differ: a [2, 3], b [3, 2]", add_shapes},
@@ -119,6 +129,11 @@ static const Misuse cases[] = {
     {"merge_heads 3-D", "error: op merge_heads: x [2, 3, 10] must be [B, H, T, D]", merge_heads_3d},
     {"matmul inner dims", "error: op matmul: inner dimensions differ: A [2, 3], B [4, 5]", matmul_inner},
     {"linear shapes", "error: op linear: x [2, 3] does not match weight [4, 5]", linear_shapes},
+    {"dropout_add_layernorm shapes", "error: op dropout_add_layernorm: y [2, 3] and res [3, 2] differ in shape", daln_shapes},
+    {"dropout_add_layernorm y = res", "error: op dropout_add_layernorm: y and res are the same tensor", daln_same},
+    {"attention_context v", "error: op attention_context: p [2, 2, 3, 4] and v [2, 5, 6]: need v [B, Tk, A·D]", context_shapes},
+    {"attention [B,T,A*D] heads", "error: op disentangled_attention: q [2, 4, 6] and k [2, 4, 6] must be [B, T, A·D] with A = 4",
+     attention_bth_heads},
 };
 
 /* Runs fn in a child; returns its exit status (or 128 + signal) and its stderr in buf. */
