@@ -291,6 +291,17 @@ static void attention_stats_by_hand(void **state) {
     gradcheck_leaf_free(P);
 }
 
+/* c [T, T] relative-style, clamped to [0, R) (repeats at both ends); m [B·T]: sequence 0 unpadded, the
+ * others with their last 5 positions padded. */
+static void schedule_inputs(int32_t *c, int32_t *m, int Bn, int Tn, int Rn) {
+    for (int i = 0; i < Tn; i++)
+        for (int j = 0; j < Tn; j++) {
+            const int v = i - j + Rn / 2;
+            c[i * Tn + j] = v < 0 ? 0 : v > Rn - 1 ? Rn - 1 : v;
+        }
+    for (int i = 0; i < Bn * Tn; i++) m[i] = i < Tn || i % Tn < Tn - 5;
+}
+
 /* The backward's two schedules (ops_attention.c): threads owning heads (the default when the heads divide
  * among the threads) and threads owning (b,a) pairs with the tables summed afterwards give the same
  * gradients bit for bit, with every term subset, padding and the fused dropout; also across thread
@@ -304,12 +315,7 @@ static void backward_schedules_bitwise_equal(void **state) {
                     gradcheck_leaf(3, st, 1, "kr")};
     for (int i = 0; i < 4; i++) gradcheck_fill_uniform(x[i], 40 + i, -1, 1);
     static int32_t c[TT * TT], m[BB * TT];
-    for (int i = 0; i < TT; i++)
-        for (int j = 0; j < TT; j++) { /* relative-style, clamped: repeats at both ends */
-            const int v = i - j + RR / 2;
-            c[i * TT + j] = v < 0 ? 0 : v > RR - 1 ? RR - 1 : v;
-        }
-    for (int i = 0; i < BB * TT; i++) m[i] = i < TT || i % TT < TT - 5;
+    schedule_inputs(c, m, BB, TT, RR);
     static real g[2][4][BB * AA * TT * DD];
     const int nt0 = omp_get_max_threads();
     /* (threads, g_attention_by_pairs, g_attention_scatter) */
@@ -362,12 +368,7 @@ static void interleaved_heads_equal_split_heads(void **state) {
     for (int i = 0; i < 5; i++) gradcheck_fill_uniform(x[i], 60 + i, -1, 1);
     gradcheck_fill_uniform(P, 66, 0, 1);
     static int32_t c[TT * TT], m[BB * TT];
-    for (int i = 0; i < TT; i++)
-        for (int j = 0; j < TT; j++) {
-            const int v = i - j + RR / 2;
-            c[i * TT + j] = v < 0 ? 0 : v > RR - 1 ? RR - 1 : v;
-        }
-    for (int i = 0; i < BB * TT; i++) m[i] = i < TT || i % TT < TT - 5;
+    schedule_inputs(c, m, BB, TT, RR);
     static real out0[BB * AA * TT * TT], g0[5][BB * TT * HH], gP[BB * AA * TT * TT];
     const int nt0 = omp_get_max_threads();
     T.training = 1;
