@@ -139,7 +139,7 @@ typedef struct {
 } DALNCtx;
 
 /* s = dropout(y) + res of row r into sr, the dropped row as op_dropout_batch then op_add compute it:
- * with the mask drawn (keep_new: forward) or read back (backward). */
+ * with the mask drawn (draw = 1: forward, into keepr) or read back (backward). */
 static inline void daln_row_input(real *sr, const real *yr, const real *resr, uint8_t *keepr, int draw, real p, uint64_t seed,
                                   uint64_t stream, int64_t off, int C) {
     if (!keepr) {
