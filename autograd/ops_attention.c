@@ -153,29 +153,33 @@ typedef struct {
     const int32_t *c;
     const uint8_t *keep; /* the fused dropout's mask, or NULL */
     real scale, ks;      /* ks = 1 / (1 − p) of the dropout */
-    int merge_runs;      /* da_merge_runs(c) */
+    int merge_runs;      /* add runs of equal c(i,j) as one sum (da_check_index) */
 } DABack;
 
-/* Whether the c2p gradient's scatter dPc[i, c(i,j)] += dS[i,j] (j increasing) should add each run of
- * equal c(i,j) as one sum: when every row of c is monotone, each value's entries in a row are one run,
- * and the run's sum added to the zero-filled element is bitwise the scatter's result (the additions
- * happen in the same order; 0 + x = x).  Worth it when runs are long (far relative distances share a
- * log bucket, e.g. T 512 with 64 buckets): the scatter then waits on each addition into the same
- * element.  Chosen when at least a third of the entries continue a run. */
-static int da_merge_runs(const int32_t *c, int Tq, int Tk) {
-    if (g_attention_scatter || !c || Tk < 2) return 0;
+/* Checks that every c(i,j) names a table row, and says whether the c2p gradient's scatter
+ * dPc[i, c(i,j)] += dS[i,j] (j increasing) should add each run of equal c(i,j) as one sum: when every row
+ * of c is monotone, each value's entries in a row are one run, and the run's sum added to the
+ * zero-filled element is bitwise the scatter's result (the additions happen in the same order;
+ * 0 + x = x).  Worth it when runs are long (far relative distances share a log bucket, e.g. T 512 with
+ * 64 buckets): the scatter then waits on each addition into the same element.  Chosen when at least a
+ * third of the entries continue a run.  One pass over c, in the forward; the backward reads the answer. */
+static int da_check_index(const int32_t *c, int Tq, int Tk, int R) {
     long same = 0;
+    int monotone = 1;
     for (int i = 0; i < Tq; i++) {
         const int32_t *ci = c + (long)i * Tk;
         int up = 0, down = 0;
-        for (int j = 1; j < Tk; j++) {
+        for (int j = 0; j < Tk; j++) {
+            OP_CHECK(ci[j] >= 0 && ci[j] < R, "disentangled_attention", "c[%ld] = %d outside the %d table rows",
+                     (long)i * Tk + j, (int)ci[j], R);
+            if (j == 0) continue;
             same += ci[j] == ci[j - 1];
             up |= ci[j] > ci[j - 1];
             down |= ci[j] < ci[j - 1];
         }
-        if (up && down) return 0;
+        monotone &= !(up && down);
     }
-    return 3 * same >= (long)Tq * (Tk - 1);
+    return !g_attention_scatter && Tk >= 2 && monotone && 3 * same >= (long)Tq * (Tk - 1);
 }
 
 /* One (b,a) pair: dS [Tq,Tk] from dP; dq, dk of the c2c term; the gathers' gradients dpc [Tq,R] and
@@ -316,6 +320,7 @@ typedef struct {
     uint8_t *keep; /* NULL: no fused dropout */
     real p;        /* its rate */
     Tensor *P;
+    int merge_runs; /* da_check_index's answer for c */
 } DASaved;
 
 /* The op; with dropout_site, the dropout of its output fused in (ops_attention.h). */
@@ -323,12 +328,7 @@ static Tensor *attention(Tape *t, Tensor *q, Tensor *k, int heads, Tensor *qr, T
                          real scale, const int32_t *qmask, const int32_t *kmask, int dropout_site, real pdrop) {
     DAGeom g = da_geometry(q, k, heads, qr, kr, c_idx, terms);
     const int use_pos = (terms & (ATT_C2P | ATT_P2C)) != 0;
-    if (use_pos) {
-        const long n = (long)g.Tq * g.Tk;
-        for (long i = 0; i < n; i++)
-            OP_CHECK(c_idx[i] >= 0 && c_idx[i] < g.R, "disentangled_attention", "c[%ld] = %d outside the %d table rows", i,
-                     (int)c_idx[i], g.R);
-    }
+    const int merge_runs = use_pos ? da_check_index(c_idx, g.Tq, g.Tk, g.R) : 0;
     const int shape[4] = {g.B, g.A, g.Tq, g.Tk};
     Tensor *p = tape_tensor(t, 4, shape, "attn_probs"), *out = p;
     DADrop dr = {0};
@@ -348,7 +348,7 @@ static Tensor *attention(Tape *t, Tensor *q, Tensor *k, int heads, Tensor *qr, T
     TapeNode *nd = tape_record(t, OP_DISENTANGLED_ATTENTION, out, 4, in);
     if (nd) {
         DASaved *sv = arena_alloc(&t->arena, sizeof *sv);
-        *sv = (DASaved){NULL, dr.keep, dr.p, p};
+        *sv = (DASaved){NULL, dr.keep, dr.p, p, merge_runs};
         if (use_pos) {
             sv->c = arena_alloc(&t->arena, (size_t)g.Tq * g.Tk * sizeof(int32_t));
             memcpy(sv->c, c_idx, (size_t)g.Tq * g.Tk * sizeof(int32_t));
@@ -395,7 +395,7 @@ void disentangled_attention_backward_node(Tape *t, TapeNode *nd) {
     real *dqr = qr && qr->requires_grad ? tape_grad(t, qr) : NULL, *dkr = kr && kr->requires_grad ? tape_grad(t, kr) : NULL;
     const DABack x = {dq, dk, dqr, dkr, dq_fresh, dk_fresh, nd->out->grad, sv->P->data, q->data, k->data,
                       qr ? qr->data : NULL, kr ? kr->data : NULL, c, sv->keep, (real)nd->farg[0],
-                      sv->keep ? 1 / (1 - sv->p) : 1, (terms & ATT_C2P) ? da_merge_runs(c, g.Tq, g.Tk) : 0};
+                      sv->keep ? 1 / (1 - sv->p) : 1, (terms & ATT_C2P) && sv->merge_runs};
     const long nba = (long)g.B * g.A;
     const int par = nba > 1 && nba * g.Tq * g.Tk >= 4096, nt = par ? omp_get_max_threads() : 1;
     if (da_by_heads(&g, nt) && !g_attention_by_pairs) {

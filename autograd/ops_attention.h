@@ -49,6 +49,7 @@ Tensor *op_attention_context(Tape *t, Tensor *p, Tensor *v);
  * two are bitwise equal (tests compare them). */
 extern int g_attention_by_pairs;
 /* 1: the c2p gradient is scattered element by element even where the backward would add runs of equal
- * c(i,j) as one sum (ops_attention.c, da_merge_runs); the two are bitwise equal (tests compare them). */
+ * c(i,j) as one sum (ops_attention.c, da_check_index: read when the forward runs); the two are bitwise
+ * equal (tests compare them). */
 extern int g_attention_scatter;
 #endif

@@ -139,20 +139,26 @@ typedef struct {
 } DALNCtx;
 
 /* s = dropout(y) + res of row r into sr, the dropped row as op_dropout_batch then op_add compute it:
- * with the mask drawn (draw = 1: forward, into keepr) or read back (backward). */
-static inline void daln_row_input(real *sr, const real *yr, const real *resr, uint8_t *keepr, int draw, real p, uint64_t seed,
-                                  uint64_t stream, int64_t off, int C) {
-    if (!keepr) {
-        for (int c = 0; c < C; c++) sr[c] = yr[c] + resr[c];
-        return;
-    }
-    if (draw) {
-        dropout_apply(sr, keepr, yr, C, p, seed, stream, off);
-    } else {
+ * daln_row_draw draws the mask into keepr (forward; keepr NULL: no dropout), daln_row_again reads it
+ * back (backward).  Both scale kept entries by 1/(1 − p) as dropout_apply does: the same bits. */
+static inline void daln_row_add(real *sr, const real *resr, int C) {
+    for (int c = 0; c < C; c++) sr[c] = sr[c] + resr[c];
+}
+
+static inline void daln_row_draw(real *sr, const real *yr, const real *resr, uint8_t *keepr, real p, uint64_t seed,
+                                 uint64_t stream, int64_t off, int C) {
+    if (keepr) dropout_apply(sr, keepr, yr, C, p, seed, stream, off);
+    else memcpy(sr, yr, (size_t)C * sizeof(real));
+    daln_row_add(sr, resr, C);
+}
+
+static inline void daln_row_again(real *sr, const real *yr, const real *resr, const uint8_t *keepr, real p, int C) {
+    if (keepr) {
         const real s = 1 / (1 - p);
         for (int c = 0; c < C; c++) sr[c] = keepr[c] ? yr[c] * s : 0;
-    }
-    for (int c = 0; c < C; c++) sr[c] = sr[c] + resr[c];
+    } else
+        memcpy(sr, yr, (size_t)C * sizeof(real));
+    daln_row_add(sr, resr, C);
 }
 
 Tensor *op_dropout_add_layernorm(Tape *t, Tensor *y, real p, Tensor *res, Tensor *g, Tensor *b, real eps) {
@@ -185,8 +191,8 @@ Tensor *op_dropout_add_layernorm(Tape *t, Tensor *y, real p, Tensor *res, Tensor
 #pragma omp parallel for schedule(static) if (R * (long)C >= OMP_MIN_ELEMS)
     for (long r = 0; r < R; r++) {
         real *s = scratch + (long)omp_get_thread_num() * C;
-        daln_row_input(s, y->data + r * C, res->data + r * C, cx->keep ? cx->keep + r * C : NULL, 1, p, t->seed, stream,
-                       off + r * C, C);
+        daln_row_draw(s, y->data + r * C, res->data + r * C, cx->keep ? cx->keep + r * C : NULL, p, t->seed, stream,
+                      off + r * C, C);
         ln_row_forward(out->data + r * C, cx->mean + r, cx->rstd + r, s, gd, bd, C, eps);
     }
     tape_scratch_release(t, scratch, sbytes);
@@ -225,7 +231,7 @@ void dropout_add_layernorm_backward_node(Tape *t, TapeNode *nd) {
         for (long r = r0; r < r1; r++) {
             const real *dyr = dout + r * C;
             const uint8_t *kr = cx->keep ? cx->keep + r * C : NULL;
-            daln_row_input(s, y->data + r * C, res->data + r * C, (uint8_t *)kr, 0, cx->p, 0, 0, 0, C);
+            daln_row_again(s, y->data + r * C, res->data + r * C, kr, cx->p, C);
             const real m = cx->mean[r], rs = cx->rstd[r];
             if (dy || dres) { /* v = the LN's input gradient of the row, then one plain loop per output */
                 real s1, s2;

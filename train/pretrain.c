@@ -318,16 +318,26 @@ static void check_init_data(const Run *r) {
 
 /* Seconds of one steady step `step` (no update): two untimed steps first -- the first grows the
  * arena, the second touches its new pages (page faults made a timed second step ~3x slower than a
- * steady one); the loader is put back, so the run starts where it would have. */
+ * steady one) -- then the median of CALIBRATION_STEPS timed ones (one step's time alone varied by
+ * tens of percent on a shared VM); the loader is put back, so the run starts where it would have. */
+enum { CALIBRATION_STEPS = 3 };
 static double time_step(Run *r, long step) {
     Loader *L = step_loader(r, step);
     LoaderState st;
     loader_get_state(L, &st);
     train_step(r, step, 0);
     train_step(r, step, 0);
-    double t0 = now_seconds();
-    train_step(r, step, 0);
-    double dt = (now_seconds() - t0) * 1.05; /* + optimizer and logging */
+    double t[CALIBRATION_STEPS];
+    for (int i = 0; i < CALIBRATION_STEPS; i++) {
+        const double t0 = now_seconds();
+        train_step(r, step, 0);
+        t[i] = now_seconds() - t0;
+        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) { /* insertion: t stays sorted */
+            const double x = t[j];
+            t[j] = t[j - 1], t[j - 1] = x;
+        }
+    }
+    double dt = t[CALIBRATION_STEPS / 2] * 1.05; /* + optimizer and logging */
     for (int i = 0; i < r->n_groups; i++) optim_zero_grad(&r->groups[i]);
     char err[256];
     if (loader_set_state(L, &st, err, sizeof err)) fatal("%s", err);
