@@ -71,10 +71,10 @@ static Tensor *project_table(Tape *t, Tensor *x, Tensor *w, Tensor *b, int A) {
     return op_split_heads(t, op_linear(t, op_reshape(t, x, 3, s3), w, b), A);
 }
 
-/* P of one block; with fuse_dropout (fused op only) the attention dropout of P in the same op; with bth
- * (fused, with dropout) q and k are [B, T, A·D] as the projections wrote them, else [B, A, T, D]. */
+/* P of one block from q, k [B, A, T, D]; with train_path (fused op only) the training forward's form
+ * instead: q, k [B, T, A·D] as the projections wrote them and the attention dropout of P in the op. */
 static Tensor *probs_op(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *q, Tensor *k, const RelContext *rc,
-                        int unfused, int fuse_dropout, int bth) {
+                        int unfused, int train_path) {
     const int A = cfg->num_attention_heads, terms = cfg->att_terms;
     Tensor *qr = NULL, *kr = NULL;
     if (terms & (ATT_C2P | ATT_P2C)) {
@@ -85,18 +85,15 @@ static Tensor *probs_op(Tape *t, const ModelConfig *cfg, const AttentionParams *
     }
     const real scale = (real)(1.0 / sqrt((double)cfg->attention_head_size * config_num_terms(cfg)));
     if (unfused) return attention_probs_unfused(t, q, k, qr, kr, rc->c, terms, scale, rc->mask, rc->mask);
-    if (bth)
+    if (train_path)
         return op_disentangled_attention_dropout_bth(t, q, k, A, qr, kr, rc->c, terms, scale, rc->mask, rc->mask,
                                                      (real)cfg->attention_probs_dropout_prob);
-    if (fuse_dropout)
-        return op_disentangled_attention_dropout(t, q, k, qr, kr, rc->c, terms, scale, rc->mask, rc->mask,
-                                                 (real)cfg->attention_probs_dropout_prob);
     return op_disentangled_attention_probs(t, q, k, qr, kr, rc->c, terms, scale, rc->mask, rc->mask);
 }
 
 Tensor *attention_probs(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *q, Tensor *k, const RelContext *rc,
                         int unfused) {
-    return probs_op(t, cfg, p, q, k, rc, unfused, 0, 0);
+    return probs_op(t, cfg, p, q, k, rc, unfused, 0);
 }
 
 Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *qin, Tensor *kv, const RelContext *rc) {
@@ -117,7 +114,7 @@ Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams
     } else {
         /* P [B, A, T, T] after the attention dropout in one op, then the context, both reading the
          * projections' [B, T, A·D] layout in place */
-        ctx = op_attention_context(t, probs_op(t, cfg, p, q, k, rc, 0, 1, 1), v);
+        ctx = op_attention_context(t, probs_op(t, cfg, p, q, k, rc, 0, 1), v);
     }
     Tensor *o = op_linear(t, ctx, p->wo, p->bo);                     /* [B, T, H] */
     /* LN(Dropout_h(o) + qin): one op, or the three (the unfused reference) */
