@@ -10,12 +10,21 @@ typedef struct {
     real dropout; /* > 0: the fused-dropout form, in training mode (the mask is fixed by seed, step, call) */
     int same_qk;  /* k is the q tensor itself (leaf x[1] unused) */
     int bth;      /* q, k are [B, T, A·D] (op_disentangled_attention_dropout_bth, A heads) */
+    int context;  /* with bth: op_disentangled_attention_context, leaf x[4] = v */
 } DACtx;
 
-/* leaves: q, k, qr, kr */
+/* leaves: q, k, qr, kr (and v) */
 static Tensor *g_attention(Tape *t, Tensor **x, int n, void *ctx) {
     const DACtx *c = ctx;
     Tensor *k = c->same_qk ? x[0] : x[1];
+    if (c->context) {
+        const int was = t->training;
+        t->training = 1;
+        Tensor *y = op_disentangled_attention_context(t, x[0], k, x[4], c->bth, x[2], x[3], c->c, c->terms, c->scale, c->qmask,
+                                                      c->kmask, c->dropout);
+        t->training = was;
+        return y;
+    }
     if (c->dropout <= 0) return op_disentangled_attention_probs(t, x[0], k, x[2], x[3], c->c, c->terms, c->scale, c->qmask, c->kmask);
     const int was = t->training;
     t->training = 1;
@@ -28,7 +37,8 @@ static Tensor *g_attention(Tape *t, Tensor **x, int n, void *ctx) {
 }
 
 /* B=2, A=2, D=3, R=5; Tq, Tk given; masks optional; table rank 3 or 4; dropout > 0: fused dropout;
- * same_qk: k is q (Tq = Tk); bth: q, k are [B, T, A·D] (op_disentangled_attention_dropout_bth). */
+ * same_qk: k is q (Tq = Tk); bth: q, k are [B, T, A·D] (op_disentangled_attention_dropout_bth); bth == 2:
+ * the fused context too (op_disentangled_attention_context, v [B, Tk, A·D], training, dropout >= 0). */
 static GCResult run_case_p(Tape *t, int terms, int Tq, int Tk, const int32_t *qmask, const int32_t *kmask, int table4, real dropout,
                            int same_qk, int bth) {
     enum { B = 2, A = 2, D = 3, R = 5 };
@@ -41,20 +51,22 @@ static GCResult run_case_p(Tape *t, int terms, int Tq, int Tk, const int32_t *qm
         }
     const int sq[4] = {B, A, Tq, D}, sk[4] = {B, A, Tk, D}, sq3[3] = {B, Tq, A * D}, sk3[3] = {B, Tk, A * D};
     const int st3[3] = {A, R, D}, st4[4] = {1, A, R, D};
-    Tensor *x[4];
+    Tensor *x[5];
+    const int nx = bth == 2 ? 5 : 4;
+    if (bth == 2) x[4] = gradcheck_leaf(3, sk3, 1, "v");
     x[0] = bth ? gradcheck_leaf(3, sq3, 1, "q") : gradcheck_leaf(4, sq, 1, "q");
     x[1] = bth ? gradcheck_leaf(3, sk3, 1, "k") : gradcheck_leaf(4, sk, 1, "k");
     x[2] = table4 ? gradcheck_leaf(4, st4, 1, "qr") : gradcheck_leaf(3, st3, 1, "qr");
     x[3] = table4 ? gradcheck_leaf(4, st4, 1, "kr") : gradcheck_leaf(3, st3, 1, "kr");
-    for (int i = 0; i < 4; i++) gradcheck_fill_uniform(x[i], 200 + i, -1.0, 1.0);
+    for (int i = 0; i < nx; i++) gradcheck_fill_uniform(x[i], 200 + i, -1.0, 1.0);
     /* the op ignores the table of a term that is off: not checked */
     if (!(terms & ATT_P2C)) x[2]->requires_grad = 0;
     if (!(terms & ATT_C2P)) x[3]->requires_grad = 0;
     if (same_qk) x[1]->requires_grad = 0;
     int nterms = !!(terms & ATT_C2C) + !!(terms & ATT_C2P) + !!(terms & ATT_P2C);
-    DACtx ctx = {terms, c, qmask, kmask, (real)(1.0 / sqrt(3.0 * nterms)), dropout, same_qk, bth ? A : 0};
-    GCResult r = gradcheck_elements(t, g_attention, x, 4, &ctx, 0);
-    for (int i = 0; i < 4; i++) gradcheck_leaf_free(x[i]);
+    DACtx ctx = {terms, c, qmask, kmask, (real)(1.0 / sqrt(3.0 * nterms)), dropout, same_qk, bth ? A : 0, bth == 2};
+    GCResult r = gradcheck_elements(t, g_attention, x, nx, &ctx, 0);
+    for (int i = 0; i < nx; i++) gradcheck_leaf_free(x[i]);
     return r;
 }
 
@@ -92,3 +104,11 @@ GCResult gradcheck_attention_bth_same_qk(Tape *t) { return run_case_p(t, ATT_ALL
 /* one tensor as q and k: its gradient is written by the q and the k parts of the backward */
 GCResult gradcheck_attention_same_qk(Tape *t) { return run_case_p(t, ATT_ALL, 4, 4, NULL, NULL, 0, 0, 1, 0); }
 GCResult gradcheck_attention_same_qk_p2c(Tape *t) { return run_case_p(t, ATT_P2C, 4, 4, NULL, NULL, 0, 0, 1, 0); }
+/* the fused context: P, dropout and P · v in one op, padded, Tq != Tk; without a dropout (p = 0); with
+ * one term and q = k */
+GCResult gradcheck_attention_context_fused(Tape *t) {
+    static const int32_t qm[6] = {1, 1, 0, 1, 1, 1}, km[10] = {1, 1, 1, 1, 0, 1, 0, 1, 1, 1};
+    return run_case_p(t, ATT_ALL, 3, 5, qm, km, 0, (real)0.3, 0, 2);
+}
+GCResult gradcheck_attention_context_nodrop(Tape *t) { return run_case_p(t, ATT_ALL, 4, 4, NULL, NULL, 1, 0, 0, 2); }
+GCResult gradcheck_attention_context_c2p_same_qk(Tape *t) { return run_case_p(t, ATT_C2P, 4, 4, NULL, NULL, 0, (real)0.2, 1, 2); }

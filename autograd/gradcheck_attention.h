@@ -19,6 +19,9 @@ GCResult gradcheck_attention_same_qk(Tape *t);     /* one tensor as q and k, all
 GCResult gradcheck_attention_same_qk_p2c(Tape *t); /* the same, p2c only (no term writes the q part) */
 GCResult gradcheck_attention_bth(Tape *t);         /* q, k as [B, T, A·D] (the projections' layout), dropout */
 GCResult gradcheck_attention_bth_same_qk(Tape *t); /* the same with q = k */
+GCResult gradcheck_attention_context_fused(Tape *t);        /* with P · v fused (Tq != Tk, padded, dropout) */
+GCResult gradcheck_attention_context_nodrop(Tape *t);       /* the same, p = 0, [1,A,R,D] tables */
+GCResult gradcheck_attention_context_c2p_same_qk(Tape *t);  /* the same, c2p only, q = k, dropout */
 
 /* The cases above as a list (for `deberta gradcheck` and tests). */
 #define GC_ATTENTION_CASES                                                                  \
@@ -35,5 +38,8 @@ GCResult gradcheck_attention_bth_same_qk(Tape *t); /* the same with q = k */
     {"disentangled_attention", "all, q = k (one tensor)", gradcheck_attention_same_qk},              \
     {"disentangled_attention", "p2c, q = k (one tensor)", gradcheck_attention_same_qk_p2c},            \
     {"disentangled_attention", "[B,T,A*D] q k, Tq=3 Tk=5, padded, dropout", gradcheck_attention_bth},  \
-    {"disentangled_attention", "[B,T,A*D], q = k, dropout", gradcheck_attention_bth_same_qk},
+    {"disentangled_attention", "[B,T,A*D], q = k, dropout", gradcheck_attention_bth_same_qk},              \
+    {"disentangled_attention_context", "Tq=3 Tk=5, padded, dropout", gradcheck_attention_context_fused},      \
+    {"disentangled_attention_context", "p = 0, [1,A,R,D] tables", gradcheck_attention_context_nodrop},        \
+    {"disentangled_attention_context", "c2p, q = k, dropout", gradcheck_attention_context_c2p_same_qk},
 #endif

@@ -38,7 +38,8 @@ struct TapeNode;
     X(MERGE_HEADS, merge_heads)          \
     X(DISENTANGLED_ATTENTION, disentangled_attention) \
     X(DROPOUT_ADD_LAYERNORM, dropout_add_layernorm) \
-    X(ATTENTION_CONTEXT, attention_context)
+    X(ATTENTION_CONTEXT, attention_context) \
+    X(DISENTANGLED_ATTENTION_CONTEXT, disentangled_attention_context)
 
 enum OpKind {
     OP_NONE = 0,

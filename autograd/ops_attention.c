@@ -87,22 +87,38 @@ typedef struct {
     int64_t off;
 } DADrop;
 
+/* The context fused into the op (or none: ctx == NULL): ctx [B, Tq, A·D] = Pd · v per (b, a) on the D
+ * columns of head a, v [B, Tk, A·D]; Pd of one pair lives in the thread's scratch (no [B, A, Tq, Tk] tensor). */
+typedef struct {
+    const real *v;
+    real *ctx;
+} DACtx;
+
+/* Reals of the forward's per-thread scratch: the gathered products Pc, Pp; with the context and a
+ * dropout also one pair's Pd. */
+static size_t da_forward_scratch(const DAGeom *g, int ctx_drop) {
+    return (g->terms & (ATT_C2P | ATT_P2C) ? (size_t)(g->Tq + g->Tk) * g->R : 0) + (ctx_drop ? (size_t)g->Tq * g->Tk : 0);
+}
+
 /* P [B,A,Tq,Tk] from q [B,A,Tq,D], k [B,A,Tk,D], qr/kr [A,R,D], c [Tq,Tk]; with dr->keep also
- * Pd = dropout(P), block by block while the block is in cache.
- * scratch: omp_get_max_threads() · (Tq + Tk) · R reals. */
+ * Pd = dropout(P), and with cx->ctx the context Pd · v, block by block while the block is in cache.
+ * scratch: omp_get_max_threads() · da_forward_scratch reals. */
 static void disentangled_attention_forward(real *P, real *scratch, const real *q, const real *k, const real *qr, const real *kr,
                                     const int32_t *c, const int32_t *qmask, const int32_t *kmask, const DAGeom *g, real scale,
-                                    const DADrop *dr) {
+                                    const DADrop *dr, const DACtx *cx) {
     const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, A = g->A, ld = da_ld(g);
-    const long nba = (long)g->B * A;
+    const long nba = (long)g->B * A, fs = (long)da_forward_scratch(g, cx->ctx && dr->keep);
     const int par = nba > 1 && nba * Tq * Tk >= 4096;
 #pragma omp parallel for schedule(static) if (par)
     for (long ba = 0; ba < nba; ba++) {
         const int b = (int)(ba / A), a = (int)(ba % A);
         real *S = P + ba * Tq * Tk;
         const real *qb = q + da_off(g, b, a, Tq), *kb = k + da_off(g, b, a, Tk);
-        real *Pc = scratch ? scratch + (long)omp_get_thread_num() * (Tq + Tk) * R : NULL; /* [Tq, R] */
-        real *Pp = scratch ? Pc + (long)Tq * R : NULL;                                     /* [Tk, R] */
+        real *own = scratch ? scratch + omp_get_thread_num() * fs : NULL;
+        const int pos = (g->terms & (ATT_C2P | ATT_P2C)) != 0;
+        real *Pc = pos ? own : NULL;                      /* [Tq, R] */
+        real *Pp = pos ? Pc + (long)Tq * R : NULL;        /* [Tk, R] */
+        real *Pd = pos ? Pp + (long)Tk * R : own;         /* [Tq, Tk] (context with dropout) */
         /* c2c: S = q · k^T */
         if (g->terms & ATT_C2C)
             cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, D, 1, qb, ld, kb, ld, 0, S, Tk);
@@ -137,8 +153,11 @@ static void disentangled_attention_forward(real *P, real *scratch, const real *q
             }
         }
         masked_softmax_rows(S, Tq, Tk, qmask ? qmask + (long)b * Tq : NULL, kmask ? kmask + (long)b * Tk : NULL);
-        if (dr->keep) {
-            const long o = ba * Tq * Tk;
+        const long o = ba * Tq * Tk;
+        if (cx->ctx) { /* ctx[b, :, a·D ..] = Pd · v[b, :, a·D ..] */
+            if (dr->keep) dropout_apply(Pd, dr->keep + o, S, (long)Tq * Tk, dr->p, dr->seed, dr->stream, dr->off + o);
+            gemm(0, 0, Tq, D, Tk, 1, dr->keep ? Pd : S, Tk, cx->v + da_off(g, b, a, Tk), ld, 0, cx->ctx + da_off(g, b, a, Tq), ld);
+        } else if (dr->keep) {
             dropout_apply(dr->Pd + o, dr->keep + o, S, (long)Tq * Tk, dr->p, dr->seed, dr->stream, dr->off + o);
         }
     }
@@ -147,9 +166,10 @@ static void disentangled_attention_forward(real *P, real *scratch, const real *q
 /* The backward's inputs and outputs.  dq, dk are accumulated per (b,a) (assigned when dq_fresh / dk_fresh:
  * buffers from tape_grad_put), dqr, dkr summed over b; any gradient pointer may be NULL. */
 typedef struct {
-    real *dq, *dk, *dqr, *dkr;
-    int dq_fresh, dk_fresh;
+    real *dq, *dk, *dqr, *dkr, *dv;
+    int dq_fresh, dk_fresh, dv_fresh;
     const real *dP, *P, *q, *k, *qr, *kr;
+    const real *v, *dctx; /* the fused context (v != NULL): dP is then made per pair from dctx */
     const int32_t *c;
     const uint8_t *keep; /* the fused dropout's mask, or NULL */
     real scale, ks;      /* ks = 1 / (1 − p) of the dropout */
@@ -182,15 +202,28 @@ static int da_check_index(const int32_t *c, int Tq, int Tk, int R) {
     return !g_attention_scatter && Tk >= 2 && monotone && 3 * same >= (long)Tq * (Tk - 1);
 }
 
-/* One (b,a) pair: dS [Tq,Tk] from dP; dq, dk of the c2c term; the gathers' gradients dpc [Tq,R] and
- * dpp [Tk,R] (zeroed and scattered here) and their dq += dpc·kr, dk += dpp·qr.  The tables' gradients
- * (which sum over b) are left to the caller. */
-static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS, real *dpc, real *dpp) {
+/* One (b,a) pair: with the fused context first dv[b,a] = Pd^T · dctx[b,a] (Pd remade from P and the
+ * keep mask in pd [Tq,Tk]) and dP = dctx[b,a] · v[b,a]^T (in dS); then dS [Tq,Tk] from dP; dq, dk of the
+ * c2c term; the gathers' gradients dpc [Tq,R] and dpp [Tk,R] (zeroed and scattered here) and their
+ * dq += dpc·kr, dk += dpp·qr.  The tables' gradients (which sum over b) are left to the caller. */
+static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS, real *dpc, real *dpp, real *pd) {
     const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, a = (int)(ba % g->A), b = (int)(ba / g->A), ld = da_ld(g);
-    const real *Pb = x->P + ba * Tq * Tk, *dPb = x->dP + ba * Tq * Tk;
+    const real *Pb = x->P + ba * Tq * Tk, *dPb = x->v ? dS : x->dP + ba * Tq * Tk;
     const real *qb = x->q + da_off(g, b, a, Tq), *kb = x->k + da_off(g, b, a, Tk);
     const real scale = x->scale, ks = x->ks;
     const int32_t *c = x->c;
+    if (x->v) {
+        const real *dc = x->dctx + da_off(g, b, a, Tq), *vb = x->v + da_off(g, b, a, Tk);
+        if (x->dv) {
+            if (x->keep) { /* Pd as the forward's dropout_apply made it */
+                const uint8_t *kp = x->keep + ba * Tq * Tk;
+#pragma omp simd
+                for (long e = 0; e < (long)Tq * Tk; e++) pd[e] = kp[e] ? Pb[e] * ks : 0;
+            }
+            gemm(1, 0, Tk, D, Tq, 1, x->keep ? pd : Pb, Tk, dc, ld, x->dv_fresh ? 0 : 1, x->dv + da_off(g, b, a, Tk), ld);
+        }
+        gemm(0, 1, Tq, Tk, D, 1, dc, ld, vb, ld, 0, dS, Tk);
+    }
     /* P = softmax(scale·S):  dS[i,j] = scale · P[i,j] · (dP[i,j] − Σ_j' P[i,j'] dP[i,j'])
      * (masked entries have P = 0, so they get dS = 0) */
     for (int i = 0; i < Tq; i++) {
@@ -271,8 +304,11 @@ static void da_backward_tables(const DABack *x, const DAGeom *g, long ba, const 
                    x->dqr + (long)a * R * D, D);
 }
 
-/* Per-thread working memory (reals) of the backward: dS, dpc, dpp of one pair. */
-static size_t da_pair_scratch(const DAGeom *g) { return (size_t)g->Tq * g->Tk + (size_t)(g->Tq + g->Tk) * g->R; }
+/* Per-thread working memory (reals) of the backward: dS, dpc, dpp of one pair, and pd with the fused
+ * context. */
+static size_t da_pair_scratch(const DABack *x, const DAGeom *g) {
+    return (size_t)g->Tq * g->Tk * (x->v ? 2 : 1) + (size_t)(g->Tq + g->Tk) * g->R;
+}
 
 /* Whether the backward lets each thread own whole heads (da_backward_heads) rather than pairs. */
 static int da_by_heads(const DAGeom *g, int nt) { return g->A % nt == 0; }
@@ -282,11 +318,11 @@ static int da_by_heads(const DAGeom *g, int nt) { return g->A % nt == 0; }
 static void da_backward_heads(const DABack *x, const DAGeom *g, real *scratch, int par) {
 #pragma omp parallel for schedule(static) if (par)
     for (int a = 0; a < g->A; a++) {
-        real *dS = scratch + (long)omp_get_thread_num() * da_pair_scratch(g);
-        real *dpc = dS + (long)g->Tq * g->Tk, *dpp = dpc + (long)g->Tq * g->R;
+        real *dS = scratch + (long)omp_get_thread_num() * da_pair_scratch(x, g);
+        real *dpc = dS + (long)g->Tq * g->Tk, *dpp = dpc + (long)g->Tq * g->R, *pd = dpp + (long)g->Tk * g->R;
         for (int b = 0; b < g->B; b++) {
             const long ba = (long)b * g->A + a;
-            da_backward_pair(x, g, ba, dS, dpc, dpp);
+            da_backward_pair(x, g, ba, dS, dpc, dpp, pd);
             da_backward_tables(x, g, ba, dpc, dpp);
         }
     }
@@ -295,14 +331,15 @@ static void da_backward_heads(const DABack *x, const DAGeom *g, real *scratch, i
 /* When the heads do not divide among the threads: threads own (b,a) pairs and keep every pair's dpc,
  * dpp in dPc [B,A,Tq,R], dPp [B,A,Tk,R]; the tables' sums run afterwards, heads in parallel, b in
  * increasing order (the same order as da_backward_heads: the results are bitwise equal).
- * scratch: nt · Tq · Tk reals (dS). */
+ * scratch: nt · Tq · Tk reals (dS), twice that with the fused context (dS, pd). */
 static void da_backward_pairs(const DABack *x, const DAGeom *g, real *scratch, real *dPc, real *dPp, int par) {
-    const int Tq = g->Tq, Tk = g->Tk, R = g->R, A = g->A;
+    const int Tq = g->Tq, Tk = g->Tk, R = g->R, A = g->A, per = x->v ? 2 : 1;
     const long nba = (long)g->B * A;
 #pragma omp parallel for schedule(static) if (par)
-    for (long ba = 0; ba < nba; ba++)
-        da_backward_pair(x, g, ba, scratch + (long)omp_get_thread_num() * Tq * Tk, dPc ? dPc + ba * Tq * R : NULL,
-                         dPp ? dPp + ba * Tk * R : NULL);
+    for (long ba = 0; ba < nba; ba++) {
+        real *dS = scratch + (long)omp_get_thread_num() * per * Tq * Tk;
+        da_backward_pair(x, g, ba, dS, dPc ? dPc + ba * Tq * R : NULL, dPp ? dPp + ba * Tk * R : NULL, dS + (long)Tq * Tk);
+    }
     /* heads own disjoint rows of the tables, so they run in parallel (each gemm then runs single-threaded
      * inside the region instead of as B·A tiny multi-threaded BLAS calls) */
 #pragma omp parallel for schedule(static) if (A > 1 && par)
@@ -323,29 +360,46 @@ typedef struct {
     int merge_runs; /* da_check_index's answer for c */
 } DASaved;
 
-/* The op; with dropout_site, the dropout of its output fused in (ops_attention.h). */
+/* The context's v [B, Tk, A·D] next to q, k [B, T, A·D]: a tensor of its own (its gradient buffer is
+ * written pair by pair). */
+static void da_check_v(const DAGeom *g, const Tensor *q, const Tensor *k, const Tensor *v) {
+    char s1[64], s2[64];
+    const char *op = "disentangled_attention_context";
+    OP_CHECK(v && v->ndim == 3 && v->shape[0] == g->B && v->shape[1] == g->Tk && v->shape[2] == g->A * g->D, op,
+             "v %s must be [B, Tk, A·D] like k %s", v ? shape_str(v, s1, 64) : "NULL", shape_str(k, s2, 64));
+    OP_CHECK(v != q && v != k, op, "v must be a tensor of its own, not q or k");
+}
+
+/* The op; with dropout_site, the dropout of its output fused in; with v (heads > 0), also the context
+ * Pd · v, which is then the output (ops_attention.h). */
 static Tensor *attention(Tape *t, Tensor *q, Tensor *k, int heads, Tensor *qr, Tensor *kr, const int32_t *c_idx, int terms,
-                         real scale, const int32_t *qmask, const int32_t *kmask, int dropout_site, real pdrop) {
+                         real scale, const int32_t *qmask, const int32_t *kmask, int dropout_site, real pdrop, Tensor *v) {
     DAGeom g = da_geometry(q, k, heads, qr, kr, c_idx, terms);
+    if (v) da_check_v(&g, q, k, v);
     const int use_pos = (terms & (ATT_C2P | ATT_P2C)) != 0;
     const int merge_runs = use_pos ? da_check_index(c_idx, g.Tq, g.Tk, g.R) : 0;
     const int shape[4] = {g.B, g.A, g.Tq, g.Tk};
     Tensor *p = tape_tensor(t, 4, shape, "attn_probs"), *out = p;
     DADrop dr = {0};
+    DACtx cx = {0};
+    if (v) {
+        out = tape_tensor(t, 3, (const int[]){g.B, g.Tq, g.A * g.D}, "attention_context");
+        cx = (DACtx){v->data, out->data};
+    }
     if (dropout_site) {
         const int64_t off = dropout_begin(t, p, pdrop, 1, &dr.stream);
         if (off >= 0) {
-            out = tape_tensor(t, 4, shape, "attn_probs_dropout");
-            dr = (DADrop){out->data, arena_alloc(&t->arena, (size_t)p->n), pdrop, t->seed, dr.stream, off};
+            if (!v) out = tape_tensor(t, 4, shape, "attn_probs_dropout");
+            dr = (DADrop){v ? NULL : out->data, arena_alloc(&t->arena, (size_t)p->n), pdrop, t->seed, dr.stream, off};
         }
     }
-    const size_t sbytes = use_pos ? (size_t)omp_get_max_threads() * (g.Tq + g.Tk) * g.R * sizeof(real) : 0;
-    real *scratch = use_pos ? tape_scratch(t, sbytes, 0) : NULL;
+    const size_t sbytes = (size_t)omp_get_max_threads() * da_forward_scratch(&g, v && dr.keep) * sizeof(real);
+    real *scratch = sbytes ? tape_scratch(t, sbytes, 0) : NULL;
     disentangled_attention_forward(p->data, scratch, q->data, k->data, (terms & ATT_P2C) ? qr->data : NULL,
-                                   (terms & ATT_C2P) ? kr->data : NULL, c_idx, qmask, kmask, &g, scale, &dr);
+                                   (terms & ATT_C2P) ? kr->data : NULL, c_idx, qmask, kmask, &g, scale, &dr, &cx);
     tape_scratch_release(t, scratch, sbytes);
-    Tensor *in[4] = {q, k, (terms & ATT_P2C) ? qr : NULL, (terms & ATT_C2P) ? kr : NULL};
-    TapeNode *nd = tape_record(t, OP_DISENTANGLED_ATTENTION, out, 4, in);
+    Tensor *in[5] = {q, k, (terms & ATT_P2C) ? qr : NULL, (terms & ATT_C2P) ? kr : NULL, v};
+    TapeNode *nd = tape_record(t, v ? OP_DISENTANGLED_ATTENTION_CONTEXT : OP_DISENTANGLED_ATTENTION, out, v ? 5 : 4, in);
     if (nd) {
         DASaved *sv = arena_alloc(&t->arena, sizeof *sv);
         *sv = (DASaved){NULL, dr.keep, dr.p, p, merge_runs};
@@ -363,22 +417,30 @@ static Tensor *attention(Tape *t, Tensor *q, Tensor *k, int heads, Tensor *qr, T
 
 Tensor *op_disentangled_attention_probs(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, const int32_t *c_idx,
                                         int terms, real scale, const int32_t *qmask, const int32_t *kmask) {
-    return attention(t, q, k, 0, qr, kr, c_idx, terms, scale, qmask, kmask, 0, 0);
+    return attention(t, q, k, 0, qr, kr, c_idx, terms, scale, qmask, kmask, 0, 0, NULL);
 }
 
 Tensor *op_disentangled_attention_dropout(Tape *t, Tensor *q, Tensor *k, Tensor *qr, Tensor *kr, const int32_t *c_idx,
                                           int terms, real scale, const int32_t *qmask, const int32_t *kmask, real p) {
-    return attention(t, q, k, 0, qr, kr, c_idx, terms, scale, qmask, kmask, 1, p);
+    return attention(t, q, k, 0, qr, kr, c_idx, terms, scale, qmask, kmask, 1, p, NULL);
 }
 
 Tensor *op_disentangled_attention_dropout_bth(Tape *t, Tensor *q, Tensor *k, int heads, Tensor *qr, Tensor *kr,
                                               const int32_t *c_idx, int terms, real scale, const int32_t *qmask,
                                               const int32_t *kmask, real p) {
     OP_CHECK(heads > 0, "disentangled_attention", "heads = %d: need >= 1", heads);
-    return attention(t, q, k, heads, qr, kr, c_idx, terms, scale, qmask, kmask, 1, p);
+    return attention(t, q, k, heads, qr, kr, c_idx, terms, scale, qmask, kmask, 1, p, NULL);
 }
 
-void disentangled_attention_backward_node(Tape *t, TapeNode *nd) {
+Tensor *op_disentangled_attention_context(Tape *t, Tensor *q, Tensor *k, Tensor *v, int heads, Tensor *qr, Tensor *kr,
+                                          const int32_t *c_idx, int terms, real scale, const int32_t *qmask,
+                                          const int32_t *kmask, real p) {
+    OP_CHECK(heads > 0, "disentangled_attention_context", "heads = %d: need >= 1", heads);
+    return attention(t, q, k, heads, qr, kr, c_idx, terms, scale, qmask, kmask, 1, p, v);
+}
+
+/* Both ops' backward; v is the fused context's input (NULL: the node's output is P or Pd). */
+static void da_backward_node(Tape *t, TapeNode *nd, Tensor *v) {
     Tensor *q = nd->in[0], *k = nd->in[1], *qr = nd->in[2], *kr = nd->in[3];
     const int terms = (int)nd->iarg[0];
     const DASaved *sv = nd->ctx;
@@ -393,19 +455,21 @@ void disentangled_attention_backward_node(Tape *t, TapeNode *nd) {
         dq_fresh = 0;
     }
     real *dqr = qr && qr->requires_grad ? tape_grad(t, qr) : NULL, *dkr = kr && kr->requires_grad ? tape_grad(t, kr) : NULL;
-    const DABack x = {dq, dk, dqr, dkr, dq_fresh, dk_fresh, nd->out->grad, sv->P->data, q->data, k->data,
-                      qr ? qr->data : NULL, kr ? kr->data : NULL, c, sv->keep, (real)nd->farg[0],
-                      sv->keep ? 1 / (1 - sv->p) : 1, (terms & ATT_C2P) && sv->merge_runs};
+    int dv_fresh = 0;
+    real *dv = v && v->requires_grad ? tape_grad_put(t, v, &dv_fresh) : NULL;
+    const DABack x = {dq, dk, dqr, dkr, dv, dq_fresh, dk_fresh, dv_fresh, v ? NULL : nd->out->grad, sv->P->data, q->data,
+                      k->data, qr ? qr->data : NULL, kr ? kr->data : NULL, v ? v->data : NULL, v ? nd->out->grad : NULL, c,
+                      sv->keep, (real)nd->farg[0], sv->keep ? 1 / (1 - sv->p) : 1, (terms & ATT_C2P) && sv->merge_runs};
     const long nba = (long)g.B * g.A;
     const int par = nba > 1 && nba * g.Tq * g.Tk >= 4096, nt = par ? omp_get_max_threads() : 1;
     if (da_by_heads(&g, nt) && !g_attention_by_pairs) {
-        const size_t sbytes = (size_t)nt * da_pair_scratch(&g) * sizeof(real);
+        const size_t sbytes = (size_t)nt * da_pair_scratch(&x, &g) * sizeof(real);
         real *scratch = tape_scratch(t, sbytes, 0);
         da_backward_heads(&x, &g, scratch, par);
         tape_scratch_release(t, scratch, sbytes);
         return;
     }
-    const size_t sbytes = (size_t)nt * g.Tq * g.Tk * sizeof(real);
+    const size_t sbytes = (size_t)nt * g.Tq * g.Tk * (v ? 2 : 1) * sizeof(real);
     const size_t cbytes = (size_t)nba * g.Tq * g.R * sizeof(real), pbytes = (size_t)nba * g.Tk * g.R * sizeof(real);
     real *scratch = tape_scratch(t, sbytes, 0);
     real *dPc = (terms & ATT_C2P) ? tape_scratch(t, cbytes, 0) : NULL;
@@ -415,6 +479,10 @@ void disentangled_attention_backward_node(Tape *t, TapeNode *nd) {
     tape_scratch_release(t, dPc, cbytes);
     tape_scratch_release(t, scratch, sbytes);
 }
+
+void disentangled_attention_backward_node(Tape *t, TapeNode *nd) { da_backward_node(t, nd, NULL); }
+
+void disentangled_attention_context_backward_node(Tape *t, TapeNode *nd) { da_backward_node(t, nd, nd->in[4]); }
 
 /* ---------------- the context P · V, heads interleaved ---------------- */
 

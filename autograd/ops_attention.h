@@ -13,7 +13,9 @@
  * Memory: the output P (B·A·Tq·Tk) plus, in backward only, per thread dS (Tq·Tk) and the gathered
  * gradients d(q·kr^T), d(k·qr^T) of one (b,a) pair ((Tq+Tk)·R) — of all pairs (B·A·(Tq+Tk)·R) when the
  * heads do not divide among the threads — tape_scratch buffers that go back to the tape's pool when
- * the call returns.  See docs/ARCHITECTURE.md, "Model".
+ * the call returns; with P·V fused in (op_disentangled_attention_context) P is kept for the backward and
+ * each thread also holds one pair's dropped probabilities (Tq·Tk) in forward and backward.  See
+ * docs/ARCHITECTURE.md, "Model".
  */
 #ifndef DEBERTA_OPS_ATTENTION_H
 #define DEBERTA_OPS_ATTENTION_H
@@ -41,6 +43,15 @@ Tensor *op_disentangled_attention_dropout(Tape *t, Tensor *q, Tensor *k, Tensor 
 Tensor *op_disentangled_attention_dropout_bth(Tape *t, Tensor *q, Tensor *k, int heads, Tensor *qr, Tensor *kr,
                                               const int32_t *c_idx, int terms, real scale, const int32_t *qmask,
                                               const int32_t *kmask, real p);
+/* op_disentangled_attention_dropout_bth followed by op_attention_context(Pd, v), in one op: returns the
+ * context ctx [B,Tq,A·D] = dropout(P) · v per (b, a) on the D columns of head a, v [B,Tk,A·D] (a tensor
+ * other than q and k).  Each pair's dropped probabilities exist only in the thread's scratch while the
+ * pair's product is made, and their gradient only while the pair's backward runs (recomputed from P and
+ * the keep mask): no [B,A,Tq,Tk] tensor besides P.  The same values and gradients as the two ops, bit
+ * for bit (tests/test_model_attention.c). */
+Tensor *op_disentangled_attention_context(Tape *t, Tensor *q, Tensor *k, Tensor *v, int heads, Tensor *qr, Tensor *kr,
+                                          const int32_t *c_idx, int terms, real scale, const int32_t *qmask,
+                                          const int32_t *kmask, real p);
 /* ctx [B,Tq,A·D] = P [B,A,Tq,Tk] · v [B,Tk,A·D] per (b, a) on the D columns of head a: the values and
  * gradients of op_merge_heads(op_matmul(P, op_split_heads(v, A), 0, 0)) without the two copies. */
 Tensor *op_attention_context(Tape *t, Tensor *p, Tensor *v);

@@ -71,29 +71,27 @@ static Tensor *project_table(Tape *t, Tensor *x, Tensor *w, Tensor *b, int A) {
     return op_split_heads(t, op_linear(t, op_reshape(t, x, 3, s3), w, b), A);
 }
 
-/* P of one block from q, k [B, A, T, D]; with train_path (fused op only) the training forward's form
- * instead: q, k [B, T, A·D] as the projections wrote them and the attention dropout of P in the op. */
-static Tensor *probs_op(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *q, Tensor *k, const RelContext *rc,
-                        int unfused, int train_path) {
+/* The projected relative tables of one block: kr (c2p) and qr (p2c), NULL for a term that is off. */
+static void rel_tables(Tape *t, const ModelConfig *cfg, const AttentionParams *p, const RelContext *rc, Tensor **qr, Tensor **kr) {
     const int A = cfg->num_attention_heads, terms = cfg->att_terms;
-    Tensor *qr = NULL, *kr = NULL;
-    if (terms & (ATT_C2P | ATT_P2C)) {
-        /* R̃ = Dropout_h(R̂), a fresh mask per layer and call (spec §1.4 step 2) */
-        Tensor *rd = op_dropout(t, rc->rel, (real)cfg->hidden_dropout_prob);
-        if (terms & ATT_C2P) kr = project_table(t, rd, p->wk, p->bk, A); /* Kr = R̃·Wk^T + bk  [1, A, n, D] */
-        if (terms & ATT_P2C) qr = project_table(t, rd, p->wq, p->bq, A); /* Qr = R̃·Wq^T + bq */
-    }
-    const real scale = (real)(1.0 / sqrt((double)cfg->attention_head_size * config_num_terms(cfg)));
-    if (unfused) return attention_probs_unfused(t, q, k, qr, kr, rc->c, terms, scale, rc->mask, rc->mask);
-    if (train_path)
-        return op_disentangled_attention_dropout_bth(t, q, k, A, qr, kr, rc->c, terms, scale, rc->mask, rc->mask,
-                                                     (real)cfg->attention_probs_dropout_prob);
-    return op_disentangled_attention_probs(t, q, k, qr, kr, rc->c, terms, scale, rc->mask, rc->mask);
+    *qr = *kr = NULL;
+    if (!(terms & (ATT_C2P | ATT_P2C))) return;
+    /* R̃ = Dropout_h(R̂), a fresh mask per layer and call (spec §1.4 step 2) */
+    Tensor *rd = op_dropout(t, rc->rel, (real)cfg->hidden_dropout_prob);
+    if (terms & ATT_C2P) *kr = project_table(t, rd, p->wk, p->bk, A); /* Kr = R̃·Wk^T + bk  [1, A, n, D] */
+    if (terms & ATT_P2C) *qr = project_table(t, rd, p->wq, p->bq, A); /* Qr = R̃·Wq^T + bq */
+}
+
+static real att_scale(const ModelConfig *cfg) {
+    return (real)(1.0 / sqrt((double)cfg->attention_head_size * config_num_terms(cfg)));
 }
 
 Tensor *attention_probs(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *q, Tensor *k, const RelContext *rc,
                         int unfused) {
-    return probs_op(t, cfg, p, q, k, rc, unfused, 0);
+    Tensor *qr, *kr;
+    rel_tables(t, cfg, p, rc, &qr, &kr);
+    if (unfused) return attention_probs_unfused(t, q, k, qr, kr, rc->c, cfg->att_terms, att_scale(cfg), rc->mask, rc->mask);
+    return op_disentangled_attention_probs(t, q, k, qr, kr, rc->c, cfg->att_terms, att_scale(cfg), rc->mask, rc->mask);
 }
 
 Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *qin, Tensor *kv, const RelContext *rc) {
@@ -112,9 +110,12 @@ Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams
         probs = op_dropout_batch(t, probs, (real)cfg->attention_probs_dropout_prob);
         ctx = op_merge_heads(t, op_matmul(t, probs, v4, 0, 0));
     } else {
-        /* P [B, A, T, T] after the attention dropout in one op, then the context, both reading the
-         * projections' [B, T, A·D] layout in place */
-        ctx = op_attention_context(t, probs_op(t, cfg, p, q, k, rc, 0, 1), v);
+        /* P, its attention dropout and the context in one op, reading and writing the projections'
+         * [B, T, A·D] layout in place */
+        Tensor *qr, *kr;
+        rel_tables(t, cfg, p, rc, &qr, &kr);
+        ctx = op_disentangled_attention_context(t, q, k, v, A, qr, kr, rc->c, cfg->att_terms, att_scale(cfg), rc->mask, rc->mask,
+                                                (real)cfg->attention_probs_dropout_prob);
     }
     Tensor *o = op_linear(t, ctx, p->wo, p->bo);                     /* [B, T, H] */
     /* LN(Dropout_h(o) + qin): one op, or the three (the unfused reference) */

@@ -58,6 +58,46 @@ static void free_inputs(Inputs *in) {
     gradcheck_leaf_free(in->kr);
 }
 
+/* What the first pass of a comparison keeps: the output (NULL: not compared) and the gradients. */
+typedef struct {
+    real *out, *grad[5];
+} Kept;
+
+/* The comparisons below, one pattern: the backward of Σ o ⊙ w (w uniform in [−½, ½), from seed and
+ * test stream sub), then on the first pass keep o and the gradients of x[0 .. n), on a later pass
+ * compare with them: a difference beyond tol (0: bit for bit; NaN always) fails, naming `what`. */
+static void backward_keep_or_compare(Tensor *o, Tensor *const *x, int n, int seed, int sub, int first, const Kept *k, double tol,
+                                     const char *what) {
+    real *w = arena_alloc(&T.arena, o->n * sizeof(real));
+    for (long e = 0; e < o->n; e++) w[e] = (real)(rng_uniform(seed, rng_stream(RNG_TEST, sub, 0), e) - 0.5);
+    tape_backward_from(&T, o, w);
+    if (first) {
+        if (k->out) memcpy(k->out, o->data, o->n * sizeof(real));
+        for (int i = 0; i < n; i++) memcpy(k->grad[i], x[i]->grad, x[i]->n * sizeof(real));
+        return;
+    }
+    for (long e = 0; k->out && e < o->n; e++)
+        if (!(fabs(o->data[e] - k->out[e]) <= tol))
+            fail_msg("%s: output [%ld] %.9g, first pass %.9g", what, e, (double)o->data[e], (double)k->out[e]);
+    for (int i = 0; i < n; i++)
+        for (long e = 0; e < x[i]->n; e++)
+            if (!(fabs(x[i]->grad[e] - k->grad[i][e]) <= tol))
+                fail_msg("%s: gradient of %s [%ld] %.9g, first pass %.9g", what, x[i]->name ? x[i]->name : "?", e, (double)x[i]->grad[e],
+                         (double)k->grad[i][e]);
+}
+
+static void zero_grads(Tensor *const *x, int n) {
+    for (int i = 0; i < n; i++) memset(x[i]->grad, 0, x[i]->n * sizeof(real));
+}
+
+/* A pass of the threaded comparisons: the thread count, zero gradients, an empty tape at `step`. */
+static void pass_begin(Tensor *const *x, int n, int threads, int step) {
+    omp_set_num_threads(threads);
+    zero_grads(x, n);
+    tape_reset(&T);
+    T.step = step;
+}
+
 /* Direct formula (spec §1.6–§1.7), in double. */
 static void naive_probs(double *P, const Inputs *in, int terms, double scale) {
     for (int b = 0; b < B; b++)
@@ -123,29 +163,18 @@ static void fused_equals_unfused(void **state) {
     Tensor *x[4] = {in.q, in.k, in.qr, in.kr};
     static real g_fused[4][B * A * TQ * D];
     static real pf[B * A * TQ * TK];
+    const Kept kept = {pf, {g_fused[0], g_fused[1], g_fused[2], g_fused[3]}};
     for (int terms = 1; terms <= 7; terms++) {
         const real scale = (real)(1 / sqrt(2.0 * D));
+        char what[64];
+        snprintf(what, sizeof what, "terms %s, unfused (first pass fused)", config_terms_str(terms));
         for (int pass = 0; pass < 2; pass++) {
-            for (int i = 0; i < 4; i++) memset(x[i]->grad, 0, x[i]->n * sizeof(real));
+            zero_grads(x, 4);
             tape_reset(&T);
             Tensor *p = pass == 0 ? op_disentangled_attention_probs(&T, in.q, in.k, in.qr, in.kr, in.c, terms, scale, in.qm, in.km)
                                   : attention_probs_unfused(&T, in.q, in.k, in.qr, in.kr, in.c, terms, scale, in.qm, in.km);
-            real *w = arena_alloc(&T.arena, p->n * sizeof(real));
-            for (long e = 0; e < p->n; e++) w[e] = (real)(rng_uniform(3, rng_stream(RNG_TEST, 1, 0), e) - 0.5);
-            tape_backward_from(&T, p, w);
-            if (pass == 0) {
-                memcpy(pf, p->data, p->n * sizeof(real));
-                for (int i = 0; i < 4; i++) memcpy(g_fused[i], x[i]->grad, x[i]->n * sizeof(real));
-                continue;
-            }
-            for (long e = 0; e < p->n; e++)
-                if (fabs(p->data[e] - pf[e]) > TOL) fail_msg("terms %s: P[%ld] fused %.9g unfused %.9g", config_terms_str(terms), e, (double)pf[e], (double)p->data[e]);
-            const char *nm[4] = {"q", "k", "qr", "kr"};
-            for (int i = 0; i < 4; i++)
-                for (long e = 0; e < x[i]->n; e++)
-                    if (fabs(x[i]->grad[e] - g_fused[i][e]) > TOL)
-                        fail_msg("terms %s: d%s[%ld] fused %.9g unfused %.9g", config_terms_str(terms), nm[i], e, (double)g_fused[i][e],
-                                 (double)x[i]->grad[e]);
+            backward_keep_or_compare(p, x, 4, 3, 1, pass == 0, &kept, TOL, what);
+            if (pass == 0) continue;
             /* a table of a term that is off gets no gradient */
             if (!(terms & ATT_P2C))
                 for (long e = 0; e < in.qr->n; e++) assert_true(in.qr->grad[e] == 0);
@@ -163,13 +192,16 @@ static void fused_dropout_equals_op_then_dropout(void **state) {
     Tensor *x[4] = {in.q, in.k, in.qr, in.kr};
     static real g0[4][B * A * TQ * D];
     static real p0[B * A * TQ * TK];
+    const Kept kept = {p0, {g0[0], g0[1], g0[2], g0[3]}};
     const real scale = (real)(1 / sqrt(3.0 * D));
     const real probs[3] = {(real)0.3, 0, (real)0.1};
     T.training = 1;
     T.step = 5;
     for (int c = 0; c < 3; c++) {
+        char what[64];
+        snprintf(what, sizeof what, "p %g case %d, op then dropout (first pass fused)", (double)probs[c], c);
         for (int pass = 0; pass < 2; pass++) {
-            for (int i = 0; i < 4; i++) memset(x[i]->grad, 0, x[i]->n * sizeof(real));
+            zero_grads(x, 4);
             tape_reset(&T); /* (clears rows and row0) */
             T.n_random = 7;
             T.rows = c == 2 ? B : 0; /* case 2: this process holds global rows 3.. of a larger batch */
@@ -180,26 +212,11 @@ static void fused_dropout_equals_op_then_dropout(void **state) {
                                                                                         scale, in.qm, in.km),
                                                      probs[c]);
             assert_int_equal(T.n_random, 8);
-            real *w = arena_alloc(&T.arena, p->n * sizeof(real));
-            for (long e = 0; e < p->n; e++) w[e] = (real)(rng_uniform(3, rng_stream(RNG_TEST, 2, 0), e) - 0.5);
-            tape_backward_from(&T, p, w);
-            if (pass == 0) {
-                memcpy(p0, p->data, p->n * sizeof(real));
-                for (int i = 0; i < 4; i++) memcpy(g0[i], x[i]->grad, x[i]->n * sizeof(real));
-                continue;
-            }
+            backward_keep_or_compare(p, x, 4, 3, 2, pass == 0, &kept, 0, what);
+            if (pass == 0) continue;
             long zeros = 0;
-            for (long e = 0; e < p->n; e++) {
-                if (p->data[e] != p0[e]) fail_msg("p %g case %d: P[%ld] fused %.9g separate %.9g", (double)probs[c], c, e, (double)p0[e], (double)p->data[e]);
-                zeros += p->data[e] == 0;
-            }
+            for (long e = 0; e < p->n; e++) zeros += p->data[e] == 0;
             if (probs[c] > 0) assert_true(zeros > p->n / 20); /* the dropout did drop */
-            const char *nm[4] = {"q", "k", "qr", "kr"};
-            for (int i = 0; i < 4; i++)
-                for (long e = 0; e < x[i]->n; e++)
-                    if (x[i]->grad[e] != g0[i][e])
-                        fail_msg("p %g case %d: d%s[%ld] fused %.9g separate %.9g", (double)probs[c], c, nm[i], e, (double)g0[i][e],
-                                 (double)x[i]->grad[e]);
         }
     }
     /* not training: the identity after the op, no draw */
@@ -257,12 +274,12 @@ static void block_fused_equals_unfused(void **state) {
 }
 
 /* Memory of one attention block, forward + backward, in bytes (docs/ARCHITECTURE.md "Model"):
- *   M = sizeof(real)·(24·B·T·C + 2·B·A·T·(T + R) + 12·R·C + threads·T·(T + 2R)) + 8·T²  (+ headers)
+ *   M = sizeof(real)·(24·B·T·C + B·A·T·(T + 2R) + 12·R·C + threads·2T·(T + R)) + 8·T²  (+ headers)
  * (8·T²: two int32 copies of c(i,j)).  The T×T×C tensor of the naive formulation alone would be
  * B·T·T·C reals. */
 static double attention_bound(long Bn, long An, long Tn, long Rn, long Cn) {
-    return sizeof(real) * (24.0 * Bn * Tn * Cn + 2.0 * Bn * An * Tn * (Tn + Rn) + 12.0 * Rn * Cn +
-                           (double)omp_get_max_threads() * Tn * (Tn + 2 * Rn)) + 8.0 * Tn * Tn;
+    return sizeof(real) * (24.0 * Bn * Tn * Cn + (double)Bn * An * Tn * (Tn + 2 * Rn) + 12.0 * Rn * Cn +
+                           (double)omp_get_max_threads() * 2 * Tn * (Tn + Rn)) + 8.0 * Tn * Tn;
 }
 
 /* The attention diagnostic on probabilities built by hand: uniform rows over the real keys give
@@ -316,33 +333,22 @@ static void backward_schedules_bitwise_equal(void **state) {
     for (int i = 0; i < 4; i++) gradcheck_fill_uniform(x[i], 40 + i, -1, 1);
     static int32_t c[TT * TT], m[BB * TT];
     schedule_inputs(c, m, BB, TT, RR);
-    static real g[2][4][BB * AA * TT * DD];
+    static real g[4][BB * AA * TT * DD];
+    const Kept kept = {NULL, {g[0], g[1], g[2], g[3]}};
     const int nt0 = omp_get_max_threads();
     /* (threads, g_attention_by_pairs, g_attention_scatter) */
     const int runs[6][3] = {{2, 0, 0}, {2, 1, 0}, {1, 0, 0}, {3, 0, 0}, {2, 0, 1}, {3, 0, 1}};
     T.training = 1;
     for (int terms = 1; terms <= 7; terms++)
         for (int r = 0; r < 6; r++) {
-            omp_set_num_threads(runs[r][0]);
             g_attention_by_pairs = runs[r][1];
             g_attention_scatter = runs[r][2];
-            for (int i = 0; i < 4; i++) memset(x[i]->grad, 0, x[i]->n * sizeof(real));
-            tape_reset(&T);
-            T.step = 3;
+            pass_begin(x, 4, runs[r][0], 3);
             Tensor *p = op_disentangled_attention_dropout(&T, x[0], x[1], x[2], x[3], c, terms, (real)0.2, m, m, (real)0.1);
-            real *w = arena_alloc(&T.arena, p->n * sizeof(real));
-            for (long e = 0; e < p->n; e++) w[e] = (real)(rng_uniform(5, rng_stream(RNG_TEST, 3, 0), e) - 0.5);
-            tape_backward_from(&T, p, w);
-            for (int i = 0; i < 4; i++) {
-                if (r == 0) {
-                    memcpy(g[0][i], x[i]->grad, x[i]->n * sizeof(real));
-                    continue;
-                }
-                for (long e = 0; e < x[i]->n; e++)
-                    if (x[i]->grad[e] != g[0][i][e])
-                        fail_msg("terms %s, %d threads, by_pairs %d, scatter %d: grad %d [%ld] %.9g, default %.9g", config_terms_str(terms),
-                                 runs[r][0], runs[r][1], runs[r][2], i, e, (double)x[i]->grad[e], (double)g[0][i][e]);
-            }
+            char what[96];
+            snprintf(what, sizeof what, "terms %s, %d threads, by_pairs %d, scatter %d (first pass: the default)", config_terms_str(terms),
+                     runs[r][0], runs[r][1], runs[r][2]);
+            backward_keep_or_compare(p, x, 4, 5, 3, r == 0, &kept, 0, what);
         }
     /* the gradients are not all zero (the comparison compared something) */
     double sum = 0;
@@ -370,15 +376,13 @@ static void interleaved_heads_equal_split_heads(void **state) {
     static int32_t c[TT * TT], m[BB * TT];
     schedule_inputs(c, m, BB, TT, RR);
     static real out0[BB * AA * TT * TT], g0[5][BB * TT * HH], gP[BB * AA * TT * TT];
+    const Kept kept = {out0, {g0[0], g0[1], g0[2], g0[3]}}, kept_ctx = {out0, {g0[4], gP}};
     const int nt0 = omp_get_max_threads();
     T.training = 1;
     for (int terms = 1; terms <= 8; terms++) /* 8: all terms with one tensor as q and k */
         for (int th = 2; th <= 3; th++)
             for (int pass = 0; pass < 2; pass++) {
-                omp_set_num_threads(th);
-                for (int i = 0; i < 5; i++) memset(x[i]->grad, 0, x[i]->n * sizeof(real));
-                tape_reset(&T);
-                T.step = 6;
+                pass_begin(x, 5, th, 6);
                 const int tm = terms == 8 ? ATT_ALL : terms;
                 Tensor *q = x[0], *k = terms == 8 ? x[0] : x[1], *o;
                 if (pass == 0) {
@@ -387,46 +391,20 @@ static void interleaved_heads_equal_split_heads(void **state) {
                 } else {
                     o = op_disentangled_attention_dropout_bth(&T, q, k, AA, x[2], x[3], c, tm, (real)0.2, m, m, (real)0.1);
                 }
-                real *w = arena_alloc(&T.arena, o->n * sizeof(real));
-                for (long e = 0; e < o->n; e++) w[e] = (real)(rng_uniform(5, rng_stream(RNG_TEST, 4, 0), e) - 0.5);
-                tape_backward_from(&T, o, w);
-                if (pass == 0) {
-                    memcpy(out0, o->data, o->n * sizeof(real));
-                    for (int i = 0; i < 4; i++) memcpy(g0[i], x[i]->grad, x[i]->n * sizeof(real));
-                    continue;
-                }
-                for (long e = 0; e < o->n; e++)
-                    if (o->data[e] != out0[e]) fail_msg("terms %d, %d threads: P[%ld] %.9g, split %.9g", terms, th, e, (double)o->data[e], (double)out0[e]);
-                for (int i = 0; i < 4; i++)
-                    for (long e = 0; e < x[i]->n; e++)
-                        if (x[i]->grad[e] != g0[i][e])
-                            fail_msg("terms %d, %d threads: grad %d [%ld] %.9g, split %.9g", terms, th, i, e, (double)x[i]->grad[e],
-                                     (double)g0[i][e]);
+                char what[64];
+                snprintf(what, sizeof what, "terms %d, %d threads, [B,T,A*D] (first pass split)", terms, th);
+                backward_keep_or_compare(o, x, 4, 5, 4, pass == 0, &kept, 0, what);
             }
     /* the context */
     for (int th = 2; th <= 3; th++)
         for (int pass = 0; pass < 2; pass++) {
-            omp_set_num_threads(th);
-            memset(P->grad, 0, P->n * sizeof(real));
-            memset(x[4]->grad, 0, x[4]->n * sizeof(real));
-            tape_reset(&T);
+            Tensor *vp[2] = {x[4], P};
+            pass_begin(vp, 2, th, T.step);
             Tensor *o = pass == 0 ? op_merge_heads(&T, op_matmul(&T, P, op_split_heads(&T, x[4], AA), 0, 0))
                                   : op_attention_context(&T, P, x[4]);
-            real *w = arena_alloc(&T.arena, o->n * sizeof(real));
-            for (long e = 0; e < o->n; e++) w[e] = (real)(rng_uniform(5, rng_stream(RNG_TEST, 5, 0), e) - 0.5);
-            tape_backward_from(&T, o, w);
-            if (pass == 0) {
-                memcpy(out0, o->data, o->n * sizeof(real));
-                memcpy(g0[0], x[4]->grad, x[4]->n * sizeof(real));
-                memcpy(gP, P->grad, P->n * sizeof(real));
-                continue;
-            }
-            for (long e = 0; e < o->n; e++)
-                if (o->data[e] != out0[e]) fail_msg("context, %d threads: [%ld] %.9g, three ops %.9g", th, e, (double)o->data[e], (double)out0[e]);
-            for (long e = 0; e < x[4]->n; e++)
-                if (x[4]->grad[e] != g0[0][e]) fail_msg("context, %d threads: dv[%ld] %.9g, three ops %.9g", th, e, (double)x[4]->grad[e], (double)g0[0][e]);
-            for (long e = 0; e < P->n; e++)
-                if (P->grad[e] != gP[e]) fail_msg("context, %d threads: dP[%ld] %.9g, three ops %.9g", th, e, (double)P->grad[e], (double)gP[e]);
+            char what[64];
+            snprintf(what, sizeof what, "context, %d threads (first pass: three ops)", th);
+            backward_keep_or_compare(o, vp, 2, 5, 5, pass == 0, &kept_ctx, 0, what);
         }
     omp_set_num_threads(nt0);
     T.training = 0;
@@ -475,6 +453,49 @@ static void attention_memory_bound(void **state) {
     params_free(&ps);
 }
 
+/* op_disentangled_attention_context == op_attention_context(op_disentangled_attention_dropout_bth(...), v):
+ * the same context and gradients (q, k, qr, kr, v) bit for bit, for every term subset with padding,
+ * with the attention dropout and without (p = 0), on 2 threads (heads schedule), 3 (pairs) and with one
+ * tensor as q and k. */
+static void fused_context_equals_two_ops(void **state) {
+    enum { BB = 3, AA = 2, TT = 40, DD = 8, RR = 31, HH = AA * DD };
+    const int s3[3] = {BB, TT, HH}, st[3] = {AA, RR, DD};
+    Tensor *x[5] = {gradcheck_leaf(3, s3, 1, "q"), gradcheck_leaf(3, s3, 1, "k"), gradcheck_leaf(3, st, 1, "qr"),
+                    gradcheck_leaf(3, st, 1, "kr"), gradcheck_leaf(3, s3, 1, "v")};
+    for (int i = 0; i < 5; i++) gradcheck_fill_uniform(x[i], 70 + i, -1, 1);
+    static int32_t c[TT * TT], m[BB * TT];
+    schedule_inputs(c, m, BB, TT, RR);
+    static real out0[BB * TT * HH], g0[5][BB * TT * HH];
+    const Kept kept = {out0, {g0[0], g0[1], g0[2], g0[3], g0[4]}};
+    const int nt0 = omp_get_max_threads();
+    double gsum[5] = {0};
+    T.training = 1;
+    for (int terms = 1; terms <= 8; terms++) /* 8: all terms with one tensor as q and k */
+        for (int drop = 0; drop < 2; drop++)
+            for (int th = 2; th <= 3; th++)
+                for (int pass = 0; pass < 2; pass++) {
+                    pass_begin(x, 5, th, 6);
+                    const int tm = terms == 8 ? ATT_ALL : terms;
+                    const real p = drop ? (real)0.1 : 0;
+                    Tensor *q = x[0], *k = terms == 8 ? x[0] : x[1], *o;
+                    if (pass == 0)
+                        o = op_attention_context(&T, op_disentangled_attention_dropout_bth(&T, q, k, AA, x[2], x[3], c, tm, (real)0.2, m, m, p),
+                                                 x[4]);
+                    else
+                        o = op_disentangled_attention_context(&T, q, k, x[4], AA, x[2], x[3], c, tm, (real)0.2, m, m, p);
+                    char what[64];
+                    snprintf(what, sizeof what, "terms %d, p %g, %d threads, one op (first pass: two)", terms, (double)p, th);
+                    backward_keep_or_compare(o, x, 5, 5, 6, pass == 0, &kept, 0, what);
+                    for (int i = 0; pass == 1 && i < 5; i++)
+                        for (long e = 0; e < x[i]->n; e++) gsum[i] += fabs(x[i]->grad[e]);
+                }
+    /* every input's gradient was compared somewhere where it is not zero */
+    for (int i = 0; i < 5; i++) assert_true(gsum[i] > 0);
+    omp_set_num_threads(nt0);
+    T.training = 0;
+    for (int i = 0; i < 5; i++) gradcheck_leaf_free(x[i]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fused_matches_formula),
@@ -483,6 +504,7 @@ int main(void) {
         cmocka_unit_test(block_fused_equals_unfused),
         cmocka_unit_test(backward_schedules_bitwise_equal),
         cmocka_unit_test(interleaved_heads_equal_split_heads),
+        cmocka_unit_test(fused_context_equals_two_ops),
         cmocka_unit_test(attention_memory_bound),
         cmocka_unit_test(attention_stats_by_hand),
     };

@@ -94,6 +94,14 @@ static void context_shapes(void) { op_attention_context(&T, mk(4, SH(2, 2, 3, 4)
 static void attention_bth_heads(void) {
     op_disentangled_attention_dropout_bth(&T, mk(3, SH(2, 4, 6)), mk(3, SH(2, 4, 6)), 4, NULL, NULL, NULL, ATT_C2C, 1, NULL, NULL, 0);
 }
+static void attention_context_v(void) {
+    op_disentangled_attention_context(&T, mk(3, SH(2, 4, 6)), mk(3, SH(2, 4, 6)), mk(3, SH(2, 5, 6)), 2, NULL, NULL, NULL, ATT_C2C, 1,
+                                      NULL, NULL, 0);
+}
+static void attention_context_v_is_k(void) {
+    Tensor *q = mk(3, SH(2, 4, 6)), *k = mk(3, SH(2, 4, 6));
+    op_disentangled_attention_context(&T, q, k, k, 2, NULL, NULL, NULL, ATT_C2C, 1, NULL, NULL, 0);
+}
 
 static const Misuse cases[] = {
     {"add shape mismatch", "error: op add: shapes differ: a [2, 3], b [3, 2]", add_shapes},
@@ -134,6 +142,10 @@ static const Misuse cases[] = {
     {"attention_context v", "error: op attention_context: p [2, 2, 3, 4] and v [2, 5, 6]: need v [B, Tk, A·D]", context_shapes},
     {"attention [B,T,A*D] heads", "error: op disentangled_attention: q [2, 4, 6] and k [2, 4, 6] must be [B, T, A·D] with A = 4",
      attention_bth_heads},
+    {"attention context v shape", "error: op disentangled_attention_context: v [2, 5, 6] must be [B, Tk, A·D] like k [2, 4, 6]",
+     attention_context_v},
+    {"attention context v = k", "error: op disentangled_attention_context: v must be a tensor of its own, not q or k",
+     attention_context_v_is_k},
 };
 
 /* Runs fn in a child; returns its exit status (or 128 + signal) and its stderr in buf. */

@@ -8,20 +8,21 @@
 
 /* Per token of a micro-batch (N = B·T tokens), with Lt = generator + discriminator layers,
  * W = max(H, heads·head_size), R = rows of the relative-position table (2·S):
- *   Lt·(2·W + 4·I + 2·heads·T + heads·R) + 0.6·V + 60·W   elements.
+ *   Lt·(2·W + 4·I + heads·T + heads·R) + 0.6·V + 60·W   elements.
  * An upper bound of the arena peak of one pretrain_step, first fitted at 12 shapes (B·T from 256 to
  * 4096, H 64–256, I 256–1024, heads 4–8, V 1,000–8,000, 3–6 layers) as Lt·(4·W + 4·I + 3·heads·T +
  * 2·heads·R) + ...; refitted when the heads stayed in the projections' layout, LN(dropout + residual)
- * became one op and the attention backward's gathered gradients became per thread (the peak fell):
- * 1.12–1.78 times the measured peak at tests/test_memory.c's three shapes, 1.24–1.52 at the bench
- * shapes (tiny T 128 B 16 and T 512 B 4, xsmall T 256 B 8; the peak there = `deberta bench`'s arena
- * capacity / 1.125). */
+ * became one op and the attention backward's gathered gradients became per thread (the peak fell);
+ * refitted again when P·V joined the attention op (no dropped [B, A, T, T] tensor or gradient: heads·T
+ * per layer and token instead of 2·heads·T): 1.11–1.80 times the measured peak at tests/test_memory.c's
+ * three shapes, 1.34–1.57 at the bench shapes (tiny T 128 B 16 and T 512 B 4, xsmall T 256 B 8; the
+ * peak there = `deberta bench`'s arena capacity / 1.125). */
 double memory_arena_elements(const ModelConfig *c, int B) {
     const double T = c->max_seq_len, N = (double)B * T, A = c->num_attention_heads;
     const double W = MAX((double)c->hidden_size, A * (double)c->attention_head_size);
     const double S = c->position_buckets > 0 ? c->position_buckets : c->max_relative_positions;
     const double Lt = (double)c->num_hidden_layers + (double)c->gen_num_hidden_layers;
-    return N * (Lt * (2 * W + 4.0 * c->intermediate_size + 2 * A * T + A * 2 * S) + 0.6 * c->vocab_size + 60 * W);
+    return N * (Lt * (2 * W + 4.0 * c->intermediate_size + A * T + A * 2 * S) + 0.6 * c->vocab_size + 60 * W);
 }
 
 void memory_estimate(const ModelConfig *c, int B, MemEstimate *e) {

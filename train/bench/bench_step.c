@@ -253,12 +253,12 @@ int bench_step(int argc, char **argv) {
             }
         qsort(rows, (size_t)nr, sizeof rows[0], cmp_prof);
         printf("  per op kind over %d profiled steps (ms/step; forward includes the glue code before the op):\n", prof_steps);
-        printf("    %-24s %-4s %9s %7s %8s %10s\n", "op", "pass", "ms/step", "share", "calls", "arena MB");
+        printf("    %-31s %-4s %9s %7s %8s %10s\n", "op", "pass", "ms/step", "share", "calls", "arena MB");
         for (int i = 0; i < nr; i++)
-            printf("    %-24s %-4s %9.2f %6.1f%% %8.0f %10.1f\n", op_table[rows[i].op].name, rows[i].bwd ? "bwd" : "fwd",
+            printf("    %-31s %-4s %9.2f %6.1f%% %8.0f %10.1f\n", op_table[rows[i].op].name, rows[i].bwd ? "bwd" : "fwd",
                    rows[i].s * 1e3 / prof_steps, 100 * rows[i].s / prof_total, (double)rows[i].n / prof_steps,
                    rows[i].mb / prof_steps / 1048576.0);
-        printf("    %-24s %-4s %9.2f %6.1f%%\n", "(outside ops: sampling, optimizer, ...)", "", (prof_total - sum) * 1e3 / prof_steps,
+        printf("    %-31s %-4s %9.2f %6.1f%%\n", "(outside ops: sampling, optimizer, ...)", "", (prof_total - sum) * 1e3 / prof_steps,
                100 * (prof_total - sum) / prof_total);
     }
     printf("RESULT {\"part\": \"step\", \"batch\": %d, \"seq\": %d, \"hidden\": %d, \"threads\": %d, \"real\": \"%s\", "
