@@ -304,10 +304,12 @@ static void da_backward_tables(const DABack *x, const DAGeom *g, long ba, const 
                    x->dqr + (long)a * R * D, D);
 }
 
-/* Per-thread working memory (reals) of the backward: dS, dpc, dpp of one pair, and pd with the fused
- * context. */
+/* Whether the backward remakes a pair's dropped probabilities (the fused context with a dropout). */
+static int da_remakes_pd(const DABack *x) { return x->v && x->keep; }
+
+/* Per-thread working memory (reals) of the backward: dS, dpc, dpp of one pair, and pd when remade. */
 static size_t da_pair_scratch(const DABack *x, const DAGeom *g) {
-    return (size_t)g->Tq * g->Tk * (x->v ? 2 : 1) + (size_t)(g->Tq + g->Tk) * g->R;
+    return (size_t)g->Tq * g->Tk * (da_remakes_pd(x) ? 2 : 1) + (size_t)(g->Tq + g->Tk) * g->R;
 }
 
 /* Whether the backward lets each thread own whole heads (da_backward_heads) rather than pairs. */
@@ -331,9 +333,9 @@ static void da_backward_heads(const DABack *x, const DAGeom *g, real *scratch, i
 /* When the heads do not divide among the threads: threads own (b,a) pairs and keep every pair's dpc,
  * dpp in dPc [B,A,Tq,R], dPp [B,A,Tk,R]; the tables' sums run afterwards, heads in parallel, b in
  * increasing order (the same order as da_backward_heads: the results are bitwise equal).
- * scratch: nt · Tq · Tk reals (dS), twice that with the fused context (dS, pd). */
+ * scratch: nt · Tq · Tk reals (dS), twice that when pd is remade (dS, pd). */
 static void da_backward_pairs(const DABack *x, const DAGeom *g, real *scratch, real *dPc, real *dPp, int par) {
-    const int Tq = g->Tq, Tk = g->Tk, R = g->R, A = g->A, per = x->v ? 2 : 1;
+    const int Tq = g->Tq, Tk = g->Tk, R = g->R, A = g->A, per = da_remakes_pd(x) ? 2 : 1;
     const long nba = (long)g->B * A;
 #pragma omp parallel for schedule(static) if (par)
     for (long ba = 0; ba < nba; ba++) {
@@ -469,7 +471,7 @@ static void da_backward_node(Tape *t, TapeNode *nd, Tensor *v) {
         tape_scratch_release(t, scratch, sbytes);
         return;
     }
-    const size_t sbytes = (size_t)nt * g.Tq * g.Tk * (v ? 2 : 1) * sizeof(real);
+    const size_t sbytes = (size_t)nt * g.Tq * g.Tk * (da_remakes_pd(&x) ? 2 : 1) * sizeof(real);
     const size_t cbytes = (size_t)nba * g.Tq * g.R * sizeof(real), pbytes = (size_t)nba * g.Tk * g.R * sizeof(real);
     real *scratch = tape_scratch(t, sbytes, 0);
     real *dPc = (terms & ATT_C2P) ? tape_scratch(t, cbytes, 0) : NULL;
