@@ -174,6 +174,7 @@ typedef struct {
     const uint8_t *keep; /* the fused dropout's mask, or NULL */
     real scale, ks;      /* ks = 1 / (1 − p) of the dropout */
     int merge_runs;      /* add runs of equal c(i,j) as one sum (da_check_index) */
+    const int32_t *run_off, *run_start; /* the runs of equal c(i,j) in each row (da_runs) */
 } DABack;
 
 /* Checks that every c(i,j) names a table row, and says whether the c2p gradient's scatter
@@ -204,8 +205,9 @@ static int da_check_index(const int32_t *c, int Tq, int Tk, int R) {
 
 /* One (b,a) pair: with the fused context first dv[b,a] = Pd^T · dctx[b,a] (Pd remade from P and the
  * keep mask in pd [Tq,Tk]) and dP = dctx[b,a] · v[b,a]^T (in dS); then dS [Tq,Tk] from dP; dq, dk of the
- * c2c term; the gathers' gradients dpc [Tq,R] and dpp [Tk,R] (zeroed and scattered here) and their
- * dq += dpc·kr, dk += dpp·qr.  The tables' gradients (which sum over b) are left to the caller. */
+ * c2c term; the gathers' gradients dpc [Tq,R] and dpp, held transposed as [R,Tk] (zeroed and scattered
+ * here), and their dq += dpc·kr, dk += dpp·qr.  The tables' gradients (which sum over b) are left to the
+ * caller. */
 static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS, real *dpc, real *dpp, real *pd) {
     const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, a = (int)(ba % g->A), b = (int)(ba / g->A), ld = da_ld(g);
     const real *Pb = x->P + ba * Tq * Tk, *dPb = x->v ? dS : x->dP + ba * Tq * Tk;
@@ -258,18 +260,14 @@ static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS
             const real *ds = dS + (long)i * Tk;
             real *d = dpc + (long)i * R;
             if (x->merge_runs) { /* a run of equal c(i,j) summed in a register, then added once */
-                int cur = ci[0];
-                real acc = ds[0];
-                for (int j = 1; j < Tk; j++) {
-                    if (ci[j] == cur) {
-                        acc += ds[j];
-                    } else {
-                        d[cur] += acc;
-                        cur = ci[j];
-                        acc = ds[j];
-                    }
+                const int32_t *rs = x->run_start + x->run_off[i];
+                const int nr = x->run_off[i + 1] - x->run_off[i];
+                for (int r = 0; r < nr; r++) {
+                    const int j1 = r + 1 < nr ? rs[r + 1] : Tk;
+                    real acc = ds[rs[r]];
+                    for (int j = rs[r] + 1; j < j1; j++) acc += ds[j];
+                    d[ci[rs[r]]] += acc;
                 }
-                d[cur] += acc;
             } else {
                 for (int j = 0; j < Tk; j++) d[ci[j]] += ds[j];
             }
@@ -277,15 +275,24 @@ static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS
         if (dq) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, R, 1, dpc, R, x->kr + (long)a * R * D, D, bq, dq, ld);
         bq = 1;
     }
-    /* S[i,j] += Pp[j, c(i,j)], Pp = k · qr^T:  dPp[j, c(i,j)] += dS[i,j];  dk += dPp · qr */
+    /* S[i,j] += Pp[j, c(i,j)], Pp = k · qr^T:  dPp[j, c(i,j)] += dS[i,j];  dk += dPp · qr.  dPp is held
+     * transposed, dpp[c, j], so that a run of equal c(i,j) in row i (neighbouring j) adds into neighbouring
+     * elements: one vector add per run instead of one scattered addition per entry.  Every element still
+     * receives its additions in the same order (i increasing), so the result is the scatter's, bit for bit. */
     if (g->terms & ATT_P2C) {
         memset(dpp, 0, (size_t)Tk * R * sizeof(real));
         for (int i = 0; i < Tq; i++) {
-            const int32_t *ci = c + (long)i * Tk;
+            const int32_t *ci = c + (long)i * Tk, *rs = x->run_start + x->run_off[i];
             const real *ds = dS + (long)i * Tk;
-            for (int j = 0; j < Tk; j++) dpp[(long)j * R + ci[j]] += ds[j];
+            const int nr = x->run_off[i + 1] - x->run_off[i];
+            for (int r = 0; r < nr; r++) {
+                const int j0 = rs[r], j1 = r + 1 < nr ? rs[r + 1] : Tk;
+                real *d = dpp + (long)ci[j0] * Tk;
+#pragma omp simd
+                for (int j = j0; j < j1; j++) d[j] += ds[j];
+            }
         }
-        if (dk) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tk, D, R, 1, dpp, R, x->qr + (long)a * R * D, D, bk, dk, ld);
+        if (dk) cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, D, R, 1, dpp, Tk, x->qr + (long)a * R * D, D, bk, dk, ld);
         bk = 1;
     }
     /* no term wrote a fresh block (a term subset without it): its gradient is zero */
@@ -293,14 +300,14 @@ static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS
     for (int j = 0; dk && bk == 0 && j < Tk; j++) memset(dk + (long)j * ld, 0, (size_t)D * sizeof(real));
 }
 
-/* The tables' share of pair (b,a): dkr[a] += dpc^T · q[b,a],  dqr[a] += dpp^T · k[b,a]. */
+/* The tables' share of pair (b,a): dkr[a] += dpc^T · q[b,a],  dqr[a] += dpp^T · k[b,a] (dpp held as [R,Tk]). */
 static void da_backward_tables(const DABack *x, const DAGeom *g, long ba, const real *dpc, const real *dpp) {
     const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, a = (int)(ba % g->A), b = (int)(ba / g->A), ld = da_ld(g);
     if (x->dkr && (g->terms & ATT_C2P))
         cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, R, D, Tq, 1, dpc, R, x->q + da_off(g, b, a, Tq), ld, 1,
                    x->dkr + (long)a * R * D, D);
     if (x->dqr && (g->terms & ATT_P2C))
-        cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, R, D, Tk, 1, dpp, R, x->k + da_off(g, b, a, Tk), ld, 1,
+        cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, R, D, Tk, 1, dpp, Tk, x->k + da_off(g, b, a, Tk), ld, 1,
                    x->dqr + (long)a * R * D, D);
 }
 
@@ -331,7 +338,7 @@ static void da_backward_heads(const DABack *x, const DAGeom *g, real *scratch, i
 }
 
 /* When the heads do not divide among the threads: threads own (b,a) pairs and keep every pair's dpc,
- * dpp in dPc [B,A,Tq,R], dPp [B,A,Tk,R]; the tables' sums run afterwards, heads in parallel, b in
+ * dpp in dPc [B,A,Tq,R], dPp [B,A,R,Tk]; the tables' sums run afterwards, heads in parallel, b in
  * increasing order (the same order as da_backward_heads: the results are bitwise equal).
  * scratch: nt · Tq · Tk reals (dS), twice that when pd is remade (dS, pd). */
 static void da_backward_pairs(const DABack *x, const DAGeom *g, real *scratch, real *dPc, real *dPp, int par) {
@@ -360,7 +367,31 @@ typedef struct {
     real p;        /* its rate */
     Tensor *P;
     int merge_runs; /* da_check_index's answer for c */
+    int32_t *run_off, *run_start; /* da_runs of c */
 } DASaved;
+
+/* The runs of equal c(i,j) (neighbouring j) of every row of c [Tq, Tk], in the arena: row i's runs start
+ * at columns run_start[run_off[i] .. run_off[i + 1]), the first at column 0. */
+static void da_runs(Tape *t, const int32_t *c, int Tq, int Tk, int32_t **run_off, int32_t **run_start) {
+    int32_t *off = arena_alloc(&t->arena, (size_t)(Tq + 1) * sizeof(int32_t));
+    off[0] = 0;
+    for (int i = 0; i < Tq; i++) {
+        const int32_t *ci = c + (long)i * Tk;
+        int n = Tk > 0;
+        for (int j = 1; j < Tk; j++) n += ci[j] != ci[j - 1];
+        off[i + 1] = off[i] + n;
+    }
+    int32_t *start = arena_alloc(&t->arena, (size_t)(off[Tq] > 0 ? off[Tq] : 1) * sizeof(int32_t));
+    for (int i = 0; i < Tq; i++) {
+        const int32_t *ci = c + (long)i * Tk;
+        int32_t *s = start + off[i];
+        if (Tk > 0) *s++ = 0;
+        for (int j = 1; j < Tk; j++)
+            if (ci[j] != ci[j - 1]) *s++ = j;
+    }
+    *run_off = off;
+    *run_start = start;
+}
 
 /* The context's v [B, Tk, A·D] next to q, k [B, T, A·D]: a tensor of its own (its gradient buffer is
  * written pair by pair). */
@@ -404,10 +435,11 @@ static Tensor *attention(Tape *t, Tensor *q, Tensor *k, int heads, Tensor *qr, T
     TapeNode *nd = tape_record(t, v ? OP_DISENTANGLED_ATTENTION_CONTEXT : OP_DISENTANGLED_ATTENTION, out, v ? 5 : 4, in);
     if (nd) {
         DASaved *sv = arena_alloc(&t->arena, sizeof *sv);
-        *sv = (DASaved){NULL, dr.keep, dr.p, p, merge_runs};
+        *sv = (DASaved){NULL, dr.keep, dr.p, p, merge_runs, NULL, NULL};
         if (use_pos) {
             sv->c = arena_alloc(&t->arena, (size_t)g.Tq * g.Tk * sizeof(int32_t));
             memcpy(sv->c, c_idx, (size_t)g.Tq * g.Tk * sizeof(int32_t));
+            da_runs(t, c_idx, g.Tq, g.Tk, &sv->run_off, &sv->run_start);
         }
         nd->ctx = sv;
         nd->iarg[0] = terms;
@@ -461,7 +493,8 @@ static void da_backward_node(Tape *t, TapeNode *nd, Tensor *v) {
     real *dv = v && v->requires_grad ? tape_grad_put(t, v, &dv_fresh) : NULL;
     const DABack x = {dq, dk, dqr, dkr, dv, dq_fresh, dk_fresh, dv_fresh, v ? NULL : nd->out->grad, sv->P->data, q->data,
                       k->data, qr ? qr->data : NULL, kr ? kr->data : NULL, v ? v->data : NULL, v ? nd->out->grad : NULL, c,
-                      sv->keep, (real)nd->farg[0], sv->keep ? 1 / (1 - sv->p) : 1, (terms & ATT_C2P) && sv->merge_runs};
+                      sv->keep, (real)nd->farg[0], sv->keep ? 1 / (1 - sv->p) : 1, (terms & ATT_C2P) && sv->merge_runs,
+                      sv->run_off, sv->run_start};
     const long nba = (long)g.B * g.A;
     const int par = nba > 1 && nba * g.Tq * g.Tk >= 4096, nt = par ? omp_get_max_threads() : 1;
     if (da_by_heads(&g, nt) && !g_attention_by_pairs) {

@@ -13,6 +13,11 @@
 # Idempotent: does nothing when the three outputs exist.  Nothing of it is committed (DIR is in .gitignore
 # when it is the default data/corpus).
 set -eu
+case "${1:-}" in
+-h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-*) echo "error: fetch-corpus: unknown option '$1' (usage: scripts/fetch-corpus.sh [DIR])" >&2; exit 2 ;;
+esac
+[ $# -le 1 ] || { echo "error: fetch-corpus: one directory at most (usage: scripts/fetch-corpus.sh [DIR])" >&2; exit 2; }
 DIR=${1:-data/corpus}
 PY=/usr/bin/python3
 if [ -s "$DIR/brown.txt" ] && [ -s "$DIR/nlp-corpus.txt" ] && [ -s "$DIR/brown-tagged/cr09" ]; then
