@@ -274,12 +274,13 @@ static void block_fused_equals_unfused(void **state) {
 }
 
 /* Memory of one attention block, forward + backward, in bytes (docs/ARCHITECTURE.md "Model"):
- *   M = sizeof(real)·(24·B·T·C + B·A·T·(T + 2R) + 12·R·C + threads·2T·(T + R)) + 8·T²  (+ headers)
- * (8·T²: two int32 copies of c(i,j)).  The T×T×C tensor of the naive formulation alone would be
- * B·T·T·C reals. */
+ *   M = sizeof(real)·(24·B·T·C + B·A·T·(T + 2R) + 12·R·C + threads·2T·(T + R)) + 12·T² + 4·(T + 1)  (+ headers)
+ * (12·T² + 4·(T + 1): two int32 copies of c(i,j) and its run lists, at most one run per entry).  The
+ * T×T×C tensor of the naive formulation alone would be B·T·T·C reals. */
 static double attention_bound(long Bn, long An, long Tn, long Rn, long Cn) {
     return sizeof(real) * (24.0 * Bn * Tn * Cn + (double)Bn * An * Tn * (Tn + 2 * Rn) + 12.0 * Rn * Cn +
-                           (double)omp_get_max_threads() * 2 * Tn * (Tn + Rn)) + 8.0 * Tn * Tn;
+                           (double)omp_get_max_threads() * 2 * Tn * (Tn + Rn)) +
+           12.0 * Tn * Tn + 4.0 * (Tn + 1);
 }
 
 /* The attention diagnostic on probabilities built by hand: uniform rows over the real keys give
