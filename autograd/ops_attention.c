@@ -285,6 +285,10 @@ static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS
             const int32_t *ci = c + (long)i * Tk, *rs = x->run_start + x->run_off[i];
             const real *ds = dS + (long)i * Tk;
             const int nr = x->run_off[i + 1] - x->run_off[i];
+            if (g_attention_scatter) { /* the reference: entry by entry */
+                for (int j = 0; j < Tk; j++) dpp[(long)ci[j] * Tk + j] += ds[j];
+                continue;
+            }
             for (int r = 0; r < nr; r++) {
                 const int j0 = rs[r], j1 = r + 1 < nr ? rs[r + 1] : Tk;
                 real *d = dpp + (long)ci[j0] * Tk;

@@ -59,8 +59,8 @@ Tensor *op_attention_context(Tape *t, Tensor *p, Tensor *v);
  * when the heads do not divide among the threads; 0 (default): threads own heads when they divide.  The
  * two are bitwise equal (tests compare them). */
 extern int g_attention_by_pairs;
-/* 1: the c2p gradient is scattered element by element even where the backward would add runs of equal
- * c(i,j) as one sum (ops_attention.c, da_check_index: read when the forward runs); the two are bitwise
- * equal (tests compare them). */
+/* 1: the c2p and p2c gradients are scattered element by element instead of added run by run (runs of
+ * equal c(i,j); ops_attention.c: for c2p read by da_check_index when the forward runs, for p2c in the
+ * backward); the two are bitwise equal (tests compare them). */
 extern int g_attention_scatter;
 #endif

@@ -6,7 +6,8 @@
 # sanitize`.  Other suites hold more cases of their own (e2e-prep, e2e-pretrain, e2e-finetune,
 # e2e-import, e2e-spm, e2e-parity-dump, e2e-tokenizer-identity, e2e-run-dir, e2e-full-disk).
 #   commands: prep, pretrain, eval, export, import, dump, dump-encoder, encode, prep-task, finetune,
-#             bench, gradcheck, seal (and seal --check)
+#             bench, gradcheck, seal (and seal --check); scripts/fetch-corpus.sh and
+#             scripts/fetch-hf-tokenizers.sh (unknown option, two directories, --help)
 #   readers:  shard, checkpoint, tokenizer.bin, config text, task file, safetensors + config.json,
 #             SentencePiece model, parity weights and batch files, tagged Brown texts, text inputs
 #   a byte changed in the middle of a shard, a checkpoint, a task file, tokenizer.bin and a
@@ -222,6 +223,14 @@ $D seal --check "$W"/d/*.h5 "$W/run/checkpoint.h5" "$W"/task/*.h5 > "$W/log" 2>&
 bad 1 "no-such.h5: cannot open" $D seal "$W/no-such.h5"
 bad 2 "gradcheck: no case for op 'bogus'" $D gradcheck --op bogus
 bad 2 "seal: no FILE given" $D seal
+# ---- the fetch scripts' command line (run inside $W: a mistaken argument must not become a directory)
+R=$(pwd)
+for s in fetch-corpus fetch-hf-tokenizers; do
+    bad 2 "$s: unknown option '--bogus'" sh -c "cd '$W' && sh '$R/scripts/$s.sh' --bogus"
+    bad 2 "$s: one directory at most" sh -c "cd '$W' && sh '$R/scripts/$s.sh' a b"
+    [ ! -e "$W/--bogus" ] && [ ! -e "$W/a" ] || fail "$s.sh made a directory of a refused argument"
+    sh "scripts/$s.sh" --help | grep -q "^$s.sh \[DIR\]" || fail "$s.sh --help prints no usage"
+done
 ok "$cases bad inputs: one error line each, the right exit status, nothing lost"
 
 # ---- a full disk under the writers that e2e-full-disk.sh does not cover (root only)

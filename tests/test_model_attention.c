@@ -323,8 +323,8 @@ static void schedule_inputs(int32_t *c, int32_t *m, int Bn, int Tn, int Rn) {
 /* The backward's two schedules (ops_attention.c): threads owning heads (the default when the heads divide
  * among the threads) and threads owning (b,a) pairs with the tables summed afterwards give the same
  * gradients bit for bit, with every term subset, padding and the fused dropout; also across thread
- * counts (1: heads, serial; 2: heads; 3 with A = 2: pairs), and with the c2p gradient's runs of equal
- * c(i,j) added as one sum (this c's clamped ends: 38 % of the entries continue a run) or scattered
+ * counts (1: heads, serial; 2: heads; 3 with A = 2: pairs), and with the c2p and p2c gradients' runs of
+ * equal c(i,j) added run by run (this c's clamped ends: 38 % of the entries continue a run) or scattered
  * element by element.  The shape is large enough to run in parallel (B·A·Tq·Tk >= 4096). */
 static void backward_schedules_bitwise_equal(void **state) {
     enum { BB = 3, AA = 2, TT = 40, DD = 8, RR = 31 };

@@ -253,8 +253,9 @@ static void philox_known_answers(void **state) {
         /* rng_blocks: block k of a run is rng_block of counter first + k (here across the 2^64 wrap) */
         rng_blocks(kat[i].seed, kat[i].stream, kat[i].counter - 2, 5, many);
         assert_memory_equal(many + 8, kat[i].out, sizeof w);
-        /* longer runs take the vector path (16 or 8 counters at a time) and the one-by-one rest; the
-         * second run's counters' low word wraps in its second group of 16 (the path falls back there) */
+        /* longer runs take the vector path (groups of 32 counters with AVX-512, 16 with AVX2) and the
+         * one-by-one rest; the second run's low counter word wraps after 41 blocks, so its second group
+         * falls back to one by one before the wrap */
         const uint64_t firsts[2] = {kat[i].counter ^ 1000, 0x7ffffffffull - 40};
         for (int f = 0; f < 2; f++) {
             uint32_t run[4 * 53], one[4];
