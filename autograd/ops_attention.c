@@ -12,6 +12,7 @@
 
 int g_attention_by_pairs = 0;
 int g_attention_scatter = 0;
+int g_attention_run_min = 4;
 
 typedef struct {
     int B, A, Tq, Tk, D, R, terms;
@@ -94,18 +95,62 @@ typedef struct {
     real *ctx;
 } DACtx;
 
-/* Reals of the forward's per-thread scratch: the gathered products Pc, Pp; with the context and a
- * dropout also one pair's Pd. */
+/* Reals of the forward's per-thread scratch: the gathered products Pc [Tq, R] and PpT [R, Tk]; with the
+ * context and a dropout also one pair's Pd. */
 static size_t da_forward_scratch(const DAGeom *g, int ctx_drop) {
     return (g->terms & (ATT_C2P | ATT_P2C) ? (size_t)(g->Tq + g->Tk) * g->R : 0) + (ctx_drop ? (size_t)g->Tq * g->Tk : 0);
 }
 
-/* P [B,A,Tq,Tk] from q [B,A,Tq,D], k [B,A,Tk,D], qr/kr [A,R,D], c [Tq,Tk]; with dr->keep also
+/* Row i of the scores in place, for the position terms that are on:
+ *   S[j] = scale · ((S[j] + Pc[c(i,j)]) + PpT[c(i,j), j])   (the sum in this order)
+ * with pci = row i of Pc = q · kr^T and PpT = qr · k^T [R, Tk].  Where the row's runs of equal c(i,j)
+ * (rs[0 .. nr), da_runs) are g_attention_run_min entries long or more on average, a run adds one broadcast Pc value
+ * and a contiguous stretch of PpT's row c; else entry by entry, gathering.  Both give the same bits. */
+static void da_score_row(real *Si, const int32_t *ci, const real *pci, const real *PpT, int Tk, int terms, real scale,
+                         const int32_t *rs, int nr) {
+    const int c2p = (terms & ATT_C2P) != 0, p2c = (terms & ATT_P2C) != 0;
+    if (!c2p && !p2c) {
+#pragma omp simd
+        for (int j = 0; j < Tk; j++) Si[j] *= scale;
+        return;
+    }
+    if ((long)nr * g_attention_run_min <= Tk) {
+        for (int r = 0; r < nr; r++) {
+            const int j0 = rs[r], j1 = r + 1 < nr ? rs[r + 1] : Tk, c = ci[j0];
+            const real pc = c2p ? pci[c] : 0, *pp = PpT + (long)c * Tk;
+            if (c2p && p2c && j1 - j0 < 8) { /* short runs (near the diagonal): no vector set-up */
+                for (int j = j0; j < j1; j++) Si[j] = scale * ((Si[j] + pc) + pp[j]);
+            } else if (c2p && p2c) {
+#pragma omp simd
+                for (int j = j0; j < j1; j++) Si[j] = scale * ((Si[j] + pc) + pp[j]);
+            } else if (c2p) {
+#pragma omp simd
+                for (int j = j0; j < j1; j++) Si[j] = scale * (Si[j] + pc);
+            } else {
+#pragma omp simd
+                for (int j = j0; j < j1; j++) Si[j] = scale * (Si[j] + pp[j]);
+            }
+        }
+        return;
+    }
+    if (c2p && p2c) {
+#pragma omp simd
+        for (int j = 0; j < Tk; j++) Si[j] = scale * ((Si[j] + pci[ci[j]]) + PpT[(long)ci[j] * Tk + j]);
+    } else if (c2p) {
+#pragma omp simd
+        for (int j = 0; j < Tk; j++) Si[j] = scale * (Si[j] + pci[ci[j]]);
+    } else {
+#pragma omp simd
+        for (int j = 0; j < Tk; j++) Si[j] = scale * (Si[j] + PpT[(long)ci[j] * Tk + j]);
+    }
+}
+
+/* P [B,A,Tq,Tk] from q [B,A,Tq,D], k [B,A,Tk,D], qr/kr [A,R,D], c [Tq,Tk] (with its runs, da_runs); with dr->keep also
  * Pd = dropout(P), and with cx->ctx the context Pd · v, block by block while the block is in cache.
  * scratch: omp_get_max_threads() · da_forward_scratch reals. */
 static void disentangled_attention_forward(real *P, real *scratch, const real *q, const real *k, const real *qr, const real *kr,
-                                    const int32_t *c, const int32_t *qmask, const int32_t *kmask, const DAGeom *g, real scale,
-                                    const DADrop *dr, const DACtx *cx) {
+                                    const int32_t *c, const int32_t *run_off, const int32_t *run_start, const int32_t *qmask,
+                                    const int32_t *kmask, const DAGeom *g, real scale, const DADrop *dr, const DACtx *cx) {
     const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, A = g->A, ld = da_ld(g);
     const long nba = (long)g->B * A, fs = (long)da_forward_scratch(g, cx->ctx && dr->keep);
     const int par = nba > 1 && nba * Tq * Tk >= 4096;
@@ -117,41 +162,21 @@ static void disentangled_attention_forward(real *P, real *scratch, const real *q
         real *own = scratch ? scratch + omp_get_thread_num() * fs : NULL;
         const int pos = (g->terms & (ATT_C2P | ATT_P2C)) != 0;
         real *Pc = pos ? own : NULL;                      /* [Tq, R] */
-        real *Pp = pos ? Pc + (long)Tq * R : NULL;        /* [Tk, R] */
-        real *Pd = pos ? Pp + (long)Tk * R : own;         /* [Tq, Tk] (context with dropout) */
+        real *PpT = pos ? Pc + (long)Tq * R : NULL;       /* [R, Tk] */
+        real *Pd = pos ? PpT + (long)Tk * R : own;        /* [Tq, Tk] (context with dropout) */
         /* c2c: S = q · k^T */
         if (g->terms & ATT_C2C)
             cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, D, 1, qb, ld, kb, ld, 0, S, Tk);
         else
             memset(S, 0, (size_t)Tq * Tk * sizeof(real));
-        /* c2p: Pc = q · kr[a]^T [Tq, R];  p2c: Pp = k · qr[a]^T [Tk, R] */
+        /* c2p: Pc = q · kr[a]^T [Tq, R];  p2c: PpT = qr[a] · k^T [R, Tk] (row c of PpT is contiguous in j) */
         if (g->terms & ATT_C2P)
             cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, R, D, 1, qb, ld, kr + (long)a * R * D, D, 0, Pc, R);
         if (g->terms & ATT_P2C)
-            cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tk, R, D, 1, kb, ld, qr + (long)a * R * D, D, 0, Pp, R);
-        /* one pass per row: S[i,j] = scale · ((S[i,j] + Pc[i, c(i,j)]) + Pp[j, c(i,j)])  (the terms that are on) */
-        for (int i = 0; i < Tq; i++) {
-            const int32_t *ci = c ? c + (long)i * Tk : NULL;
-            const real *pci = Pc ? Pc + (long)i * R : NULL;
-            real *Si = S + (long)i * Tk;
-            switch (g->terms & (ATT_C2P | ATT_P2C)) {
-            case ATT_C2P | ATT_P2C:
-#pragma omp simd
-                for (int j = 0; j < Tk; j++) Si[j] = scale * (Si[j] + pci[ci[j]] + Pp[(long)j * R + ci[j]]);
-                break;
-            case ATT_C2P:
-#pragma omp simd
-                for (int j = 0; j < Tk; j++) Si[j] = scale * (Si[j] + pci[ci[j]]);
-                break;
-            case ATT_P2C:
-#pragma omp simd
-                for (int j = 0; j < Tk; j++) Si[j] = scale * (Si[j] + Pp[(long)j * R + ci[j]]);
-                break;
-            default:
-#pragma omp simd
-                for (int j = 0; j < Tk; j++) Si[j] *= scale;
-            }
-        }
+            cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, Tk, D, 1, qr + (long)a * R * D, D, kb, ld, 0, PpT, Tk);
+        for (int i = 0; i < Tq; i++)
+            da_score_row(S + (long)i * Tk, pos ? c + (long)i * Tk : NULL, Pc ? Pc + (long)i * R : NULL, PpT, Tk, g->terms, scale,
+                         pos ? run_start + run_off[i] : NULL, pos ? run_off[i + 1] - run_off[i] : 0);
         masked_softmax_rows(S, Tq, Tk, qmask ? qmask + (long)b * Tq : NULL, kmask ? kmask + (long)b * Tk : NULL);
         const long o = ba * Tq * Tk;
         if (cx->ctx) { /* ctx[b, :, a·D ..] = Pd · v[b, :, a·D ..] */
@@ -203,8 +228,37 @@ static int da_check_index(const int32_t *c, int Tq, int Tk, int R) {
     return !g_attention_scatter && Tk >= 2 && monotone && 3 * same >= (long)Tq * (Tk - 1);
 }
 
-/* One (b,a) pair: with the fused context first dv[b,a] = Pd^T · dctx[b,a] (Pd remade from P and the
- * keep mask in pd [Tq,Tk]) and dP = dctx[b,a] · v[b,a]^T (in dS); then dS [Tq,Tk] from dP; dq, dk of the
+/* The c2p gradient of n <= 4 neighbouring rows of c (at c, dS [n, Tk], dpc [n, R], zero-filled) when every row
+ * of c is monotone (merge_runs): each run of equal c(i,j) is summed in increasing j, then added once to its
+ * zero element (0 + sum: bitwise the entry-by-entry scatter, as each value has one run per row).  The run's
+ * running sum is stored at every entry (the last store of a run holds its whole sum, as 0 + sum), so the
+ * n rows' addition chains are independent of each other and free of branches. */
+static inline __attribute__((always_inline)) void da_c2p_runs(const int32_t *c, const real *dS, real *dpc, int Tk, int R,
+                                                               const int n) {
+    const int32_t *ci[4];
+    const real *si[4];
+    real *di[4], acc[4];
+    for (int l = 0; l < n; l++) {
+        ci[l] = c + (long)l * Tk;
+        si[l] = dS + (long)l * Tk;
+        di[l] = dpc + (long)l * R;
+        acc[l] = si[l][0];
+    }
+    for (int j = 1; j < Tk; j++)
+        for (int l = 0; l < n; l++) {
+            const int32_t cp = ci[l][j - 1];
+            di[l][cp] = acc[l] + 0;
+            acc[l] = ci[l][j] == cp ? acc[l] + si[l][j] : si[l][j];
+        }
+    for (int l = 0; l < n; l++) di[l][ci[l][Tk - 1]] = acc[l] + 0;
+}
+
+/* Whether the backward remakes a pair's dropped probabilities (the fused context with a dropout). */
+static int da_remakes_pd(const DABack *x) { return x->v && x->keep; }
+
+/* One (b,a) pair: with the fused context first dP = dctx[b,a] · v[b,a]^T (in dS); then dS [Tq,Tk] from dP
+ * (and, with a dropout, Pd remade from P and the keep mask in pd [Tq,Tk] in the same pass), then
+ * dv[b,a] = Pd^T · dctx[b,a]; dq, dk of the
  * c2c term; the gathers' gradients dpc [Tq,R] and dpp, held transposed as [R,Tk] (zeroed and scattered
  * here), and their dq += dpc·kr, dk += dpp·qr.  The tables' gradients (which sum over b) are left to the
  * caller. */
@@ -214,28 +268,30 @@ static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS
     const real *qb = x->q + da_off(g, b, a, Tq), *kb = x->k + da_off(g, b, a, Tk);
     const real scale = x->scale, ks = x->ks;
     const int32_t *c = x->c;
-    if (x->v) {
-        const real *dc = x->dctx + da_off(g, b, a, Tq), *vb = x->v + da_off(g, b, a, Tk);
-        if (x->dv) {
-            if (x->keep) { /* Pd as the forward's dropout_apply made it */
-                const uint8_t *kp = x->keep + ba * Tq * Tk;
-#pragma omp simd
-                for (long e = 0; e < (long)Tq * Tk; e++) pd[e] = kp[e] ? Pb[e] * ks : 0;
-            }
-            gemm(1, 0, Tk, D, Tq, 1, x->keep ? pd : Pb, Tk, dc, ld, x->dv_fresh ? 0 : 1, x->dv + da_off(g, b, a, Tk), ld);
-        }
-        gemm(0, 1, Tq, Tk, D, 1, dc, ld, vb, ld, 0, dS, Tk);
-    }
+    const real *dc = x->v ? x->dctx + da_off(g, b, a, Tq) : NULL;
+    if (x->v) gemm(0, 1, Tq, Tk, D, 1, dc, ld, x->v + da_off(g, b, a, Tk), ld, 0, dS, Tk);
     /* P = softmax(scale·S):  dS[i,j] = scale · P[i,j] · (dP[i,j] − Σ_j' P[i,j'] dP[i,j'])
-     * (masked entries have P = 0, so they get dS = 0) */
+     * (masked entries have P = 0, so they get dS = 0).  With the fused context and dropout, the same pass
+     * over row i of P remakes the row of Pd that dv's product below reads (as the forward's dropout_apply
+     * made it), so P is read once. */
+    const int remake = x->dv && da_remakes_pd(x);
     for (int i = 0; i < Tq; i++) {
         const real *p = Pb + (long)i * Tk;
         const real *dp = dPb + (long)i * Tk;
         real *ds = dS + (long)i * Tk;
         if (x->keep) { /* dP = dropout backward of dPd: keep ? dPd/(1 − p) : 0, staged in ds */
             const uint8_t *kp = x->keep + ba * Tq * Tk + (long)i * Tk;
+            if (remake) {
+                real *pdi = pd + (long)i * Tk;
 #pragma omp simd
-            for (int j = 0; j < Tk; j++) ds[j] = kp[j] ? dp[j] * ks : 0;
+                for (int j = 0; j < Tk; j++) {
+                    ds[j] = kp[j] ? dp[j] * ks : 0;
+                    pdi[j] = kp[j] ? p[j] * ks : 0;
+                }
+            } else {
+#pragma omp simd
+                for (int j = 0; j < Tk; j++) ds[j] = kp[j] ? dp[j] * ks : 0;
+            }
             dp = ds;
         }
         real dot = 0;
@@ -243,6 +299,9 @@ static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS
         for (int j = 0; j < Tk; j++) dot += p[j] * dp[j];
         for (int j = 0; j < Tk; j++) ds[j] = scale * p[j] * (dp[j] - dot);
     }
+    /* dv[b,a] = Pd^T · dctx[b,a] */
+    if (x->v && x->dv)
+        gemm(1, 0, Tk, D, Tq, 1, x->keep ? pd : Pb, Tk, dc, ld, x->dv_fresh ? 0 : 1, x->dv + da_off(g, b, a, Tk), ld);
     real *dq = x->dq ? x->dq + da_off(g, b, a, Tq) : NULL, *dk = x->dk ? x->dk + da_off(g, b, a, Tk) : NULL;
     /* the first gemm into a fresh dq / dk block assigns (beta 0), the later ones add */
     real bq = x->dq_fresh ? 0 : 1, bk = x->dk_fresh ? 0 : 1;
@@ -255,12 +314,13 @@ static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS
     /* S[i,j] += Pc[i, c(i,j)], Pc = q · kr^T:  dPc[i, c(i,j)] += dS[i,j];  dq += dPc · kr */
     if (g->terms & ATT_C2P) {
         memset(dpc, 0, (size_t)Tq * R * sizeof(real));
-        for (int i = 0; i < Tq; i++) {
-            const int32_t *ci = c + (long)i * Tk;
-            const real *ds = dS + (long)i * Tk;
-            real *d = dpc + (long)i * R;
-            if (x->merge_runs) { /* a run of equal c(i,j) summed in a register, then added once */
-                const int32_t *rs = x->run_start + x->run_off[i];
+        int i = 0;
+        if (x->merge_runs && (long)x->run_off[Tq] * g_attention_run_min <= (long)Tq * Tk) {
+            /* long runs: each summed in a register (one chain of additions), then added once */
+            for (; i < Tq; i++) {
+                const int32_t *ci = c + (long)i * Tk, *rs = x->run_start + x->run_off[i];
+                const real *ds = dS + (long)i * Tk;
+                real *d = dpc + (long)i * R;
                 const int nr = x->run_off[i + 1] - x->run_off[i];
                 for (int r = 0; r < nr; r++) {
                     const int j1 = r + 1 < nr ? rs[r + 1] : Tk;
@@ -268,9 +328,16 @@ static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS
                     for (int j = rs[r] + 1; j < j1; j++) acc += ds[j];
                     d[ci[rs[r]]] += acc;
                 }
-            } else {
-                for (int j = 0; j < Tk; j++) d[ci[j]] += ds[j];
             }
+        } else if (x->merge_runs) { /* short runs: four rows' chains side by side */
+            for (; i + 4 <= Tq; i += 4) da_c2p_runs(c + (long)i * Tk, dS + (long)i * Tk, dpc + (long)i * R, Tk, R, 4);
+            for (; i < Tq; i++) da_c2p_runs(c + (long)i * Tk, dS + (long)i * Tk, dpc + (long)i * R, Tk, R, 1);
+        }
+        for (; i < Tq; i++) {
+            const int32_t *ci = c + (long)i * Tk;
+            const real *ds = dS + (long)i * Tk;
+            real *d = dpc + (long)i * R;
+            for (int j = 0; j < Tk; j++) d[ci[j]] += ds[j];
         }
         if (dq) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, R, 1, dpc, R, x->kr + (long)a * R * D, D, bq, dq, ld);
         bq = 1;
@@ -292,6 +359,10 @@ static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS
             for (int r = 0; r < nr; r++) {
                 const int j0 = rs[r], j1 = r + 1 < nr ? rs[r + 1] : Tk;
                 real *d = dpp + (long)ci[j0] * Tk;
+                if (j1 - j0 == 1) { /* near the diagonal every distance has its own bucket: runs of one */
+                    d[j0] += ds[j0];
+                    continue;
+                }
 #pragma omp simd
                 for (int j = j0; j < j1; j++) d[j] += ds[j];
             }
@@ -314,9 +385,6 @@ static void da_backward_tables(const DABack *x, const DAGeom *g, long ba, const 
         cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, R, D, Tk, 1, dpp, Tk, x->k + da_off(g, b, a, Tk), ld, 1,
                    x->dqr + (long)a * R * D, D);
 }
-
-/* Whether the backward remakes a pair's dropped probabilities (the fused context with a dropout). */
-static int da_remakes_pd(const DABack *x) { return x->v && x->keep; }
 
 /* Per-thread working memory (reals) of the backward: dS, dpc, dpp of one pair, and pd when remade. */
 static size_t da_pair_scratch(const DABack *x, const DAGeom *g) {
@@ -430,20 +498,22 @@ static Tensor *attention(Tape *t, Tensor *q, Tensor *k, int heads, Tensor *qr, T
             dr = (DADrop){v ? NULL : out->data, arena_alloc(&t->arena, (size_t)p->n), pdrop, t->seed, dr.stream, off};
         }
     }
+    int32_t *run_off = NULL, *run_start = NULL; /* the runs of c: the forward's score pass and the backward read them */
+    if (use_pos) da_runs(t, c_idx, g.Tq, g.Tk, &run_off, &run_start);
     const size_t sbytes = (size_t)omp_get_max_threads() * da_forward_scratch(&g, v && dr.keep) * sizeof(real);
     real *scratch = sbytes ? tape_scratch(t, sbytes, 0) : NULL;
     disentangled_attention_forward(p->data, scratch, q->data, k->data, (terms & ATT_P2C) ? qr->data : NULL,
-                                   (terms & ATT_C2P) ? kr->data : NULL, c_idx, qmask, kmask, &g, scale, &dr, &cx);
+                                   (terms & ATT_C2P) ? kr->data : NULL, c_idx, run_off, run_start, qmask, kmask, &g, scale, &dr,
+                                   &cx);
     tape_scratch_release(t, scratch, sbytes);
     Tensor *in[5] = {q, k, (terms & ATT_P2C) ? qr : NULL, (terms & ATT_C2P) ? kr : NULL, v};
     TapeNode *nd = tape_record(t, v ? OP_DISENTANGLED_ATTENTION_CONTEXT : OP_DISENTANGLED_ATTENTION, out, v ? 5 : 4, in);
     if (nd) {
         DASaved *sv = arena_alloc(&t->arena, sizeof *sv);
-        *sv = (DASaved){NULL, dr.keep, dr.p, p, merge_runs, NULL, NULL};
+        *sv = (DASaved){NULL, dr.keep, dr.p, p, merge_runs, run_off, run_start};
         if (use_pos) {
             sv->c = arena_alloc(&t->arena, (size_t)g.Tq * g.Tk * sizeof(int32_t));
             memcpy(sv->c, c_idx, (size_t)g.Tq * g.Tk * sizeof(int32_t));
-            da_runs(t, c_idx, g.Tq, g.Tk, &sv->run_off, &sv->run_start);
         }
         nd->ctx = sv;
         nd->iarg[0] = terms;

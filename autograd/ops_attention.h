@@ -63,4 +63,9 @@ extern int g_attention_by_pairs;
  * equal c(i,j); ops_attention.c: for c2p read by da_check_index when the forward runs, for p2c in the
  * backward); the two are bitwise equal (tests compare them). */
 extern int g_attention_scatter;
+/* Runs of equal c(i,j) this long on average (default 4) or longer: the forward adds the position terms run
+ * by run (one broadcast c2p value, a contiguous stretch of the p2c product) instead of gathering entry by
+ * entry, and the backward sums each c2p run in one chain instead of four rows' chains side by side.  The
+ * ways are bitwise equal (tests compare the default with 0: always by runs). */
+extern int g_attention_run_min;
 #endif

@@ -325,7 +325,10 @@ static void schedule_inputs(int32_t *c, int32_t *m, int Bn, int Tn, int Rn) {
  * gradients bit for bit, with every term subset, padding and the fused dropout; also across thread
  * counts (1: heads, serial; 2: heads; 3 with A = 2: pairs), and with the c2p and p2c gradients' runs of
  * equal c(i,j) added run by run (this c's clamped ends: 38 % of the entries continue a run) or scattered
- * element by element.  The shape is large enough to run in parallel (B·A·Tq·Tk >= 4096). */
+ * element by element.  The forward's probabilities too, and both with the position terms taken run by run
+ * in the forward and the c2p runs summed one chain per row (g_attention_run_min 0; by default, at this c's
+ * short runs, the forward gathers and the c2p chains of four rows run side by side).  The shape is large
+ * enough to run in parallel (B·A·Tq·Tk >= 4096). */
 static void backward_schedules_bitwise_equal(void **state) {
     enum { BB = 3, AA = 2, TT = 40, DD = 8, RR = 31 };
     const int sq[4] = {BB, AA, TT, DD}, st[3] = {AA, RR, DD};
@@ -334,21 +337,23 @@ static void backward_schedules_bitwise_equal(void **state) {
     for (int i = 0; i < 4; i++) gradcheck_fill_uniform(x[i], 40 + i, -1, 1);
     static int32_t c[TT * TT], m[BB * TT];
     schedule_inputs(c, m, BB, TT, RR);
-    static real g[4][BB * AA * TT * DD];
-    const Kept kept = {NULL, {g[0], g[1], g[2], g[3]}};
+    static real g[4][BB * AA * TT * DD], out[BB * AA * TT * TT];
+    const Kept kept = {out, {g[0], g[1], g[2], g[3]}};
     const int nt0 = omp_get_max_threads();
-    /* (threads, g_attention_by_pairs, g_attention_scatter) */
-    const int runs[6][3] = {{2, 0, 0}, {2, 1, 0}, {1, 0, 0}, {3, 0, 0}, {2, 0, 1}, {3, 0, 1}};
+    /* (threads, g_attention_by_pairs, g_attention_scatter, g_attention_run_min) */
+    const int runs[8][4] = {{2, 0, 0, 4}, {2, 1, 0, 4}, {1, 0, 0, 4}, {3, 0, 0, 4},
+                            {2, 0, 1, 4}, {3, 0, 1, 4}, {2, 0, 0, 0},  {3, 1, 0, 0}};
     T.training = 1;
     for (int terms = 1; terms <= 7; terms++)
-        for (int r = 0; r < 6; r++) {
+        for (int r = 0; r < 8; r++) {
             g_attention_by_pairs = runs[r][1];
             g_attention_scatter = runs[r][2];
+            g_attention_run_min = runs[r][3];
             pass_begin(x, 4, runs[r][0], 3);
             Tensor *p = op_disentangled_attention_dropout(&T, x[0], x[1], x[2], x[3], c, terms, (real)0.2, m, m, (real)0.1);
-            char what[96];
-            snprintf(what, sizeof what, "terms %s, %d threads, by_pairs %d, scatter %d (first pass: the default)", config_terms_str(terms),
-                     runs[r][0], runs[r][1], runs[r][2]);
+            char what[112];
+            snprintf(what, sizeof what, "terms %s, %d threads, by_pairs %d, scatter %d, run_min %d (first pass: the default)",
+                     config_terms_str(terms), runs[r][0], runs[r][1], runs[r][2], runs[r][3]);
             backward_keep_or_compare(p, x, 4, 5, 3, r == 0, &kept, 0, what);
         }
     /* the gradients are not all zero (the comparison compared something) */
@@ -358,6 +363,7 @@ static void backward_schedules_bitwise_equal(void **state) {
     omp_set_num_threads(nt0);
     g_attention_by_pairs = 0;
     g_attention_scatter = 0;
+    g_attention_run_min = 4;
     T.training = 0;
     for (int i = 0; i < 4; i++) gradcheck_leaf_free(x[i]);
 }
