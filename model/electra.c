@@ -129,10 +129,36 @@ Tensor *generator_forward(Tape *t, const Electra *m, const ElectraInput *b, GenO
 }
 
 /* Inverse-CDF sampling from softmax(row): the first v whose running sum of exp(row[v] − max) exceeds
- * u·z.  The pass that computes z keeps the running sum at the end of every block of vocabulary ids, so
- * the search starts in the right block from that block's starting sum: the same additions in the same
- * order as a second pass from v = 0, without its exps. */
-enum { SAMPLE_BLOCKS = 2048 };
+ * u·z, in double.  The pass that computes z keeps the running sum at the end of every block of vocabulary
+ * ids, so the search starts in the right block from that block's starting sum: the same additions in the
+ * same order as a second pass from v = 0.  The exps of a block are computed together (a loop over
+ * libmvec's vector exp, within 4 ulp of the scalar one) and summed in increasing v; both passes compute a
+ * block's exps the same way, so the search sees the values the sum saw. */
+enum { SAMPLE_BLOCKS = 2048, SAMPLE_CHUNK = 64 };
+
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(_OPENMP) && !defined(DEBERTA_NO_LIBMVEC)
+#pragma omp declare simd notinbranch
+double exp(double);
+#endif
+
+/* acc + the running sum of exp(row[v] − mx) over v in [v0, v1), in increasing v.  With pick != NULL it stops
+ * at the first v where the sum exceeds u and sets *pick = v (else leaves *pick). */
+static double sample_block(const real *row, double mx, int v0, int v1, double acc, double u, int *pick) {
+    double e[SAMPLE_CHUNK];
+    for (int c0 = v0; c0 < v1; c0 += SAMPLE_CHUNK) {
+        const int n = v1 - c0 < SAMPLE_CHUNK ? v1 - c0 : SAMPLE_CHUNK;
+#pragma omp simd
+        for (int v = 0; v < n; v++) e[v] = exp((double)row[c0 + v] - mx);
+        for (int v = 0; v < n; v++) {
+            acc += e[v];
+            if (pick && u < acc) {
+                *pick = c0 + v;
+                return acc;
+            }
+        }
+    }
+    return acc;
+}
 
 void electra_sample(const GenOut *g, const ElectraInput *b, uint64_t seed, uint64_t step, int32_t *replaced) {
     const int V = (int)g->logits->shape[1];
@@ -141,28 +167,19 @@ void electra_sample(const GenOut *g, const ElectraInput *b, uint64_t seed, uint6
 #pragma omp parallel for schedule(static)
     for (int k = 0; k < g->n_masked; k++) {
         const real *row = g->logits->data + (long)k * V;
-        double mx = row[0];
-        for (int v = 1; v < V; v++) mx = row[v] > mx ? row[v] : mx;
+        real m = row[0];
+#pragma omp simd reduction(max : m)
+        for (int v = 1; v < V; v++) m = row[v] > m ? row[v] : m;
+        const double mx = m;
         double z = 0, end[SAMPLE_BLOCKS]; /* end[i]: the running sum after block i */
         for (int i = 0; i < nb; i++) {
             const int v1 = (i + 1) * bs < V ? (i + 1) * bs : V;
-            for (int v = i * bs; v < v1; v++) z += exp(row[v] - mx);
-            end[i] = z;
+            z = end[i] = sample_block(row, mx, i * bs, v1, z, 0, NULL);
         }
         const double u = rng_uniform(seed, rng_stream(RNG_SAMPLE, step, 0), (uint64_t)(b->masked0 + k)) * z;
         int pick = V - 1, i = 0;
         while (i < nb && !(u < end[i])) i++;
-        if (i < nb) {
-            double acc = i > 0 ? end[i - 1] : 0;
-            const int v1 = (i + 1) * bs < V ? (i + 1) * bs : V;
-            for (int v = i * bs; v < v1; v++) {
-                acc += exp(row[v] - mx);
-                if (u < acc) {
-                    pick = v;
-                    break;
-                }
-            }
-        }
+        if (i < nb) sample_block(row, mx, i * bs, (i + 1) * bs < V ? (i + 1) * bs : V, i > 0 ? end[i - 1] : 0, u, &pick);
         replaced[g->rows[k]] = pick;
     }
 }
