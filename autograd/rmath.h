@@ -19,7 +19,7 @@ static inline real rsqrt(real x) { return sqrt(x); }
 static inline real rfabs(real x) { return fabs(x); }
 #else
 /* Vector variants of the float functions from glibc's libmvec (libm.so pulls it in as needed):
- * loops over them vectorise (_ZGVdN8v_expf, _ZGVeN16v_erff, ...), within 4 ulp of the scalar
+ * (and double exp) loops over them vectorise (_ZGVdN8v_expf, _ZGVeN16v_erff, ...), within 4 ulp of the scalar
  * functions.  glibc's math.h only declares them under -ffast-math; the declarations below do
  * the same without -ffast-math.  Define DEBERTA_NO_LIBMVEC to keep the scalar calls. */
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(_OPENMP) && !defined(DEBERTA_NO_LIBMVEC)
@@ -31,6 +31,8 @@ float erff(float);
 float logf(float);
 #pragma omp declare simd notinbranch
 float log1pf(float);
+#pragma omp declare simd notinbranch
+double exp(double); /* the replacement sampling's exps, in double also in the float build (model/electra.c) */
 #endif
 static inline real rexp(real x) { return expf(x); }
 static inline real rlog(real x) { return logf(x); }

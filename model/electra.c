@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include "autograd/rmath.h"
 #include "autograd/rng.h"
 #include "autograd/util.h"
 #include "model/init.h"
@@ -131,15 +132,10 @@ Tensor *generator_forward(Tape *t, const Electra *m, const ElectraInput *b, GenO
 /* Inverse-CDF sampling from softmax(row): the first v whose running sum of exp(row[v] − max) exceeds
  * u·z, in double.  The pass that computes z keeps the running sum at the end of every block of vocabulary
  * ids, so the search starts in the right block from that block's starting sum: the same additions in the
- * same order as a second pass from v = 0.  The exps of a block are computed together (a loop over
- * libmvec's vector exp, within 4 ulp of the scalar one) and summed in increasing v; both passes compute a
- * block's exps the same way, so the search sees the values the sum saw. */
+ * same order as a second pass from v = 0.  The exps of a block are computed together (in the float build a
+ * loop over libmvec's vector exp, within 4 ulp of the scalar one: rmath.h) and summed in increasing v; both
+ * passes compute a block's exps the same way, so the search sees the values the sum saw. */
 enum { SAMPLE_BLOCKS = 2048, SAMPLE_CHUNK = 64 };
-
-#if defined(__x86_64__) && defined(__GLIBC__) && defined(_OPENMP) && !defined(DEBERTA_NO_LIBMVEC)
-#pragma omp declare simd notinbranch
-double exp(double);
-#endif
 
 /* acc + the running sum of exp(row[v] − mx) over v in [v0, v1), in increasing v.  With pick != NULL it stops
  * at the first v where the sum exceeds u and sets *pick = v (else leaves *pick). */
