@@ -4,9 +4,10 @@
 # implementations of the identical step: the reference (`deberta_ref.py bench --part step`, functional,
 # the parity oracle) and a plain torch.nn program (`plain_step.py bench`: fused QKV Linear, nn.LayerNorm,
 # nn.Dropout, AdamW; `plain_step.py check` shows it computes the reference's step).  Each PyTorch
-# one runs with its default OpenMP settings and with OMP_WAIT_POLICY=PASSIVE (both with glibc malloc set
-# to reuse freed memory, their --malloc tuned; TORCH_MALLOC=default to leave it); all five alternate in
-# every round of one run, at the same thread count; deberta.c runs before and after the PyTorch runs of
+# one runs with its default OpenMP settings and with OMP_WAIT_POLICY=PASSIVE, the torch.nn one also
+# with GOMP_SPINCOUNT=10000 (the short spin build/deberta chooses on an idle machine, see
+# train/cli/omp_policy.c); all with glibc malloc set to reuse freed memory (their --malloc tuned;
+# TORCH_MALLOC=default to leave it).  All six alternate in every round of one run, at the same thread count; deberta.c runs before and after the PyTorch runs of
 # each round, and its figure of the round is the mean of the two step times (the summary also prints the
 # ratio of the two: the VM's drift during the round).  Shapes: tiny (seq 128, batch 16) and the xsmall
 # shape (seq 256, batch 8).  Prints every measurement, then per shape the medians over the rounds, the ratios
@@ -39,7 +40,7 @@ run_c() {
     echo "[deberta.c $1]"
     env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OMP_NUM_THREADS "$BIN" bench --preset "$preset" --seq "$seq" \
         --batch "$batch" --steps "$STEPS" --warmup "$WARM" --threads "$TH" --profile 0 \
-        | sed "s/^RESULT /RESULT $1 $preset-T$seq-B$batch $r /" | tee -a "$OUT" | sed -n '2,4p'
+        | sed "s/^RESULT /RESULT $1 $preset-T$seq-B$batch $r /" | tee -a "$OUT" | sed -n '2,5p'
 }
 for shape in $SHAPES; do
     preset=${shape%%:*}; rest=${shape#*:}; seq=${rest%%:*}; batch=${rest#*:}
@@ -49,8 +50,14 @@ for shape in $SHAPES; do
         run_c C
         for impl in ref plain; do
             if [ $impl = ref ]; then script=deberta_ref.py; tag=T; else script=plain_step.py; tag=P; fi
-            for pol in default PASSIVE; do
-                if [ $pol = default ]; then set -- env -u OMP_WAIT_POLICY; else set -- env OMP_WAIT_POLICY=PASSIVE; fi
+            # torch.nn also runs with the short spin deberta.c picks on an idle machine (omp_policy.c)
+            pols="default PASSIVE"; [ $impl = plain ] && pols="default PASSIVE spin"
+            for pol in $pols; do
+                case $pol in
+                    default) set -- env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT ;;
+                    PASSIVE) set -- env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=PASSIVE ;;
+                    spin) set -- env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=10000 ;;
+                esac
                 "$@" "$PY" scripts/reference/$script bench --preset "$preset" --seq "$seq" --batch "$batch" \
                     --steps "$STEPS" --warmup "$WARM" --threads "$TH" --malloc "$MALLOC" \
                     | sed "s/^RESULT /RESULT ${tag}_$pol $preset-T$seq-B$batch $r /" | tee -a "$OUT" | grep -v RESULT \
@@ -81,8 +88,8 @@ for (preset, who), rs in list(res.items()):
         rs[rnd] = dict(b, tokens_per_s=b["tokens_per_s"] * b["ms_median"] / ms, ms_median=ms, peak_rss_mb=max(b["peak_rss_mb"], a["peak_rss_mb"]),
                        gemm_peak_gflops=max(b["gemm_peak_gflops"], a["gemm_peak_gflops"]))
 NAMES = {"C": "deberta.c", "T_default": "reference default", "T_PASSIVE": "reference PASSIVE",
-         "P_default": "torch nn default", "P_PASSIVE": "torch nn PASSIVE"}
-TORCH = ("T_default", "T_PASSIVE", "P_default", "P_PASSIVE")
+         "P_default": "torch nn default", "P_PASSIVE": "torch nn PASSIVE", "P_spin": "torch nn spin 10000"}
+TORCH = ("T_default", "T_PASSIVE", "P_default", "P_PASSIVE", "P_spin")
 print()
 print("%-16s %-19s %10s %12s %9s %10s" % ("shape", "implementation", "ms/step", "tokens/s", "GFLOP/s", "RSS MB"))
 for preset in dict.fromkeys(p for p, _ in res):
@@ -100,7 +107,7 @@ for preset in dict.fromkeys(p for p, _ in res):
                                                          m["peak_rss_mb"]))
     best = lambda ws: max(ws, key=lambda w: med[w]["tokens_per_s"])
     ref = [w for w in ("T_default", "T_PASSIVE") if w in med]
-    plain = [w for w in ("P_default", "P_PASSIVE") if w in med]
+    plain = [w for w in ("P_default", "P_PASSIVE", "P_spin") if w in med]
     if ref and plain:
         br, bp = best(ref), best(plain)
         print("%-16s torch nn / reference (the faster setting of each: %s, %s): tokens/s %.2fx   peak RSS %.2fx" % (

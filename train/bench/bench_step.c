@@ -123,6 +123,18 @@ typedef struct {
     double s, mb;
     long n;
 } ProfRow;
+/* what the idle OpenMP threads do between parallel regions (train/cli/omp_policy.c chooses it) */
+static void omp_wait_policy(char *buf, size_t n) {
+    const char *chosen = getenv("DEBERTA_OMP_POLICY"), *pol = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
+    if (chosen)
+        snprintf(buf, n, "%s", chosen);
+    else if (pol || spin)
+        snprintf(buf, n, "%s%s%s%s%s (from the environment)", pol ? "OMP_WAIT_POLICY=" : "", pol ? pol : "", pol && spin ? " " : "",
+                 spin ? "GOMP_SPINCOUNT=" : "", spin ? spin : "");
+    else
+        snprintf(buf, n, "libgomp's default");
+}
+
 static int cmp_prof(const void *a, const void *b) {
     double x = ((const ProfRow *)a)->s, y = ((const ProfRow *)b)->s;
     return (x < y) - (x > y);
@@ -236,6 +248,9 @@ int bench_step(int argc, char **argv) {
                          peak, REAL_IS_DOUBLE ? 1536 : 2048);
     printf("\n  peak RSS %.0f MB  arena %.1f MB  heap allocations in the timed steps: %llu\n", rss / 1024.0,
            t.arena.cap / 1048576.0, (unsigned long long)step_allocs);
+    char wait[160];
+    omp_wait_policy(wait, sizeof wait);
+    printf("  OpenMP wait policy: %s\n", wait);
     printf("  phases (mean ms/step):");
     for (int p = 0; p < PHASE_COUNT; p++) printf("%s %s %.1f", p ? "," : "", phase_names[p], phase[p] * 1e3 / steps);
     printf("\n");
@@ -264,9 +279,9 @@ int bench_step(int argc, char **argv) {
     printf("RESULT {\"part\": \"step\", \"batch\": %d, \"seq\": %d, \"hidden\": %d, \"threads\": %d, \"real\": \"%s\", "
            "\"ms_median\": %.3f, \"ms_min\": %.3f, \"ms_max\": %.3f, \"tokens_per_s\": %.1f, \"model_gflop\": %.3f, "
            "\"gflops\": %.2f, \"gemm_peak_gflops\": %.2f, \"peak_rss_mb\": %.1f, \"step_allocs\": %llu, \"mlm_loss\": %.5f, "
-           "\"rtd_loss\": %.5f, \"blas_core\": \"%s\"}\n",
+           "\"rtd_loss\": %.5f, \"blas_core\": \"%s\", \"omp_wait\": \"%s\"}\n",
            B, T, cfg.hidden_size, threads, REAL_NAME, med, mn, mx, tok_s, flops / 1e9, gflops, peak, rss / 1024.0,
-           (unsigned long long)step_allocs, last.g_loss, last.d_loss, openblas_get_corename());
+           (unsigned long long)step_allocs, last.g_loss, last.d_loss, openblas_get_corename(), wait);
     free(ms);
     free(replaced);
     for (int i = 0; i < NB; i++) batch_free(&batches[i]);

@@ -1,30 +1,73 @@
 /* omp_policy.c — build/deberta needs no OpenMP environment tuning.
  *
  * libgomp reads OMP_WAIT_POLICY / GOMP_SPINCOUNT once, in its own constructor, before any code of
- * ours runs; there is no API to change the wait policy afterwards.  Its default lets an idle thread
- * spin for ~300,000 iterations after every parallel region before it sleeps.  Every BLAS call and
- * every kernel loop of a training step is a parallel region, and the step alternates them with
- * serial code (op glue, sampling, tape bookkeeping): the spinning thread then competes with the
- * working one, and on a loaded machine (other processes on the cores) it burns the time slices the
- * working threads need — a step measured 3.6x slower with the default than with PASSIVE under a
- * load average of ~15 on 2 cores (docs/PERFORMANCE.md).
+ * ours runs; there is no API to change the wait policy afterwards.  A training step opens ~500
+ * parallel regions (every BLAS call and every kernel loop), separated by short serial stretches (op
+ * glue, sampling, tape bookkeeping).  What the idle thread does between them decides a good part of
+ * the 2-thread speed:
+ *   - libgomp's default spins ~300,000 iterations (several ms) before it sleeps.  On a loaded machine
+ *     (other processes on the cores) the spinning thread burns the time slices the working threads
+ *     need: a step measured 3.6x slower than PASSIVE under a load average of ~15 on 2 cores, 2.2x
+ *     under four busy loops (docs/PERFORMANCE.md).
+ *   - PASSIVE (no spinning) sleeps at once, and every region then pays a futex wake-up, which on a
+ *     virtual machine (the sleeping vCPU halted) costs tens of microseconds: ~50 ms of a ~500 ms
+ *     tiny step on an idle machine.
+ *   - A short spin (GOMP_SPINCOUNT=10000, ~0.3 ms on the CPU measured) catches the next region on an
+ *     idle machine (the step 8-10 % faster than PASSIVE) but still costs a loaded one (+25 % under
+ *     four busy loops).
+ * So, unless the user chose a policy (OMP_WAIT_POLICY or GOMP_SPINCOUNT set), the binary looks at the
+ * machine once and re-executes itself, before main(), with GOMP_SPINCOUNT=10000 if nothing else is
+ * running (the kernel's count of runnable tasks, /proc/stat "procs_running", sampled 10 times over
+ * ~10 ms, averages under 1.5 with ourselves counted) and with OMP_WAIT_POLICY=PASSIVE otherwise.  The
+ * choice is made at start only: load that begins later in a long run meets the short spin (set
+ * OMP_WAIT_POLICY=PASSIVE on a machine shared that way).  DEBERTA_OMP_POLICY tells the re-executed
+ * program (and `deberta bench`) what was chosen.
  *
- * So, unless the user chose a policy (OMP_WAIT_POLICY or GOMP_SPINCOUNT set), the binary re-executes
- * itself once, before main(), with OMP_WAIT_POLICY=PASSIVE.  This is a constructor of the main
- * executable: glibc runs it after the shared libraries' constructors (libgomp, OpenBLAS, HDF5) and
- * passes it argc/argv.  No thread has been started at that point (libgomp creates its pool at the
- * first parallel region).  If the exec fails the program simply continues with the default policy.
- * The object is linked into build/deberta only (the test programs link libdeberta.a, which nothing
- * pulls this file from), and DEBERTA_NO_REEXEC=1 disables it (e.g. to measure the default). */
+ * This is a constructor of the main executable: glibc runs it after the shared libraries'
+ * constructors (libgomp, OpenBLAS, HDF5) and passes it argc/argv.  No thread has been started at that
+ * point (libgomp creates its pool at the first parallel region).  If the exec fails the program
+ * simply continues with the default policy.  The object is linked into build/deberta only (the test
+ * programs link libdeberta.a, which nothing pulls this file from), and DEBERTA_NO_REEXEC=1 disables
+ * it (e.g. to measure the default). */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+/* the mean of procs_running over a few samples, or -1 if /proc/stat cannot be read */
+static double runnable_tasks(void) {
+    const int samples = 10;
+    long sum = 0;
+    for (int s = 0; s < samples; s++) {
+        FILE *f = fopen("/proc/stat", "r");
+        if (!f) return -1;
+        char line[256];
+        long v = -1;
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "procs_running ", 14) == 0) v = strtol(line + 14, NULL, 10);
+        fclose(f);
+        if (v < 0) return -1;
+        sum += v;
+        if (s + 1 < samples) nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    return (double)sum / samples;
+}
 
 __attribute__((constructor)) static void deberta_omp_policy(int argc, char **argv, char **envp) {
     (void)argc;
     (void)envp;
     if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") || getenv("DEBERTA_NO_REEXEC")) return;
     if (!argv || !argv[0]) return;
-    if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
+    const double running = runnable_tasks();
+    const int idle = running >= 0 && running < 1.5;
+    if (idle) {
+        if (setenv("GOMP_SPINCOUNT", "10000", 1) != 0) return;
+        setenv("DEBERTA_OMP_POLICY", "GOMP_SPINCOUNT=10000 (machine idle at start)", 1);
+    } else {
+        if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
+        setenv("DEBERTA_OMP_POLICY", "OMP_WAIT_POLICY=PASSIVE (other tasks running at start)", 1);
+    }
     execv("/proc/self/exe", argv);
-    /* exec failed: keep running with the default policy (the variable now set is harmless) */
+    /* exec failed: keep running with the default policy (the variables now set are harmless) */
 }
