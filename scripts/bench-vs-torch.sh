@@ -7,8 +7,8 @@
 # one runs with its default OpenMP settings and with OMP_WAIT_POLICY=PASSIVE, the torch.nn one also
 # with GOMP_SPINCOUNT=10000 (the short spin build/deberta chooses on an idle machine, see
 # train/cli/omp_policy.c); all with glibc malloc set to reuse freed memory (their --malloc tuned;
-# TORCH_MALLOC=default to leave it).  All six alternate in every round of one run, at the same thread count; deberta.c runs before and after the PyTorch runs of
-# each round, and its figure of the round is the mean of the two step times (the summary also prints the
+# TORCH_MALLOC=default to leave it).  All six alternate in every round of one run, at the same thread
+# count; deberta.c runs before and after the PyTorch runs of each round, and its figure of the round is the mean of the two step times (the summary also prints the
 # ratio of the two: the VM's drift during the round).  Shapes: tiny (seq 128, batch 16) and the xsmall
 # shape (seq 256, batch 8).  Prints every measurement, then per shape the medians over the rounds, the ratios
 # deberta.c / each PyTorch run, and deberta.c / the FASTEST PyTorch run of each round (the yardstick:

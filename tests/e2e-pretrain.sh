@@ -28,16 +28,21 @@ awk 'BEGIN { srand(7); split("the a one every some that this my our your", det, 
 $D prep --input "$W/corpus.txt" --out "$W/shards" --vocab-size 320 --val-fraction 0.1 > "$W/prep.log" 2>&1 || { cat "$W/prep.log"; fail "prep"; }
 
 COMMON="--preset test --max_seq_len 32 --data $W/shards --batch 4 --steps 8 --eval-every 4 --eval-batches 2 --save-every 4 --log-every 1 --lr 1e-3 --hidden_dropout_prob 0.1 --attention_probs_dropout_prob 0.1"
-$D pretrain $COMMON --out "$W/A" > "$W/A.log" 2>&1 || { cat "$W/A.log"; fail "run A"; }
+env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT $D pretrain $COMMON --out "$W/A" > "$W/A.log" 2>&1 || { cat "$W/A.log"; fail "run A"; }
 [ "$(grep -c '"kind":"train"' "$W/A/metrics.jsonl")" = 8 ] || fail "run A: expected 8 train lines in metrics.jsonl"
 [ "$(grep -c '"kind":"eval"' "$W/A/metrics.jsonl")" = 2 ] || fail "run A: expected 2 eval lines"
 ok "run of 8 steps writes metrics.jsonl (8 train + 2 eval lines), config.txt, cmdline.txt, checkpoint.h5"
 for f in config.txt cmdline.txt checkpoint.h5; do [ -f "$W/A/$f" ] || fail "run A: $f missing"; done
 
-# determinism
-$D pretrain $COMMON --out "$W/C" > "$W/C.log" 2>&1 || fail "run C"
+# determinism (run C under the wait policy the user sets; A under the one the binary chose at start)
+OMP_WAIT_POLICY=PASSIVE $D pretrain $COMMON --out "$W/C" > "$W/C.log" 2>&1 || fail "run C"
 cmp -s "$W/A/metrics.jsonl" "$W/C/metrics.jsonl" || fail "two runs with the same seed wrote different metrics.jsonl"
-ok "determinism: two runs with the same seed and threads write identical metrics.jsonl"
+ok "determinism: two runs with the same seed and threads write identical metrics.jsonl (whatever the OpenMP wait policy)"
+grep -Eq '^data: .*; OpenMP wait (GOMP_SPINCOUNT=10000 \(machine idle at start\)|OMP_WAIT_POLICY=PASSIVE \(other tasks running at start\))$' "$W/A.log" \
+    || { grep '^data:' "$W/A.log"; fail "run A: the data: line does not name the wait policy chosen at start"; }
+grep -q '^data: .*; OpenMP wait OMP_WAIT_POLICY=PASSIVE (from the environment)$' "$W/C.log" \
+    || { grep '^data:' "$W/C.log"; fail "run C: the data: line does not name the user's wait policy"; }
+ok "the data: line names the OpenMP wait policy: chosen at start, or the user's"
 
 # exact resume
 $D pretrain $COMMON --out "$W/B" --stop-after 4 > "$W/B1.log" 2>&1 || { cat "$W/B1.log"; fail "run B part 1"; }

@@ -558,8 +558,8 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
         fprintf(stderr, "data: %lld train sequences of %d tokens; %ld steps of %ld tokens; %d threads", (long long)loader_n_sequences(r->train),
                 r->cfg.max_seq_len, r->o.steps, tokens_per_step, omp_get_max_threads());
         if (world > 1) fprintf(stderr, " per rank x %d ranks (%d sequences each per micro-batch)", world, r->o.batch);
-        const char *wait = getenv("DEBERTA_OMP_POLICY"); /* train/cli/omp_policy.c */
-        if (wait) fprintf(stderr, "; OpenMP wait %s", wait);
+        char wait[160];
+        fprintf(stderr, "; OpenMP wait %s", omp_wait_describe(wait, sizeof wait));
         fputc('\n', stderr);
         if (r->train_short)
             fprintf(stderr, "curriculum: steps 1-%ld read %d x %d-token sequences per micro-batch, then %d x %d\n", r->short_steps,

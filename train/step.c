@@ -1,6 +1,7 @@
 /* step.c — one pretraining step; see step.h. */
 #include "train/step.h"
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "autograd/util.h"
@@ -238,4 +239,16 @@ StepStats pretrain_step(const StepCtx *c, long step, int update) {
         s.why = "non-finite gradient norm";
     }
     return s;
+}
+
+char *omp_wait_describe(char *buf, size_t n) {
+    const char *chosen = getenv("DEBERTA_OMP_POLICY"), *pol = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
+    if (chosen)
+        snprintf(buf, n, "%s", chosen);
+    else if (pol || spin)
+        snprintf(buf, n, "%s%s%s%s%s (from the environment)", pol ? "OMP_WAIT_POLICY=" : "", pol ? pol : "", pol && spin ? " " : "",
+                 spin ? "GOMP_SPINCOUNT=" : "", spin ? spin : "");
+    else
+        snprintf(buf, n, "libgomp's default");
+    return buf;
 }

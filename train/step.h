@@ -78,4 +78,9 @@ StepStats pretrain_step(const StepCtx *c, long step, int update);
 long mlm_correct(const GenOut *g);
 /* Real tokens whose RTD decision (logit > 0 = replaced) matches the label. */
 long rtd_correct(const DiscOut *d, const Batch *b);
+
+/* What the idle OpenMP threads do between parallel regions, as one phrase for logs: the choice
+ * build/deberta made at start (train/cli/omp_policy.c), the user's OMP_WAIT_POLICY / GOMP_SPINCOUNT, or
+ * libgomp's default.  Writes at most n bytes to buf and returns buf. */
+char *omp_wait_describe(char *buf, size_t n);
 #endif

@@ -123,18 +123,6 @@ typedef struct {
     double s, mb;
     long n;
 } ProfRow;
-/* what the idle OpenMP threads do between parallel regions (train/cli/omp_policy.c chooses it) */
-static void omp_wait_policy(char *buf, size_t n) {
-    const char *chosen = getenv("DEBERTA_OMP_POLICY"), *pol = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
-    if (chosen)
-        snprintf(buf, n, "%s", chosen);
-    else if (pol || spin)
-        snprintf(buf, n, "%s%s%s%s%s (from the environment)", pol ? "OMP_WAIT_POLICY=" : "", pol ? pol : "", pol && spin ? " " : "",
-                 spin ? "GOMP_SPINCOUNT=" : "", spin ? spin : "");
-    else
-        snprintf(buf, n, "libgomp's default");
-}
-
 static int cmp_prof(const void *a, const void *b) {
     double x = ((const ProfRow *)a)->s, y = ((const ProfRow *)b)->s;
     return (x < y) - (x > y);
@@ -249,7 +237,7 @@ int bench_step(int argc, char **argv) {
     printf("\n  peak RSS %.0f MB  arena %.1f MB  heap allocations in the timed steps: %llu\n", rss / 1024.0,
            t.arena.cap / 1048576.0, (unsigned long long)step_allocs);
     char wait[160];
-    omp_wait_policy(wait, sizeof wait);
+    omp_wait_describe(wait, sizeof wait);
     printf("  OpenMP wait policy: %s\n", wait);
     printf("  phases (mean ms/step):");
     for (int p = 0; p < PHASE_COUNT; p++) printf("%s %s %.1f", p ? "," : "", phase_names[p], phase[p] * 1e3 / steps);

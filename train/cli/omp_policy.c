@@ -35,6 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define SHORT_SPIN "10000" /* GOMP_SPINCOUNT on an idle machine (scripts/bench-vs-torch.sh gives torch.nn the same) */
+
 /* the mean of procs_running over a few samples, or -1 if /proc/stat cannot be read */
 static double runnable_tasks(void) {
     const int samples = 10;
@@ -61,13 +63,12 @@ __attribute__((constructor)) static void deberta_omp_policy(int argc, char **arg
     if (!argv || !argv[0]) return;
     const double running = runnable_tasks();
     const int idle = running >= 0 && running < 1.5;
-    if (idle) {
-        if (setenv("GOMP_SPINCOUNT", "10000", 1) != 0) return;
-        setenv("DEBERTA_OMP_POLICY", "GOMP_SPINCOUNT=10000 (machine idle at start)", 1);
-    } else {
-        if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
-        setenv("DEBERTA_OMP_POLICY", "OMP_WAIT_POLICY=PASSIVE (other tasks running at start)", 1);
-    }
+    const char *var = idle ? "GOMP_SPINCOUNT" : "OMP_WAIT_POLICY", *val = idle ? SHORT_SPIN : "PASSIVE";
+    if (setenv(var, val, 1) != 0) return;
+    setenv("DEBERTA_OMP_POLICY", idle ? "GOMP_SPINCOUNT=" SHORT_SPIN " (machine idle at start)"
+                                      : "OMP_WAIT_POLICY=PASSIVE (other tasks running at start)", 1);
     execv("/proc/self/exe", argv);
-    /* exec failed: keep running with the default policy (the variables now set are harmless) */
+    /* exec failed: keep running with libgomp's default policy, and say so (omp_wait_describe) */
+    unsetenv(var);
+    unsetenv("DEBERTA_OMP_POLICY");
 }
