@@ -8,7 +8,10 @@
  * Each element of C is computed by one BLAS call over the whole inner dimension, so the result is
  * bitwise repeatable for a given thread count; it may differ in the last bit between thread counts
  * (as the library's own threading does).  Inside a parallel region, with one thread or for a small
- * product it is one plain BLAS call.
+ * product it is one single-threaded call.
+ *
+ * In the float build on a CPU with AVX-512, each of those calls runs the project's own kernel
+ * (autograd/sgemm_avx512.h) instead of BLAS; its results do not depend on the split at all.
  */
 #ifndef DEBERTA_GEMM_H
 #define DEBERTA_GEMM_H
@@ -17,6 +20,9 @@
 /* How gemm cuts an M×N×K product among nt threads: GEMM_ONE_CALL, GEMM_BY_ROWS (of C) or GEMM_BY_COLS. */
 enum { GEMM_ONE_CALL, GEMM_BY_ROWS, GEMM_BY_COLS };
 int gemm_split(int M, int N, int K, int nt);
+
+/* "own AVX-512" when gemm runs the own kernel, else "OpenBLAS" (for benchmark and log lines). */
+const char *gemm_kernel_name(void);
 
 void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb, real beta,
           real *C, int ldc);

@@ -166,14 +166,14 @@ static void disentangled_attention_forward(real *P, real *scratch, const real *q
         real *Pd = pos ? PpT + (long)Tk * R : own;        /* [Tq, Tk] (context with dropout) */
         /* c2c: S = q · k^T */
         if (g->terms & ATT_C2C)
-            cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, D, 1, qb, ld, kb, ld, 0, S, Tk);
+            gemm(0, 1, Tq, Tk, D, 1, qb, ld, kb, ld, 0, S, Tk);
         else
             memset(S, 0, (size_t)Tq * Tk * sizeof(real));
         /* c2p: Pc = q · kr[a]^T [Tq, R];  p2c: PpT = qr[a] · k^T [R, Tk] (row c of PpT is contiguous in j) */
         if (g->terms & ATT_C2P)
-            cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, R, D, 1, qb, ld, kr + (long)a * R * D, D, 0, Pc, R);
+            gemm(0, 1, Tq, R, D, 1, qb, ld, kr + (long)a * R * D, D, 0, Pc, R);
         if (g->terms & ATT_P2C)
-            cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, Tk, D, 1, qr + (long)a * R * D, D, kb, ld, 0, PpT, Tk);
+            gemm(0, 1, R, Tk, D, 1, qr + (long)a * R * D, D, kb, ld, 0, PpT, Tk);
         for (int i = 0; i < Tq; i++)
             da_score_row(S + (long)i * Tk, pos ? c + (long)i * Tk : NULL, Pc ? Pc + (long)i * R : NULL, PpT, Tk, g->terms, scale,
                          pos ? run_start + run_off[i] : NULL, pos ? run_off[i + 1] - run_off[i] : 0);
@@ -307,8 +307,8 @@ static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS
     real bq = x->dq_fresh ? 0 : 1, bk = x->dk_fresh ? 0 : 1;
     /* S = q · k^T:  dq += dS · k,  dk += dS^T · q */
     if (g->terms & ATT_C2C) {
-        if (dq) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, Tk, 1, dS, Tk, kb, ld, bq, dq, ld);
-        if (dk) cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, D, Tq, 1, dS, Tk, qb, ld, bk, dk, ld);
+        if (dq) gemm(0, 0, Tq, D, Tk, 1, dS, Tk, kb, ld, bq, dq, ld);
+        if (dk) gemm(1, 0, Tk, D, Tq, 1, dS, Tk, qb, ld, bk, dk, ld);
         bq = bk = 1;
     }
     /* S[i,j] += Pc[i, c(i,j)], Pc = q · kr^T:  dPc[i, c(i,j)] += dS[i,j];  dq += dPc · kr */
@@ -339,7 +339,7 @@ static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS
             real *d = dpc + (long)i * R;
             for (int j = 0; j < Tk; j++) d[ci[j]] += ds[j];
         }
-        if (dq) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, R, 1, dpc, R, x->kr + (long)a * R * D, D, bq, dq, ld);
+        if (dq) gemm(0, 0, Tq, D, R, 1, dpc, R, x->kr + (long)a * R * D, D, bq, dq, ld);
         bq = 1;
     }
     /* S[i,j] += Pp[j, c(i,j)], Pp = k · qr^T:  dPp[j, c(i,j)] += dS[i,j];  dk += dPp · qr.  dPp is held
@@ -367,7 +367,7 @@ static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS
                 for (int j = j0; j < j1; j++) d[j] += ds[j];
             }
         }
-        if (dk) cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, D, R, 1, dpp, Tk, x->qr + (long)a * R * D, D, bk, dk, ld);
+        if (dk) gemm(1, 0, Tk, D, R, 1, dpp, Tk, x->qr + (long)a * R * D, D, bk, dk, ld);
         bk = 1;
     }
     /* no term wrote a fresh block (a term subset without it): its gradient is zero */
@@ -379,11 +379,9 @@ static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS
 static void da_backward_tables(const DABack *x, const DAGeom *g, long ba, const real *dpc, const real *dpp) {
     const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, a = (int)(ba % g->A), b = (int)(ba / g->A), ld = da_ld(g);
     if (x->dkr && (g->terms & ATT_C2P))
-        cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, R, D, Tq, 1, dpc, R, x->q + da_off(g, b, a, Tq), ld, 1,
-                   x->dkr + (long)a * R * D, D);
+        gemm(1, 0, R, D, Tq, 1, dpc, R, x->q + da_off(g, b, a, Tq), ld, 1, x->dkr + (long)a * R * D, D);
     if (x->dqr && (g->terms & ATT_P2C))
-        cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, R, D, Tk, 1, dpp, Tk, x->k + da_off(g, b, a, Tk), ld, 1,
-                   x->dqr + (long)a * R * D, D);
+        gemm(0, 0, R, D, Tk, 1, dpp, Tk, x->k + da_off(g, b, a, Tk), ld, 1, x->dqr + (long)a * R * D, D);
 }
 
 /* Per-thread working memory (reals) of the backward: dS, dpc, dpp of one pair, and pd when remade. */

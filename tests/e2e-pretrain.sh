@@ -43,6 +43,9 @@ grep -Eq '^data: .*; OpenMP wait (GOMP_SPINCOUNT=10000 \(machine idle at start\)
 grep -q '^data: .*; OpenMP wait OMP_WAIT_POLICY=PASSIVE (from the environment)$' "$W/C.log" \
     || { grep '^data:' "$W/C.log"; fail "run C: the data: line does not name the user's wait policy"; }
 ok "the data: line names the OpenMP wait policy: chosen at start, or the user's"
+grep -Eq '^data: .*; gemm kernel (own AVX-512|OpenBLAS); OpenMP wait ' "$W/A.log" \
+    || { grep '^data:' "$W/A.log"; fail "run A: the data: line does not name the gemm kernel"; }
+ok "the data: line names the gemm kernel"
 
 # exact resume
 $D pretrain $COMMON --out "$W/B" --stop-after 4 > "$W/B1.log" 2>&1 || { cat "$W/B1.log"; fail "run B part 1"; }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include "autograd/gemm.h"
 #include "autograd/util.h"
 #include "data/tokenizer.h"
 #include "train/checkpoint.h"
@@ -559,7 +560,7 @@ int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, 
                 r->cfg.max_seq_len, r->o.steps, tokens_per_step, omp_get_max_threads());
         if (world > 1) fprintf(stderr, " per rank x %d ranks (%d sequences each per micro-batch)", world, r->o.batch);
         char wait[160];
-        fprintf(stderr, "; OpenMP wait %s", omp_wait_describe(wait, sizeof wait));
+        fprintf(stderr, "; gemm kernel %s; OpenMP wait %s", gemm_kernel_name(), omp_wait_describe(wait, sizeof wait));
         fputc('\n', stderr);
         if (r->train_short)
             fprintf(stderr, "curriculum: steps 1-%ld read %d x %d-token sequences per micro-batch, then %d x %d\n", r->short_steps,
