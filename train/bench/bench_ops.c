@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "autograd/gemm.h"
 #include "autograd/ops.h"
 #include "autograd/rng.h"
 #include "autograd/util.h"
@@ -243,8 +244,10 @@ int bench_ops(int argc, char **argv) {
     double *top = xmalloc(reps * sizeof(double)), *traw = xmalloc(reps * sizeof(double));
     double *bop = xmalloc(reps * sizeof(double)), *braw = xmalloc(reps * sizeof(double));
     double *fratio = xmalloc(reps * sizeof(double)), *bratio = xmalloc(reps * sizeof(double));
-    printf("bench ops: %s, %d threads, median of %d runs after %d warm-up, %s\n", REAL_IS_DOUBLE ? "dgemm" : "sgemm",
-           omp_get_max_threads(), reps, warmup, use_cpu_time ? "CPU time of the process" : "wall time");
+    printf("bench ops: %s, %d threads, median of %d runs after %d warm-up, %s; the op's gemm kernel %s, raw = BLAS "
+           "core %s\n",
+           REAL_IS_DOUBLE ? "dgemm" : "sgemm", omp_get_max_threads(), reps, warmup,
+           use_cpu_time ? "CPU time of the process" : "wall time", gemm_kernel_name(), openblas_get_corename());
     printf("(GF/s from median times; ratio = op speed / raw speed: median of the per-run raw/op time ratios,\n"
            " and best = min raw time / min op time)\n");
     printf("%-16s %-5s | %9s %9s %6s %6s | %9s %9s %6s %6s\n", "M x K x N", "op", "fwd GF/s", "raw GF/s", "ratio", "best",
