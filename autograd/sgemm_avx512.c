@@ -12,6 +12,7 @@
  * depend on how gemm.c cuts C among threads.
  */
 #include <cblas.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <strings.h>
 #include <omp.h>
@@ -41,14 +42,37 @@ static int blas_has_avx512(void) {
     return 0;
 }
 
+static int avail;
+static pthread_once_t avail_once = PTHREAD_ONCE_INIT;
+static void avail_init(void) {
+    __builtin_cpu_init();
+    const char *off = getenv("DEBERTA_BLAS_ONLY");
+    avail = __builtin_cpu_supports("avx512f") && !blas_has_avx512() && !(off && *off && *off != '0');
+}
+
+/* Decided once per process (the first call may come from inside a parallel region). */
 int sgemm_avx512_available(void) {
-    static int avail = -1;
-    if (avail < 0) {
-        __builtin_cpu_init();
-        const char *off = getenv("DEBERTA_BLAS_ONLY");
-        avail = __builtin_cpu_supports("avx512f") && !blas_has_avx512() && !(off && *off && *off != '0');
-    }
+    pthread_once(&avail_once, avail_init);
     return avail;
+}
+
+/* dst[k·width + r] = src[r·ld + k] for r < n, 0 for n <= r < width (k < kc): n rows of src become
+ * the interleaved columns of a panel. */
+static void interleave(float *restrict dst, int width, int n, const float *src, long ld, int kc) {
+    for (int r = 0; r < width; r++) {
+        if (r < n) {
+            const float *row = src + r * ld;
+            for (int k = 0; k < kc; k++) dst[k * width + r] = row[k];
+        } else {
+            for (int k = 0; k < kc; k++) dst[k * width + r] = 0;
+        }
+    }
+}
+
+/* The two 16-lane masks of the first n (<= 32) columns of a tile. */
+__attribute__((target("avx512f"))) static inline void lane_masks(int n, __mmask16 *m0, __mmask16 *m1) {
+    *m0 = (__mmask16)(n >= 16 ? 0xFFFF : (1u << n) - 1);
+    *m1 = (__mmask16)(n >= 32 ? 0xFFFF : n > 16 ? (1u << (n - 16)) - 1 : 0);
 }
 
 /* op(A)[i][k] for rows i0.., k0..: panels of MR rows, zero-padded to MR. */
@@ -65,14 +89,7 @@ __attribute__((target("avx512f"))) static void pack_a(int ta, const float *A, in
                 for (; r < MR; r++) dst[k * MR + r] = 0;
             }
         } else {
-            for (int r = 0; r < MR; r++) {
-                if (r < m) {
-                    const float *src = A + (long)(i0 + p + r) * lda + k0;
-                    for (int k = 0; k < kc; k++) dst[k * MR + r] = src[k];
-                } else {
-                    for (int k = 0; k < kc; k++) dst[k * MR + r] = 0;
-                }
-            }
+            interleave(dst, MR, m, A + (long)(i0 + p) * lda + k0, lda, kc);
         }
     }
 }
@@ -84,22 +101,15 @@ __attribute__((target("avx512f"))) static void pack_b(int tb, const float *B, in
         const int n = nc - p < NR ? nc - p : NR;
         float *dst = out + (long)p * kc;
         if (!tb) { /* row k of op(B) is row k of B: NR consecutive floats */
-            const __mmask16 m0 = (__mmask16)(n >= 16 ? 0xFFFF : (1u << n) - 1);
-            const __mmask16 m1 = (__mmask16)(n >= 32 ? 0xFFFF : n > 16 ? (1u << (n - 16)) - 1 : 0);
+            __mmask16 m0, m1;
+            lane_masks(n, &m0, &m1);
             for (int k = 0; k < kc; k++) {
                 const float *src = B + (long)(k0 + k) * ldb + j0 + p;
                 _mm512_store_ps(dst + k * NR, _mm512_maskz_loadu_ps(m0, src));
                 _mm512_store_ps(dst + k * NR + 16, _mm512_maskz_loadu_ps(m1, src + 16));
             }
         } else { /* op(B) = B^T: column j of op(B) is row j of B */
-            for (int c = 0; c < NR; c++) {
-                if (c < n) {
-                    const float *src = B + (long)(j0 + p + c) * ldb + k0;
-                    for (int k = 0; k < kc; k++) dst[k * NR + c] = src[k];
-                } else {
-                    for (int k = 0; k < kc; k++) dst[k * NR + c] = 0;
-                }
-            }
+            interleave(dst, NR, n, B + (long)(j0 + p) * ldb + k0, ldb, kc);
         }
     }
 }
@@ -121,8 +131,8 @@ __attribute__((target("avx512f"))) static void kernel(int kc, const float *restr
         a += MR;
         b += NR;
     }
-    const __mmask16 m0 = (__mmask16)(n >= 16 ? 0xFFFF : (1u << n) - 1);
-    const __mmask16 m1 = (__mmask16)(n >= 32 ? 0xFFFF : n > 16 ? (1u << (n - 16)) - 1 : 0);
+    __mmask16 m0, m1;
+    lane_masks(n, &m0, &m1);
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
 #pragma GCC unroll 12
     for (int r = 0; r < MR; r++) {
