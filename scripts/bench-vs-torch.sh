@@ -14,7 +14,8 @@
 # deberta.c / each PyTorch run, and deberta.c / the FASTEST PyTorch run of each round (the yardstick:
 # median and range over the rounds), in tokens/s (higher is better) and in peak RSS.
 # usage: [WARMUP=3] [BUILD=build] [TORCH_MALLOC=tuned] scripts/bench-vs-torch.sh [rounds (2)] [steps (10)] [threads (2)] [shapes ("tiny:128:16 xsmall:256:8")]
-# deberta.c is run as users run it: no OMP_* variables (it sets its own wait policy, see
+# deberta.c is run as users run it (its first printed line names its gemm kernel: own AVX-512 or
+# OpenBLAS): no OMP_* variables (it sets its own wait policy, see
 # train/cli/omp_policy.c).  OPENBLAS_* variables of the environment are passed through unchanged.
 # A measurement, never an assertion.  Numbers: docs/PERFORMANCE.md, "Training step".
 set -e
@@ -40,7 +41,7 @@ run_c() {
     echo "[deberta.c $1]"
     env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OMP_NUM_THREADS "$BIN" bench --preset "$preset" --seq "$seq" \
         --batch "$batch" --steps "$STEPS" --warmup "$WARM" --threads "$TH" --profile 0 \
-        | sed "s/^RESULT /RESULT $1 $preset-T$seq-B$batch $r /" | tee -a "$OUT" | sed -n '2,5p'
+        | sed "s/^RESULT /RESULT $1 $preset-T$seq-B$batch $r /" | tee -a "$OUT" | sed -n '1,5p'
 }
 for shape in $SHAPES; do
     preset=${shape%%:*}; rest=${shape#*:}; seq=${rest%%:*}; batch=${rest#*:}
