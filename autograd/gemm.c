@@ -34,13 +34,16 @@ int gemm_split(int M, int N, int K, int nt) {
     return N >= GEMM_MIN_ROWS * nt ? GEMM_BY_COLS : GEMM_ONE_CALL;
 }
 
-const char *gemm_kernel_name(void) { return !REAL_IS_DOUBLE && sgemm_avx512_available() ? "own AVX-512" : "OpenBLAS"; }
+/* Does this process run the own kernel (float build, chosen once by sgemm_avx512_available)? */
+static int own_kernel(void) { return !REAL_IS_DOUBLE && sgemm_avx512_available(); }
+
+const char *gemm_kernel_name(void) { return own_kernel() ? "own AVX-512" : "OpenBLAS"; }
 
 void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb, real beta,
           real *C, int ldc) {
     const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
     const int how = gemm_split(M, N, K, nt);
-    const int own = !REAL_IS_DOUBLE && sgemm_avx512_available();
+    const int own = own_kernel();
     if (how == GEMM_ONE_CALL) {
         gemm1(own, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;

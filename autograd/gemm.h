@@ -1,17 +1,19 @@
-/* gemm.h — the one entry to BLAS for the large products of the model (linear layers, the shared-
- * weight matmuls): C = alpha·op(A)·op(B) + beta·C, row-major, op(X) = X or X^T.
+/* gemm.h — the one entry for the large products of the model (linear layers, the shared-weight
+ * matmuls, the attention op's per-head products): C = alpha·op(A)·op(B) + beta·C, row-major,
+ * op(X) = X or X^T.
  *
  * Called outside a parallel region with more than one OpenMP thread, the product is cut into one
  * contiguous block of C's rows per thread (of its columns when C has too few rows), and each thread
- * makes one single-threaded BLAS call on its block.  On this project's machine that was mostly 5–15 %
+ * makes one single-threaded call on its block.  On this project's machine that was mostly 5–15 %
  * faster than the BLAS library splitting one call itself at the model's shapes (docs/PERFORMANCE.md).
- * Each element of C is computed by one BLAS call over the whole inner dimension, so the result is
+ * Each element of C is computed by one call over the whole inner dimension, so the result is
  * bitwise repeatable for a given thread count; it may differ in the last bit between thread counts
  * (as the library's own threading does).  Inside a parallel region, with one thread or for a small
  * product it is one single-threaded call.
  *
- * In the float build on a CPU with AVX-512, each of those calls runs the project's own kernel
- * (autograd/sgemm_avx512.h) instead of BLAS; its results do not depend on the split at all.
+ * In the float build on a CPU that executes AVX-512 while OpenBLAS runs a kernel set without it, each
+ * of those calls runs the project's own kernel (autograd/sgemm_avx512.h) instead of BLAS; its results
+ * do not depend on the split at all.
  */
 #ifndef DEBERTA_GEMM_H
 #define DEBERTA_GEMM_H

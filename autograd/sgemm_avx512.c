@@ -17,6 +17,7 @@
 #include <strings.h>
 #include <omp.h>
 #include "autograd/sgemm_avx512.h"
+#include "autograd/util.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -30,7 +31,7 @@ enum {
     SG_MAX_THREADS = 256 /* thread numbers with a packing buffer; beyond: OpenBLAS */
 };
 
-/* One packing buffer per OpenMP thread number, allocated at its first product and kept. */
+/* One packing buffer per OpenMP thread number, allocated at its first product (the first step) and kept. */
 static float *pack_buf[SG_MAX_THREADS];
 
 /* OpenBLAS's own AVX-512 kernel sets (0.3.21 and later): where it runs one, it is the faster. */
@@ -152,9 +153,8 @@ int sgemm_avx512(int ta, int tb, int M, int N, int K, float alpha, const float *
                  float beta, float *C, int ldc) {
     const int t = omp_get_thread_num();
     if (M <= 0 || N <= 0 || K <= 0 || t >= SG_MAX_THREADS) return 0;
-    if (!pack_buf[t] && posix_memalign((void **)&pack_buf[t], 64, sizeof(float) * ((size_t)MC * KC + (size_t)KC * NC)))
-        pack_buf[t] = NULL;
-    if (!pack_buf[t]) return 0;
+    if (!pack_buf[t]) /* the project's allocator: counted by the no-allocation-in-the-step checks */
+        pack_buf[t] = xmalloc_aligned(sizeof(float) * ((size_t)MC * KC + (size_t)KC * NC));
     float *pa = pack_buf[t], *pb = pa + (size_t)MC * KC;
     for (int jc = 0; jc < N; jc += NC) {
         const int nc = N - jc < NC ? N - jc : NC;

@@ -15,8 +15,8 @@
 /* 1 when this CPU executes AVX-512F, OpenBLAS's kernel set lacks it and DEBERTA_BLAS_ONLY is unset or 0. */
 int sgemm_avx512_available(void);
 
-/* Computes the product and returns 1, or returns 0 having done nothing (an empty or K = 0 product,
- * or no packing buffer): the caller then calls the BLAS library. */
+/* Computes the product and returns 1, or returns 0 having done nothing (an empty or K = 0 product, or
+ * a thread number beyond the packing buffers'): the caller then calls the BLAS library. */
 int sgemm_avx512(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                  float beta, float *C, int ldc);
 

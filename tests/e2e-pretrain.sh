@@ -46,6 +46,15 @@ ok "the data: line names the OpenMP wait policy: chosen at start, or the user's"
 grep -Eq '^data: .*; gemm kernel (own AVX-512|OpenBLAS); OpenMP wait ' "$W/A.log" \
     || { grep '^data:' "$W/A.log"; fail "run A: the data: line does not name the gemm kernel"; }
 ok "the data: line names the gemm kernel"
+# the kernel choice: own AVX-512 exactly when the CPU has avx512f and OpenBLAS's core lacks it; never with DEBERTA_BLAS_ONLY=1
+line=$($D bench --preset test --steps 1 --warmup 0 --profile 0 --no-sgemm | head -n 1)
+core=${line##*BLAS core }
+want=OpenBLAS
+if grep -qw avx512f /proc/cpuinfo; then case $core in SkylakeX|Cooperlake|SapphireRapids) ;; *) want="own AVX-512" ;; esac; fi
+case $line in *"gemm kernel $want, BLAS core"*) ;; *) fail "bench chose the wrong gemm kernel (want $want): $line" ;; esac
+DEBERTA_BLAS_ONLY=1 $D bench --preset test --steps 1 --warmup 0 --profile 0 --no-sgemm | head -n 1 | grep -q "gemm kernel OpenBLAS," \
+    || fail "DEBERTA_BLAS_ONLY=1 did not turn the own kernel off"
+ok "gemm kernel: $want here (BLAS core $core); DEBERTA_BLAS_ONLY=1 gives OpenBLAS"
 
 # exact resume
 $D pretrain $COMMON --out "$W/B" --stop-after 4 > "$W/B1.log" 2>&1 || { cat "$W/B1.log"; fail "run B part 1"; }

@@ -18,10 +18,11 @@ static void fill(real *x, long n, uint64_t seed) {
     for (long i = 0; i < n; i++) x[i] = (real)(rng_uniform(seed, 7, (uint64_t)i) - 0.5);
 }
 
-/* C = alpha·op(A)·op(B) + beta·C0 with gemm and naively; A and B stored with 3 spare columns. */
 /* 0: gemm with `threads` threads; 1: the own AVX-512 kernel called alone (float build only). */
 static int call_own;
 
+/* C = alpha·op(A)·op(B) + beta·C0 with gemm (or the own kernel) and naively; A and B stored with 3 spare
+ * columns; with beta 0, C0 is NaN inside the product's columns. */
 static void check_product(int ta, int tb, int M, int N, int K, real beta, int threads, int want_split) {
     const int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
     const int lda = ac + 3, ldb = bc + 3, ldc = N + 3;
