@@ -55,6 +55,7 @@ typedef struct Run {
     long tokens_per_step;
     int bad;              /* consecutive skipped steps */
     double sync_s;        /* time in the steps' collectives (data parallel), all steps */
+    int reshaped;         /* resumed on another number of ranks (reshape_ranks) */
 } Run;
 
 /* One training step of the run: the next micro-batches from the loader, then pretrain_step
@@ -151,9 +152,11 @@ static void check_saved_config(const char *rundir, const char *ckpt, const char 
     size_t n;
     char *text = read_file(path, &n);
     if (!text) return;
-    /* runs started before the tokenizer identity was written have none in config.txt */
-    static const char *const no_hash[] = {"tokenizer_hash", NULL};
-    const int diff = checkpoint_config_diff(ckpt_config ? ckpt_config : "", text, strstr(text, "tokenizer_hash") ? NULL : no_hash, msg, sizeof msg);
+    /* the per-rank batch and the rank count follow a resume on other ranks (reshape_ranks: config.txt is
+     * rewritten when it starts, the checkpoint at its first save); runs started before the tokenizer
+     * identity was written have none in config.txt */
+    static const char *const ranks[] = {"train_batch", "train_ranks", NULL}, *const ranks_hash[] = {"train_batch", "train_ranks", "tokenizer_hash", NULL};
+    const int diff = checkpoint_config_diff(ckpt_config ? ckpt_config : "", text, strstr(text, "tokenizer_hash") ? ranks : ranks_hash, msg, sizeof msg);
     free(text);
     if (diff) fatal("--resume %s: %s and %s disagree: %s (is the checkpoint from another run, or was config.txt edited?)", rundir, ckpt, path, msg);
 }
@@ -340,6 +343,36 @@ static void agree_on_run(Run *r) {
     dist_agree("the parameters, optimizer and loader state", h, "on --resume every rank must read the same RUNDIR/checkpoint.h5");
 }
 
+/* --resume on another number of ranks (M) than the run was trained with (N): the same global batch,
+ * cut into M per-rank batches.  Data order, masks, dropout and replacements are keyed by global
+ * position and the checkpoint holds the full moments, so the run continues as it would have on N
+ * ranks, up to the order of the gradient sums (tests/e2e-mpi-reshape.sh); ZeRO-1 cuts its shards anew.
+ * config.txt is rewritten with the new batch and ranks (run_begin).  A global batch (or a curriculum
+ * batch) that does not divide among M ranks is refused, naming the counts that divide it. */
+static void reshape_ranks(Run *r, long saved) {
+    const long world = dist_world(), global = saved * r->o.batch, T = r->cfg.max_seq_len;
+    TrainOptions now = r->o;
+    now.batch = (int)(global / world);
+    const int short_ok = r->o.short_seq_len <= 0 || (long)train_short_batch(&now, T) * world == (long)train_short_batch(&r->o, T) * saved;
+    if (global % world || !short_ok) {
+        long div[48];
+        int nd = 0, k = 0;
+        for (long q = 1; q <= global && nd < 48; q++)
+            if (global % q == 0) div[nd++] = q;
+        char counts[768] = "";
+        for (int i = 0; i < nd; i++) k += snprintf(counts + k, sizeof counts - (size_t)k, "%s%ld", !i ? "" : i == nd - 1 ? " or " : ", ", div[i]);
+        fatal("--resume %s: the run's global batch of %ld sequences (%ld process%s x %d) does not divide among %ld ranks%s; resume it on "
+              "%s ranks", r->o.out, global, saved, saved > 1 ? "es" : "", r->o.batch, world, short_ok ? "" : " (with its curriculum)",
+              counts);
+    }
+    if (dist_rank() == 0)
+        warn("--resume %s: trained by %ld process%s x %d sequences, now %ld rank%s x %ld (the same global batch of %ld)", r->o.out, saved,
+             saved > 1 ? "es" : "", r->o.batch, world, world > 1 ? "s" : "", global / world, global);
+    r->o.batch = now.batch;
+    r->o.ranks = world > 1 ? world : 0;
+    r->reshaped = 1;
+}
+
 /* --resume: the saved model config and options (RUNDIR/checkpoint.h5, opened once); the command line
  * keeps only what a resume may give (options.h: the O_RESUME_OK rows, and --data), the rest of
  * TrainOptions is not persisted. */
@@ -354,13 +387,8 @@ static void load_saved_run(Run *r) {
     r->o.short_frac = 0;
     if (config_from_text(&r->cfg, d->st.config, path, err, sizeof err) || train_options_from_text(&r->o, d->st.config, err, sizeof err))
         fatal("checkpoint %s: %s", path, err);
-    const long saved_ranks = r->o.ranks > 0 ? r->o.ranks : 1, world = dist_world();
-    if (saved_ranks != world) {
-        char how[64] = "one process (without mpirun)";
-        if (saved_ranks > 1) snprintf(how, sizeof how, "mpirun -np %ld", saved_ranks);
-        fatal("--resume %s: the run was trained by %ld process%s (a global batch of %ld x %d sequences), this is %ld; resume it with %s",
-              r->o.out, saved_ranks, saved_ranks > 1 ? "es" : "", saved_ranks, r->o.batch, world, how);
-    }
+    const long saved_ranks = r->o.ranks > 0 ? r->o.ranks : 1;
+    if (saved_ranks != dist_world()) reshape_ranks(r, saved_ranks);
     if (config_validate(&r->cfg, err, sizeof err)) fatal("checkpoint %s: %s", path, err);
 }
 
@@ -435,7 +463,9 @@ static void restore_run(Run *r, int argc, char **argv) {
     if (loader_set_state(step_loader(r, d->start), &ls, err, sizeof err)) fatal("checkpoint %s: %s", path, err);
     agree_on_run(r);
     r->zero_kept = zero_release(&r->zero);
-    run_begin(d, NULL, argc, argv);
+    char *text = r->reshaped && d->lead ? full_config_text(r) : NULL; /* config.txt follows the new ranks */
+    run_begin(d, text, argc, argv);
+    free(text);
 }
 
 /* A fresh run, once the model is built: optimizer groups (after --minutes calibration), then

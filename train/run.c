@@ -71,7 +71,8 @@ void run_begin(RunDir *d, const char *config_text, int argc, char **argv) {
     if (dist_world() == 1) signals_install(d->out); /* under mpirun a SIGTERM means another rank failed (train/dist.h) */
     if (!d->lead) return;
     if (d->resume) {
-        if (metrics_open(&d->log, d->out, d->start, err, sizeof err) || run_append_cmdline(d->out, argc, argv, err, sizeof err))
+        if ((config_text && run_write_text(d->out, "config.txt", config_text, err, sizeof err)) ||
+            metrics_open(&d->log, d->out, d->start, err, sizeof err) || run_append_cmdline(d->out, argc, argv, err, sizeof err))
             fatal("%s", err);
         run_say(d, "resuming %s at step %ld of %ld\n", d->out, d->start, d->steps);
     } else if (run_write_text(d->out, "config.txt", config_text, err, sizeof err) || run_append_cmdline(d->out, argc, argv, err, sizeof err) ||

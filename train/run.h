@@ -59,8 +59,8 @@ void run_open_resume(RunDir *d, const char *out, int lead);
 void run_restore(RunDir *d, ParamSet *ps, OptimMoments *mo);
 
 /* The directory's text files and the log, once the run is set: a fresh run writes config_text to
- * config.txt and starts metrics.jsonl; a resumed one cuts metrics.jsonl back to its step and says
- * "resuming".  Both append the command line to cmdline.txt.  Then the progress line starts. */
+ * config.txt and starts metrics.jsonl; a resumed one (config.txt rewritten when config_text is given)
+ * cuts metrics.jsonl back to its step and says "resuming".  Both append the command line to cmdline.txt.  Then the progress line starts. */
 void run_begin(RunDir *d, const char *config_text, int argc, char **argv);
 /* A line of the run's log (lead only): the first one is preceded by the build's line (version.h). */
 void run_say(const RunDir *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
