@@ -4,7 +4,7 @@
 # moment shards cut anew from the full moments in the checkpoint) and ends where the uninterrupted
 # N-rank run ends, within the data-parallel bounds of tests/e2e-mpi.sh (its compare.py): 2 -> 1 and
 # 1 -> 2 ranks, with and without ZeRO-1.  A global batch that does not divide among M ranks is one
-# error line naming the rank counts that do.  Skips (77) without mpirun, an MPI build or h5py/numpy.
+# error line naming the rank counts that do.  Under mpirun rank 0 holds the run directory's lock.  Skips (77) without mpirun, an MPI build or h5py/numpy.
 set -u
 BUILD=${BUILD:-build}
 PRECISION=${PRECISION:-float}
@@ -66,4 +66,21 @@ out=$($MPIX -np 3 $D pretrain --resume "$W/odd" --data "$W/shards" 2>&1); rc=$?
 [ $rc -ne 0 ] && echo "$out" | grep -q "^error: .*global batch of 4 sequences .* does not divide among 3 ranks; resume it on 1, 2 or 4 ranks" ||
     { echo "$out"; fail "a global batch of 4 on 3 ranks was not refused clearly"; }
 ok "a global batch of 4 on 3 ranks: $(echo "$out" | grep '^error:' | head -1 | cut -c1-160)"
+# under mpirun rank 0 holds the run directory's lock (train/run.h): a one-process writer beside a
+# running 2-rank run is refused with one line naming the holder, and the run goes on
+$MPIX -np 2 $D pretrain $COMMON --batch 4 --steps 1000000 --save-every 1 --out "$W/busy" > "$W/busy.log" 2>&1 &
+MPID=$!
+i=0
+while c=$(grep -c '"kind":"train"' "$W/busy/metrics.jsonl" 2>/dev/null); [ "${c:-0}" -lt 3 ]; do
+    i=$((i + 1)); [ $i -lt 600 ] && kill -0 $MPID 2>/dev/null || { kill -9 $MPID 2>/dev/null; cat "$W/busy.log"; fail "the 2-rank run did not log 3 steps"; }
+    sleep 0.1
+done
+out=$($D pretrain --resume "$W/busy" --data "$W/shards" 2>&1); rc=$?
+n=$(grep -c '"kind":"train"' "$W/busy/metrics.jsonl")
+kill -0 $MPID 2>/dev/null; alive=$?
+kill -TERM $MPID 2>/dev/null; sleep 1; kill -9 $MPID 2>/dev/null; wait $MPID 2>/dev/null
+[ $rc -eq 1 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -q "^error: run directory $W/busy is in use: pid [0-9]* on host" ||
+    { echo "$out"; fail "a writer beside a 2-rank run was not refused with one line"; }
+[ $alive -eq 0 ] || fail "the 2-rank run ended when the second writer was refused"
+ok "a writer beside a running 2-rank run: $(echo "$out" | cut -c1-120)... (the run went on: $n steps logged)"
 echo "all checks passed"
