@@ -41,13 +41,25 @@ HDRS     := $(wildcard autograd/*.h model/*.h data/*.h train/*.h train/cli/*.h t
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test test-one check-float check-double sanitize fuzz clean demo demo-finetune bench deps
+.PHONY: FORCE all test test-one check-float check-double sanitize fuzz clean demo demo-finetune bench deps
 
 all: $(BUILD)/deberta $(BUILD)/libdeberta.a
 
 $(BUILD)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+# The git commit baked into train/version.c (deberta --version, every run's first log line); "unknown"
+# outside git.  $(BUILD)/commit.txt is rewritten only when the commit (or the dirty mark) changes, so
+# only version.o is rebuilt then.
+COMMIT := $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null || c=$$c-dirty; echo $$c; } || echo unknown)
+$(BUILD)/commit.txt: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(COMMIT)' | cmp -s - $@ || echo '$(COMMIT)' > $@
+$(BUILD)/obj/train/version.o: train/version.c $(HDRS) $(BUILD)/commit.txt
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DDEBERTA_COMMIT='"$(COMMIT)"' -c $< -o $@
+FORCE:
 
 $(BUILD)/libdeberta.a: $(LIB_OBJ)
 	@rm -f $@

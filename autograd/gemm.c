@@ -39,6 +39,12 @@ static int own_kernel(void) { return !REAL_IS_DOUBLE && sgemm_avx512_available()
 
 const char *gemm_kernel_name(void) { return own_kernel() ? "own AVX-512" : "OpenBLAS"; }
 
+void threads_set(int n) {
+    if (n <= 0) return;
+    omp_set_num_threads(n);
+    openblas_set_num_threads(n);
+}
+
 void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb, real beta,
           real *C, int ldc) {
     const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();

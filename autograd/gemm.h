@@ -26,6 +26,10 @@ int gemm_split(int M, int N, int K, int nt);
 /* "own AVX-512" when gemm runs the own kernel, else "OpenBLAS" (for benchmark and log lines). */
 const char *gemm_kernel_name(void);
 
+/* The one place a thread count is set: OpenMP's (every parallel loop, gemm's split) and OpenBLAS's.
+ * n <= 0 leaves both as they are (OMP_NUM_THREADS, or all cores). */
+void threads_set(int n);
+
 void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb, real beta,
           real *C, int ldc);
 

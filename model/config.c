@@ -1,5 +1,6 @@
 /* config.c — see config.h.  One table of keys drives parsing, flags and the writer. */
 #include "model/config.h"
+#include "autograd/keytable.h"
 #include "autograd/util.h"
 #include <ctype.h>
 #include <errno.h>
@@ -8,47 +9,60 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { K_INT, K_DBL, K_BOOL, K_TERMS, K_NORM, K_SHARING, K_MODE };
+/* The codecs of the keys whose values are names. */
+static int terms_parse(void *base, void *p, const char *v) {
+    const int m = config_parse_terms(v);
+    if (m < 0) return -1;
+    *(int *)p = m;
+    return 0;
+}
+static const char *terms_name(const void *base, const void *p) { return config_terms_str(*(const int *)p); }
+static int norm_parse(void *base, void *p, const char *v) {
+    if (strcmp(v, "layer_norm") && strcmp(v, "none")) return -1;
+    *(int *)p = !strcmp(v, "layer_norm");
+    return 0;
+}
+static const char *norm_name(const void *base, const void *p) { return *(const int *)p ? "layer_norm" : "none"; }
+static int sharing_parse(void *base, void *p, const char *v) {
+    if (!strcmp(v, "gdes")) *(int *)p = SHARE_GDES;
+    else if (!strcmp(v, "es")) *(int *)p = SHARE_ES;
+    else if (!strcmp(v, "nes") || !strcmp(v, "none")) *(int *)p = SHARE_NES;
+    else return -1;
+    return 0;
+}
+static const char *sharing_name(const void *base, const void *p) { return config_sharing_str(*(const int *)p); }
+static int mode_parse(void *base, void *p, const char *v) {
+    if (!strcmp(v, "decoupled")) *(int *)p = TRAIN_DECOUPLED;
+    else if (!strcmp(v, "joint")) *(int *)p = TRAIN_JOINT;
+    else return -1;
+    return 0;
+}
+static const char *mode_name(const void *base, const void *p) { return config_mode_str(*(const int *)p); }
+static const KeyCodec TERMS = {terms_parse, terms_name}, NORM = {norm_parse, norm_name}, SHARING = {sharing_parse, sharing_name},
+                      MODE = {mode_parse, mode_name};
 
-typedef struct {
-    const char *key;
-    int type;
-    size_t off;
-    int omit_zero;  /* written only when not 0 (keys added later: older files stay byte-identical) */
-} Key;
-
-#define F(field) offsetof(ModelConfig, field)
-static const Key KEYS[] = {
-    {"hidden_size", K_INT, F(hidden_size), 0},
-    {"num_hidden_layers", K_INT, F(num_hidden_layers), 0},
-    {"num_attention_heads", K_INT, F(num_attention_heads), 0},
-    {"attention_head_size", K_INT, F(attention_head_size), 0},
-    {"intermediate_size", K_INT, F(intermediate_size), 0},
-    {"vocab_size", K_INT, F(vocab_size), 0},
-    {"max_position_embeddings", K_INT, F(max_position_embeddings), 0},
-    {"position_buckets", K_INT, F(position_buckets), 0},
-    {"max_relative_positions", K_INT, F(max_relative_positions), 0},
-    {"pos_att_type", K_TERMS, F(att_terms), 0},
-    {"share_att_key", K_BOOL, F(share_att_key), 0},
-    {"norm_rel_ebd", K_NORM, F(norm_rel_ebd), 0},
-    {"layer_norm_eps", K_DBL, F(layer_norm_eps), 0},
-    {"hidden_dropout_prob", K_DBL, F(hidden_dropout_prob), 0},
-    {"attention_probs_dropout_prob", K_DBL, F(attention_probs_dropout_prob), 0},
-    {"initializer_range", K_DBL, F(initializer_range), 0},
-    {"gen_num_hidden_layers", K_INT, F(gen_num_hidden_layers), 0},
-    {"use_emd", K_BOOL, F(use_emd), 0},
-    {"embedding_sharing", K_SHARING, F(embedding_sharing), 0},
-    {"rtd_lambda", K_DBL, F(rtd_lambda), 0},
-    {"training_mode", K_MODE, F(training_mode), 0},
-    {"disc_position_biased_input", K_BOOL, F(disc_position_biased_input), 1},
-    {"pad_id", K_INT, F(pad_id), 0},
-    {"cls_id", K_INT, F(cls_id), 0},
-    {"sep_id", K_INT, F(sep_id), 0},
-    {"unk_id", K_INT, F(unk_id), 0},
-    {"mask_id", K_INT, F(mask_id), 0},
-    {"max_seq_len", K_INT, F(max_seq_len), 0},
+/* One row per key: the key is also its flag (`--hidden_size` or `--hidden-size`); `want` ends the
+ * message of a bad value ("hidden_size: 'x' is not an integer"). */
+#define INT(k) {#k, #k, NULL, KEY_INT, KEY_FIELD(ModelConfig, k), 0, 0, "is not an integer", 0, NULL}
+#define DBL(k) {#k, #k, NULL, KEY_DOUBLE, KEY_FIELD(ModelConfig, k), 0, 0, "is not a number", 0, NULL}
+#define BOOL(k, fl) {#k, #k, NULL, KEY_BOOL, KEY_FIELD(ModelConfig, k), 0, 0, "is not a boolean (true/false/1/0)", fl, NULL}
+#define NAMED(k, codec, want) {#k, #k, NULL, KEY_CUSTOM, KEY_FIELD(ModelConfig, k), 0, 0, want, 0, &codec}
+static const KeyRow KEYS[] = {
+    INT(hidden_size), INT(num_hidden_layers), INT(num_attention_heads), INT(attention_head_size), INT(intermediate_size),
+    INT(vocab_size), INT(max_position_embeddings), INT(position_buckets), INT(max_relative_positions),
+    {"pos_att_type", "pos_att_type", NULL, KEY_CUSTOM, KEY_FIELD(ModelConfig, att_terms), 0, 0,
+     "must be a non-empty '|'-list of c2c, c2p, p2c", 0, &TERMS},
+    BOOL(share_att_key, 0), NAMED(norm_rel_ebd, NORM, "(layer_norm or none)"),
+    DBL(layer_norm_eps), DBL(hidden_dropout_prob), DBL(attention_probs_dropout_prob), DBL(initializer_range),
+    INT(gen_num_hidden_layers), BOOL(use_emd, 0), NAMED(embedding_sharing, SHARING, "(gdes, es or nes)"), DBL(rtd_lambda),
+    NAMED(training_mode, MODE, "(decoupled or joint)"),
+    BOOL(disc_position_biased_input, KEY_SKIP_ZERO), /* added later: written only when on */
+    INT(pad_id), INT(cls_id), INT(sep_id), INT(unk_id), INT(mask_id), INT(max_seq_len),
 };
-#undef F
+#undef INT
+#undef DBL
+#undef BOOL
+#undef NAMED
 #define N_KEYS ((int)(sizeof(KEYS) / sizeof(KEYS[0])))
 
 void config_defaults(ModelConfig *c) {
@@ -145,109 +159,22 @@ const char *config_mode_str(int m) { return m == TRAIN_JOINT ? "joint" : "decoup
 
 /* ---------------- setting keys ---------------- */
 
-static int parse_int(const char *v, int *out) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    while (isspace((unsigned char)*end)) end++;
-    if (errno || end == v || *end || x < -2147483647L || x > 2147483647L) return -1;
-    *out = (int)x;
-    return 0;
-}
-
-static int parse_dbl(const char *v, double *out) {
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    while (isspace((unsigned char)*end)) end++;
-    if (errno || end == v || *end || !isfinite(x)) return -1;
-    *out = x;
-    return 0;
-}
-
-static int parse_bool(const char *v, int *out) {
-    if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "True") || !strcmp(v, "yes")) *out = 1;
-    else if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "False") || !strcmp(v, "no")) *out = 0;
-    else return -1;
-    return 0;
-}
-
-/* "hidden-size" -> "hidden_size" into buf. */
-static const Key *find_key(const char *key) {
-    char buf[64];
-    size_t n = strlen(key);
-    if (n >= sizeof buf) return NULL;
-    for (size_t i = 0; i <= n; i++) buf[i] = key[i] == '-' ? '_' : key[i];
-    for (int i = 0; i < N_KEYS; i++)
-        if (!strcmp(KEYS[i].key, buf)) return &KEYS[i];
-    return NULL;
-}
+/* "hidden-size" or "hidden_size" */
+static const KeyRow *find_key(const char *key) { return key_find(KEYS, N_KEYS, key, 1); }
 
 int config_set(ModelConfig *c, const char *key, const char *value, char *err, size_t errlen) {
     if (!strcmp(key, "preset")) {
         if (config_preset(c, value)) return errf(err, errlen, "unknown preset '%s' (tiny, xsmall, test)", value);
         return 0;
     }
-    const Key *k = find_key(key);
+    const KeyRow *k = find_key(key);
     if (!k) return errf(err, errlen, "unknown config key '%s'", key);
-    void *p = (char *)c + k->off;
-    switch (k->type) {
-    case K_INT:
-        if (parse_int(value, p)) return errf(err, errlen, "%s: '%s' is not an integer", k->key, value);
-        return 0;
-    case K_DBL:
-        if (parse_dbl(value, p)) return errf(err, errlen, "%s: '%s' is not a number", k->key, value);
-        return 0;
-    case K_BOOL:
-        if (parse_bool(value, p)) return errf(err, errlen, "%s: '%s' is not a boolean (true/false/1/0)", k->key, value);
-        return 0;
-    case K_TERMS: {
-        int m = config_parse_terms(value);
-        if (m < 0) return errf(err, errlen, "%s: '%s' must be a non-empty '|'-list of c2c, c2p, p2c", k->key, value);
-        *(int *)p = m;
-        return 0;
-    }
-    case K_NORM:
-        if (!strcmp(value, "layer_norm")) *(int *)p = 1;
-        else if (!strcmp(value, "none")) *(int *)p = 0;
-        else return errf(err, errlen, "%s: '%s' (layer_norm or none)", k->key, value);
-        return 0;
-    case K_SHARING:
-        if (!strcmp(value, "gdes")) *(int *)p = SHARE_GDES;
-        else if (!strcmp(value, "es")) *(int *)p = SHARE_ES;
-        else if (!strcmp(value, "nes") || !strcmp(value, "none")) *(int *)p = SHARE_NES;
-        else return errf(err, errlen, "%s: '%s' (gdes, es or nes)", k->key, value);
-        return 0;
-    case K_MODE:
-        if (!strcmp(value, "decoupled")) *(int *)p = TRAIN_DECOUPLED;
-        else if (!strcmp(value, "joint")) *(int *)p = TRAIN_JOINT;
-        else return errf(err, errlen, "%s: '%s' (decoupled or joint)", k->key, value);
-        return 0;
-    }
-    return errf(err, errlen, "internal: key type");
-}
-
-static char *trim(char *s) {
-    while (isspace((unsigned char)*s)) s++;
-    char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
-    return s;
+    if (key_set(k, c, value, 0)) return errf(err, errlen, "%s: '%s' %s", k->key, value, k->want);
+    return 0;
 }
 
 int config_text_each(const char *text, int (*fn)(const char *key, const char *value, void *ctx), void *ctx) {
-    char *buf = strdup(text ? text : ""), *save = NULL;
-    if (!buf) return -1;
-    int rc = 0;
-    for (char *line = strtok_r(buf, "\n", &save); line && !rc; line = strtok_r(NULL, "\n", &save)) {
-        char *hash = strchr(line, '#');
-        if (hash) *hash = 0;
-        if (!*trim(line)) continue;
-        char *eq = strchr(line, '=');
-        if (eq) *eq = 0;
-        rc = fn(trim(line), eq ? trim(eq + 1) : NULL, ctx);
-    }
-    free(buf);
-    return rc;
+    return key_text_each(text, fn, ctx);
 }
 
 typedef struct {
@@ -288,7 +215,7 @@ int config_load(ModelConfig *c, const char *path, char *err, size_t errlen) {
         }
         char *hash = strchr(line, '#');
         if (hash) *hash = 0;
-        char *s = trim(line);
+        char *s = key_trim(line);
         if (!*s) continue;
         char *eq = strchr(s, '=');
         if (!eq) {
@@ -296,7 +223,7 @@ int config_load(ModelConfig *c, const char *path, char *err, size_t errlen) {
             return errf(err, errlen, "config %s:%d: expected 'key = value', got '%s'", path, ln, s);
         }
         *eq = 0;
-        char *key = trim(s), *val = trim(eq + 1);
+        char *key = key_trim(s), *val = key_trim(eq + 1);
         if (config_set(c, key, val, msg, sizeof msg)) {
             fclose(f);
             return errf(err, errlen, "config %s:%d: %s", path, ln, msg);
@@ -388,19 +315,21 @@ int config_validate(ModelConfig *c, char *err, size_t errlen) {
 
 void config_write(const ModelConfig *c, FILE *f) {
     for (int i = 0; i < N_KEYS; i++) {
-        const void *p = (const char *)c + KEYS[i].off;
-        if (KEYS[i].omit_zero && *(const int *)p == 0) continue;
+        if ((KEYS[i].flags & KEY_SKIP_ZERO) && key_is_zero(&KEYS[i], c)) continue;
         fprintf(f, "%s = ", KEYS[i].key);
-        switch (KEYS[i].type) {
-        case K_INT: fprintf(f, "%d\n", *(const int *)p); break;
-        case K_DBL: fprintf(f, "%.17g\n", *(const double *)p); break;
-        case K_BOOL: fprintf(f, "%s\n", *(const int *)p ? "true" : "false"); break;
-        case K_TERMS: fprintf(f, "%s\n", config_terms_str(*(const int *)p)); break;
-        case K_NORM: fprintf(f, "%s\n", *(const int *)p ? "layer_norm" : "none"); break;
-        case K_SHARING: fprintf(f, "%s\n", config_sharing_str(*(const int *)p)); break;
-        case K_MODE: fprintf(f, "%s\n", config_mode_str(*(const int *)p)); break;
-        }
+        key_write_value(&KEYS[i], c, f);
+        fputc('\n', f);
     }
+}
+
+char *config_to_text(const ModelConfig *c) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) fatal("out of memory");
+    config_write(c, f);
+    fclose(f);
+    return buf;
 }
 
 int config_save(const ModelConfig *c, const char *path, char *err, size_t errlen) {

@@ -80,6 +80,8 @@ int config_validate(ModelConfig *c, char *err, size_t errlen);
 /* Writes the (validated) config as `key = value` lines, loadable by config_load. */
 void config_write(const ModelConfig *c, FILE *f);
 int config_save(const ModelConfig *c, const char *path, char *err, size_t errlen);
+/* The config as `key = value` text (heap string). */
+char *config_to_text(const ModelConfig *c);
 
 /* Derived sizes (valid after config_validate). */
 int config_att_span(const ModelConfig *c);      /* S = PB if PB > 0 else MRP */

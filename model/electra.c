@@ -220,3 +220,23 @@ Tensor *discriminator_forward(Tape *t, const Electra *m, const ElectraInput *b, 
     out->loss = op_scale(t, out->bce, (real)c->rtd_lambda);
     return out->loss;
 }
+
+long mlm_correct(const GenOut *g) {
+    const int V = g->logits->shape[1];
+    long c = 0;
+    for (int k = 0; k < g->n_masked; k++) {
+        const real *row = g->logits->data + (long)k * V;
+        int best = 0;
+        for (int v = 1; v < V; v++)
+            if (row[v] > row[best]) best = v;
+        c += best == g->targets[k];
+    }
+    return c;
+}
+
+long rtd_correct(const DiscOut *d, const int32_t *attention_mask, long n) {
+    long c = 0;
+    for (long i = 0; i < n; i++)
+        if (attention_mask[i]) c += (d->logits->data[i] > 0) == (d->y[i] != 0);
+    return c;
+}

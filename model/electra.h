@@ -94,6 +94,11 @@ Tensor *generator_forward(Tape *t, const Electra *m, const ElectraInput *b, GenO
  * (label) ids elsewhere left as in b->input_ids. */
 void electra_sample(const GenOut *g, const ElectraInput *b, uint64_t seed, uint64_t step, int32_t *replaced);
 
+/* Masked positions whose argmax logit is the original token. */
+long mlm_correct(const GenOut *g);
+/* Real tokens (attention_mask[i] != 0, i < n) whose RTD decision (logit > 0 = replaced) matches the label. */
+long rtd_correct(const DiscOut *d, const int32_t *attention_mask, long n);
+
 /* Discriminator forward on replaced ids [B·T]. Returns out->loss (λ-scaled). */
 Tensor *discriminator_forward(Tape *t, const Electra *m, const ElectraInput *b, const int32_t *replaced, DiscOut *out);
 

@@ -55,12 +55,12 @@ static void check_init(int sharing, const char *which) {
     Electra *m = write_pair(dir, sharing);
     snprintf(path, sizeof path, "%s/checkpoint.h5", dir);
     ModelConfig cfg;
-    uint8_t *tok;
-    size_t n_tok;
-    if (ft_init_config(path, which, &cfg, &tok, &n_tok, err, sizeof err)) fail_msg("%s", err);
-    assert_int_equal(n_tok, 4);
-    assert_int_equal(tok[3], 4);
-    free(tok);
+    CheckpointState st;
+    Checkpoint *ck = checkpoint_open(path, &st, err, sizeof err); /* read once: config, tokenizer, then the tensors */
+    if (!ck) fail_msg("%s", err);
+    if (ft_init_config(path, &st, which, &cfg, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(st.n_tokenizer, 4);
+    assert_int_equal(st.tokenizer[3], 4);
     const int gen = !strcmp(which, "generator");
     assert_int_equal(cfg.num_hidden_layers, gen ? m->cfg.gen_num_hidden_layers : m->cfg.num_hidden_layers);
     FtModel f;
@@ -68,7 +68,9 @@ static void check_init(int sharing, const char *which) {
     Tensor *cls = params_find(&f.ps, "classifier.weight");
     real *cls_before = xmalloc((size_t)cls->n * sizeof(real));
     memcpy(cls_before, cls->data, (size_t)cls->n * sizeof(real));
-    if (ft_model_load_pretrained(&f, path, which, err, sizeof err)) fail_msg("%s", err);
+    if (ft_model_load_pretrained(&f, ck, &st, which, err, sizeof err)) fail_msg("%s", err);
+    checkpoint_close(ck);
+    checkpoint_state_free(&st);
     expect_equal(cls, cls_before, "classifier.weight (must stay freshly initialised)");
     free(cls_before);
     for (int i = 0; i < f.ps.n; i++) {

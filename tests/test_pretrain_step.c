@@ -82,7 +82,7 @@ static uint64_t run(int mode, int keep_grads, int steps, int first_counted, size
             before = g_alloc_count;
             *cap0 = t.arena.cap;
         }
-        const StepCtx c = {&m, &t, g, &bt[s % NB], reps, 1, 5};
+        const StepCtx c = {&m, &t, g, &bt[s % NB], reps, 1, 5, NULL};
         StepStats st = pretrain_step(&c, s, 1);
         assert_false(st.skipped);
         assert_true(st.n_masked > 0);

@@ -301,16 +301,43 @@ static int read_state(H5Ctx *c, hid_t f, CheckpointState *st) {
     return 0;
 }
 
-int checkpoint_read_state(const char *path, CheckpointState *st, char *err, size_t errlen) {
+struct Checkpoint {
+    hid_t f;
+    int version;
+    char path[];
+};
+
+Checkpoint *checkpoint_open(const char *path, CheckpointState *st, char *err, size_t errlen) {
     H5Ctx c;
     h5ctx_begin(&c, "checkpoint", path, err, errlen);
     memset(st, 0, sizeof *st);
     hid_t f = open_checkpoint(&c, path);
-    if (f < 0) return h5ctx_end(&c, -1);
-    int rc = read_state(&c, f, st);
-    H5Fclose(f);
-    if (rc) checkpoint_state_free(st);
-    return h5ctx_end(&c, rc);
+    if (f < 0) return h5ctx_end(&c, -1), NULL;
+    if (read_state(&c, f, st)) {
+        H5Fclose(f);
+        checkpoint_state_free(st);
+        return h5ctx_end(&c, -1), NULL;
+    }
+    h5ctx_end(&c, 0);
+    Checkpoint *ck = xmalloc(sizeof *ck + strlen(path) + 1);
+    ck->f = f;
+    ck->version = st->version;
+    strcpy(ck->path, path);
+    return ck;
+}
+
+const char *checkpoint_path(const Checkpoint *ck) { return ck->path; }
+
+void checkpoint_close(Checkpoint *ck) {
+    if (!ck) return;
+    H5Fclose(ck->f);
+    free(ck);
+}
+
+int checkpoint_read_state(const char *path, CheckpointState *st, char *err, size_t errlen) {
+    Checkpoint *ck = checkpoint_open(path, st, err, errlen);
+    checkpoint_close(ck);
+    return ck ? 0 : -1;
 }
 
 /* One tensor: present, float dtype, same shape, with its checksum (version >= 2), readable (HDF5
@@ -373,15 +400,12 @@ static int load_group(H5Ctx *c, hid_t f, const char *gname, ParamSet *ps, real *
     return rc;
 }
 
-int checkpoint_load(const char *path, ParamSet *ps, OptimMoments *mo, CheckpointState *st, char *err, size_t errlen) {
+int checkpoint_read_tensors(Checkpoint *ck, ParamSet *ps, OptimMoments *mo, char *err, size_t errlen) {
     H5Ctx c;
-    h5ctx_begin(&c, "checkpoint", path, err, errlen);
-    memset(st, 0, sizeof *st);
+    h5ctx_begin(&c, "checkpoint", ck->path, err, errlen);
     if (!ps->finalized) return h5ctx_end(&c, h5ctx_fail(&c, "the parameter set is not finalized"));
-    hid_t f = open_checkpoint(&c, path);
-    if (f < 0) return h5ctx_end(&c, -1);
-    int rc = read_state(&c, f, st);
-    if (!rc) rc = load_group(&c, f, "params", ps, ps->data, "parameter", st->version);
+    const hid_t f = ck->f;
+    int rc = load_group(&c, f, "params", ps, ps->data, "parameter", ck->version);
     OptimMoments scratch = {0};
     if (!rc && !mo) {
         optim_moments_init(&scratch, ps);
@@ -389,15 +413,22 @@ int checkpoint_load(const char *path, ParamSet *ps, OptimMoments *mo, Checkpoint
     }
     if (!rc && mo->total != ps->total) rc = h5ctx_fail(&c, "the moments are not those of this parameter set");
     if (!rc && H5Lexists(f, "optim", H5P_DEFAULT) > 0) {
-        rc = load_group(&c, f, "optim/m", ps, mo->m, "moment m of", st->version);
-        if (!rc) rc = load_group(&c, f, "optim/v", ps, mo->v, "moment v of", st->version);
+        rc = load_group(&c, f, "optim/m", ps, mo->m, "moment m of", ck->version);
+        if (!rc) rc = load_group(&c, f, "optim/v", ps, mo->v, "moment v of", ck->version);
     } else if (!rc) {
         rc = h5ctx_fail(&c, "group '/optim' is missing");
     }
     if (scratch.m) optim_moments_free(&scratch);
-    H5Fclose(f);
-    if (rc) checkpoint_state_free(st);
     return h5ctx_end(&c, rc);
+}
+
+int checkpoint_load(const char *path, ParamSet *ps, OptimMoments *mo, CheckpointState *st, char *err, size_t errlen) {
+    Checkpoint *ck = checkpoint_open(path, st, err, errlen);
+    if (!ck) return -1;
+    const int rc = checkpoint_read_tensors(ck, ps, mo, err, errlen);
+    checkpoint_close(ck);
+    if (rc) checkpoint_state_free(st);
+    return rc;
 }
 
 /* ---- config comparison ---- */

@@ -60,6 +60,16 @@ int checkpoint_save(const char *rundir, const ParamSet *ps, const OptimMoments *
  * config before the model is built. */
 int checkpoint_read_state(const char *path, CheckpointState *st, char *err, size_t errlen);
 
+/* A checkpoint read once: checkpoint_open checks the seal, reads the state into st (as
+ * checkpoint_read_state) and keeps the file open, so that the tensors can be read once the model is
+ * built (checkpoint_read_tensors, as checkpoint_load) without reading the file again.  NULL with a
+ * message in err. */
+typedef struct Checkpoint Checkpoint;
+Checkpoint *checkpoint_open(const char *path, CheckpointState *st, char *err, size_t errlen);
+int checkpoint_read_tensors(Checkpoint *ck, ParamSet *ps, OptimMoments *mo, char *err, size_t errlen);
+const char *checkpoint_path(const Checkpoint *ck);
+void checkpoint_close(Checkpoint *ck); /* NULL: nothing */
+
 /* Validates and loads everything into ps (which must be finalized and built with the same
  * config) and the moments into mo (initialised for ps; NULL: validated and dropped, for a model
  * that is not trained further): every parameter of ps present with the same shape and a float

@@ -5,7 +5,7 @@
 #include <string.h>
 #include "autograd/util.h"
 #include "train/dist.h"
-#include "train/step.h"
+#include "model/electra.h"
 
 typedef struct {
     float logit;
@@ -57,7 +57,7 @@ EvalResult evaluate(Electra *m, Loader *val, Tape *t, int B, int T, long max_bat
     for (long k = 0; k < max_batches && loader_next(val, &b); k++) {
         GenOut g;
         DiscOut d;
-        ElectraInput in = electra_input(&b);
+        ElectraInput in = {b.B, b.T, b.input_ids, b.attention_mask, b.labels, 0, 0}; /* the model's view of the batch */
         const int64_t mine = b.n_masked;
         dist_allgather_i64(&mine, 1, counts);
         in.row0 = (int64_t)R * B;
@@ -92,7 +92,7 @@ EvalResult evaluate(Electra *m, Loader *val, Tape *t, int B, int T, long max_bat
                 }
             }
         bce_sum += d.bce->data[0] * valid;
-        rtd_ok += rtd_correct(&d, &b);
+        rtd_ok += rtd_correct(&d, b.attention_mask, (long)b.B * b.T);
         r.n_tokens += valid;
     }
     tape_reset(t);

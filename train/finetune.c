@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include "autograd/keytable.h"
 #include "autograd/ops.h"
 #include "autograd/rng.h"
 #include "autograd/util.h"
@@ -14,7 +16,7 @@
 #include "train/checkpoint.h"
 #include "train/metrics.h"
 #include "train/optim.h"
-#include "train/pretrain.h"
+#include "train/run.h"
 #include "train/signals.h"
 
 #define FT_STATE_VERSION 1
@@ -37,56 +39,53 @@ void finetune_options_default(FinetuneOptions *o) {
     o->save_every = 200;
 }
 
-/* ---------------------------------------------------------------- options as text */
+/* ---------------------------------------------------------------- the option table */
 
-char *finetune_options_to_text(const FinetuneOptions *o) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) fatal("out of memory");
-    fprintf(f, "ft_task = %s\nft_init = %s\nft_init_model = %s\nft_preset = %s\nft_data = %s\n", o->task, o->init,
-            o->init_model, o->preset, o->data);
-    fprintf(f, "ft_steps = %ld\nft_batch = %d\nft_seed = %llu\nft_lr = %.17g\nft_weight_decay = %.17g\n", o->steps, o->batch,
-            (unsigned long long)o->seed, o->lr, o->weight_decay);
-    fprintf(f, "ft_max_grad_norm = %.17g\nft_dropout = %.17g\nft_warmup = %ld\nft_eval_every = %ld\nft_log_every = %ld\n",
-            o->max_grad_norm, o->dropout, o->warmup, o->eval_every, o->log_every);
-    fprintf(f, "ft_save_every = %ld\n", o->save_every);
-    fclose(f);
-    return buf;
-}
-
-typedef struct { FinetuneOptions *o; char *err; size_t errlen; } FromText;
-
-static int option_line(const char *key, const char *v, void *ctx) {
-    FromText *x = ctx;
-    FinetuneOptions *o = x->o;
-    if (strncmp(key, "ft_", 3) || !v) return 0;
-    const char *k = key + 3;
-#define STR(name) else if (!strcmp(k, #name)) snprintf(o->name, sizeof o->name, "%s", v)
-    if (0) {}
-    STR(task); STR(init); STR(init_model); STR(preset); STR(data);
+#define F(m) KEY_FIELD(FinetuneOptions, m)
+#define STR(k, fl, want, flags) {#k, fl, NULL, KEY_STR, F(k), 0, 0, want, flags, NULL}
+/* Persisted keys (`ft_<key>`) in the order they are written. */
+static const KeyRow KEYS[] = {
+    STR(task, "task", "pos or genre", 0),
+    STR(init, "init", "RUN/checkpoint.h5 or scratch", 0),
+    STR(init_model, "init-model", "discriminator or generator", 0),
+    STR(preset, "preset", "a preset name", 0),
+    STR(data, "data", "a task folder", KEY_RESUME_OK),
+    {"steps", "steps", NULL, KEY_LONG, F(steps), 1, 0, "a positive integer", 0, NULL},
+    {"batch", "batch", NULL, KEY_INT, F(batch), 1, 1 << 20, "a positive integer", 0, NULL},
+    {"seed", "seed", NULL, KEY_U64, F(seed), 0, 0, "a non-negative integer", 0, NULL},
+    {"lr", "lr", NULL, KEY_DOUBLE, F(lr), 0, 10, "a number in [0, 10)", 0, NULL},
+    {"weight_decay", "weight-decay", NULL, KEY_DOUBLE, F(weight_decay), 0, 10, "a number in [0, 10)", 0, NULL},
+    {"max_grad_norm", "max-grad-norm", NULL, KEY_DOUBLE, F(max_grad_norm), 0, 0, "a non-negative number", 0, NULL},
+    {"dropout", "dropout", NULL, KEY_DOUBLE, F(dropout), 0, 1, "a number in [0, 1)", 0, NULL},
+    {"warmup", "warmup", NULL, KEY_LONG, F(warmup), 0, 0, "a non-negative integer", 0, NULL},
+    {"eval_every", "eval-every", NULL, KEY_LONG, F(eval_every), 0, 0, "a non-negative integer", 0, NULL},
+    {"log_every", "log-every", NULL, KEY_LONG, F(log_every), 1, 0, "a positive integer", 0, NULL},
+    {"save_every", "save-every", NULL, KEY_LONG, F(save_every), 0, 0, "a non-negative integer", 0, NULL},
+    /* not persisted: */
+    {NULL, "out", NULL, KEY_STR, F(out), 0, 0, "a run directory", 0, NULL},
+    {NULL, "threads", NULL, KEY_INT, F(threads), 1, 4096, "an integer in [1, 4096]", KEY_RESUME_OK, NULL},
+    {NULL, "stop-after", NULL, KEY_LONG, F(stop_after), 1, 0, "a positive integer", KEY_RESUME_OK, NULL},
+};
 #undef STR
-    else if (!strcmp(k, "steps")) o->steps = atol(v);
-    else if (!strcmp(k, "batch")) o->batch = atoi(v);
-    else if (!strcmp(k, "seed")) o->seed = strtoull(v, NULL, 10);
-    else if (!strcmp(k, "lr")) o->lr = atof(v);
-    else if (!strcmp(k, "weight_decay")) o->weight_decay = atof(v);
-    else if (!strcmp(k, "max_grad_norm")) o->max_grad_norm = atof(v);
-    else if (!strcmp(k, "dropout")) o->dropout = atof(v);
-    else if (!strcmp(k, "warmup")) o->warmup = atol(v);
-    else if (!strcmp(k, "eval_every")) o->eval_every = atol(v);
-    else if (!strcmp(k, "log_every")) o->log_every = atol(v);
-    else if (!strcmp(k, "save_every")) o->save_every = atol(v);
-    else if (!strcmp(k, "head") || !strcmp(k, "labels")) {} /* written for readers (export), not options */
-    else { snprintf(x->err, x->errlen, "unknown fine-tuning option '%s' in the checkpoint", key); return 1; }
-    return 0;
+#undef F
+#define N_KEYS ((int)(sizeof(KEYS) / sizeof(KEYS[0])))
+
+int finetune_options_set_flag(FinetuneOptions *o, const char *flag, const char *value, int *resume_ok, char *err, size_t errlen) {
+    const KeyRow *k = key_find(KEYS, N_KEYS, flag, 1);
+    if (!k) return 0;
+    *resume_ok = (k->flags & KEY_RESUME_OK) != 0;
+    if (key_set(k, o, value, 1))
+        return k->type == KEY_STR ? errf(err, errlen, "--%s: value too long", k->flag) : errf(err, errlen, "--%s '%s' must be %s", k->flag, value, k->want);
+    return 1;
 }
+
+void finetune_options_keep_resume(FinetuneOptions *saved, const FinetuneOptions *cli) { key_keep_resume_ok(KEYS, N_KEYS, saved, cli); }
+
+char *finetune_options_to_text(const FinetuneOptions *o) { return key_table_to_text(KEYS, N_KEYS, o, "ft_", NULL); }
 
 int finetune_options_from_text(FinetuneOptions *o, const char *text, char *err, size_t errlen) {
-    FromText x = {o, err, errlen};
-    const int rc = config_text_each(text, option_line, &x);
-    if (rc < 0) snprintf(err, errlen, "out of memory reading the fine-tuning options");
-    return rc ? -1 : 0;
+    static const char *const for_readers[] = {"head", "labels", NULL}; /* written for readers (export), not options */
+    return key_table_from_text(KEYS, N_KEYS, o, "ft_", for_readers, "fine-tuning", text, err, errlen);
 }
 
 /* ---------------------------------------------------------------- the model */
@@ -107,30 +106,14 @@ void ft_model_free(FtModel *m) {
     memset(m, 0, sizeof *m);
 }
 
-int ft_init_config(const char *path, const char *which, ModelConfig *cfg, uint8_t **tok, size_t *n_tok, char *err, size_t errlen) {
-    CheckpointState st;
-    memset(&st, 0, sizeof st);
-    if (checkpoint_read_state(path, &st, err, errlen)) return -1;
-    if (st.config && strstr(st.config, "ft_task")) {
-        errf(err, errlen, "checkpoint %s is a fine-tuned model; --init wants a pretraining checkpoint", path);
-        checkpoint_state_free(&st);
-        return -1;
-    }
+int ft_init_config(const char *path, const CheckpointState *st, const char *which, ModelConfig *cfg, char *err, size_t errlen) {
+    if (st->config && strstr(st->config, "ft_task"))
+        return errf(err, errlen, "checkpoint %s is a fine-tuned model; --init wants a pretraining checkpoint", path);
     config_defaults(cfg);
     char e[512];
-    if (config_from_text(cfg, st.config ? st.config : "", path, e, sizeof e) || config_validate(cfg, e, sizeof e)) {
-        errf(err, errlen, "checkpoint %s: %s", path, e);
-        checkpoint_state_free(&st);
-        return -1;
-    }
+    if (config_from_text(cfg, st->config ? st->config : "", path, e, sizeof e) || config_validate(cfg, e, sizeof e))
+        return errf(err, errlen, "checkpoint %s: %s", path, e);
     if (!strcmp(which, "generator")) cfg->num_hidden_layers = cfg->gen_num_hidden_layers;
-    *n_tok = st.n_tokenizer;
-    *tok = NULL;
-    if (st.n_tokenizer) {
-        *tok = xmalloc(st.n_tokenizer);
-        memcpy(*tok, st.tokenizer, st.n_tokenizer);
-    }
-    checkpoint_state_free(&st);
     return 0;
 }
 
@@ -139,23 +122,17 @@ static void copy_sum(real *dst, const Tensor *a, const Tensor *b) {
     for (long i = 0; i < a->n; i++) dst[i] = a->data[i] + (b ? b->data[i] : 0);
 }
 
-int ft_model_load_pretrained(FtModel *m, const char *path, const char *which, char *err, size_t errlen) {
-    CheckpointState st;
-    memset(&st, 0, sizeof st);
-    if (checkpoint_read_state(path, &st, err, errlen)) return -1;
+int ft_model_load_pretrained(FtModel *m, Checkpoint *ck, const CheckpointState *st, const char *which, char *err, size_t errlen) {
+    const char *path = checkpoint_path(ck);
     ModelConfig pc;
     config_defaults(&pc);
     char e[512];
-    if (config_from_text(&pc, st.config ? st.config : "", path, e, sizeof e) || config_validate(&pc, e, sizeof e)) {
-        errf(err, errlen, "checkpoint %s: %s", path, e);
-        checkpoint_state_free(&st);
-        return -1;
-    }
-    checkpoint_state_free(&st);
+    if (config_from_text(&pc, st->config ? st->config : "", path, e, sizeof e) || config_validate(&pc, e, sizeof e))
+        return errf(err, errlen, "checkpoint %s: %s", path, e);
     Electra *pair = xcalloc(1, sizeof *pair);
     electra_build(pair, &pc, 0);
     int rc = -1;
-    if (checkpoint_load(path, &pair->ps, NULL, &st, err, errlen)) goto out;
+    if (checkpoint_read_tensors(ck, &pair->ps, NULL, err, errlen)) goto out;
     const int gen = !strcmp(which, "generator");
     const char *pre = gen ? "generator." : "discriminator.";
     for (int i = 0; i < m->ps.n; i++) {
@@ -183,7 +160,6 @@ int ft_model_load_pretrained(FtModel *m, const char *path, const char *which, ch
     }
     rc = 0;
 out:
-    checkpoint_state_free(&st);
     electra_free(pair);
     free(pair);
     return rc;
@@ -269,8 +245,9 @@ typedef struct FtRun {
     Tape t;
     OptimGroup g;
     OptimMoments moments;
-    MetricsLog log;
-    Progress prog;
+    RunDir dir;               /* the run directory, its logs, the stop / save policy (train/run.h) */
+    Checkpoint *init;         /* --init: the pretraining checkpoint, open until the model is built */
+    CheckpointState init_st;
     int64_t *perm, perm_epoch;
     int32_t *ids, *mask, *labels;
     int64_t *idx;
@@ -326,12 +303,9 @@ static void save(FtRun *r, long step, const char *file) {
     char err[1024], path[10000];
     snprintf(path, sizeof path, "%s/%s", r->o.out, file);
     /* best.h5 is a model, not a training state: no moments (written as zeros) */
-    int rc = !strcmp(file, "checkpoint.h5") ? checkpoint_save(r->o.out, &r->m.ps, &r->moments, &st, 0, err, sizeof err)
-                                            : checkpoint_write(path, &r->m.ps, NULL, &st, err, sizeof err);
+    if (!strcmp(file, "checkpoint.h5")) run_save(&r->dir, &r->m.ps, &r->moments, &st, 0);
+    else if (checkpoint_write(path, &r->m.ps, NULL, &st, err, sizeof err)) fatal("%s", err);
     free(st.config);
-    st.tokenizer = NULL;
-    st.loader_state = NULL;
-    if (rc) fatal("%s", err);
 }
 
 static void load_task(FtRun *r, int k, const char *split) {
@@ -353,40 +327,29 @@ static void log_eval(FtRun *r, long step, const FtEval *e, int best) {
     mrec_num(&rec, "macro_f1", e->macro_f1);
     mrec_int(&rec, "n", e->n);
     mrec_int(&rec, "best", best);
-    if (metrics_write(&r->log, &rec, err, sizeof err)) fatal("%s", err);
-    progress_note(&r->prog, "eval @%ld: dev loss %.4f acc %.4f macro-F1 %.4f%s", step, e->loss, e->acc, e->macro_f1,
+    if (metrics_write(&r->dir.log, &rec, err, sizeof err)) fatal("%s", err);
+    progress_note(&r->dir.prog, "eval @%ld: dev loss %.4f acc %.4f macro-F1 %.4f%s", step, e->loss, e->acc, e->macro_f1,
                   best ? " (best so far)" : "");
 }
 
-int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
-    static FtRun R;
-    FtRun *r = &R;
-    memset(r, 0, sizeof *r);
-    r->o = *o_in;
-    char err[1024], path[10000];
-    CheckpointState st;
-    memset(&st, 0, sizeof st);
-    long start = 0;
-    if (r->o.threads > 0) {
-        omp_set_num_threads(r->o.threads);
-        openblas_set_num_threads(r->o.threads);
-    }
-    ModelConfig cfg;
-    if (r->o.resume) {
-        snprintf(path, sizeof path, "%.4000s/checkpoint.h5", r->o.out);
-        if (checkpoint_read_state(path, &st, err, sizeof err)) fatal("%s (nothing to resume)", err);
-        FinetuneOptions keep = r->o;
-        config_defaults(&cfg);
-        if (config_from_text(&cfg, st.config, path, err, sizeof err) || finetune_options_from_text(&r->o, st.config, err, sizeof err))
-            fatal("checkpoint %s: %s", path, err);
-        if (!strstr(st.config, "ft_task")) fatal("checkpoint %s is not a fine-tuning checkpoint", path);
-        r->o.resume = 1;
-        r->o.threads = keep.threads;
-        r->o.stop_after = keep.stop_after;
-        if (keep.data[0]) snprintf(r->o.data, sizeof r->o.data, "%s", keep.data);
-        if (config_validate(&cfg, err, sizeof err)) fatal("checkpoint %s: %s", path, err);
-        start = st.step;
-    }
+/* --resume: the saved model config and options (RUNDIR/checkpoint.h5, opened once); from the command
+ * line only what the option table lets a resume give (KEY_RESUME_OK: --data, --threads, --stop-after). */
+static void load_saved_run(FtRun *r, ModelConfig *cfg) {
+    RunDir *d = &r->dir;
+    const char *path = d->ckpt_path;
+    char err[1024];
+    run_open_resume(d, r->o.out, 1);
+    const FinetuneOptions cli = r->o;
+    config_defaults(cfg);
+    if (config_from_text(cfg, d->st.config, path, err, sizeof err) || finetune_options_from_text(&r->o, d->st.config, err, sizeof err))
+        fatal("checkpoint %s: %s", path, err);
+    if (!strstr(d->st.config, "ft_task")) fatal("checkpoint %s is not a fine-tuning checkpoint", path);
+    finetune_options_keep_resume(&r->o, &cli);
+    if (config_validate(cfg, err, sizeof err)) fatal("checkpoint %s: %s", path, err);
+}
+
+/* The task files: train, dev, test, of the task asked for. */
+static void load_tasks(FtRun *r) {
     load_task(r, 0, "train");
     load_task(r, 1, "dev");
     load_task(r, 2, "test");
@@ -394,43 +357,49 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
     if (task_kind_parse(r->o.task, &want)) fatal("finetune: --task must be pos or genre (got '%s')", r->o.task);
     if (want != r->train.kind)
         fatal("task %s holds the '%s' task, not '%s' (see deberta prep-task --task)", r->paths[0], task_kind_name(r->train.kind), r->o.task);
-    const int T = r->train.T;
+}
 
-    uint8_t *tok = NULL;
-    size_t n_tok = 0;
-    if (!r->o.resume) {
-        if (!strcmp(r->o.init, "scratch")) {
-            config_defaults(&cfg);
-            if (config_preset(&cfg, r->o.preset)) fatal("finetune: unknown --preset '%s' (tiny, xsmall, test)", r->o.preset);
-            cfg.vocab_size = (int)r->train.vocab_size;
-        } else {
-            if (strcmp(r->o.init_model, "discriminator") && strcmp(r->o.init_model, "generator"))
-                fatal("finetune: --init-model must be discriminator or generator (got '%s')", r->o.init_model);
-            if (ft_init_config(r->o.init, r->o.init_model, &cfg, &tok, &n_tok, err, sizeof err)) fatal("%s", err);
-            if (!n_tok) fatal("checkpoint %s has no tokenizer; cannot check that the task files use its tokenizer", r->o.init);
-            char h[17];
-            tokenizer_hash_bytes(tok, n_tok, h);
-            if (strcmp(h, r->train.tokenizer_hash))
-                fatal("checkpoint %s was pretrained with tokenizer %s, but the task files in %s use tokenizer %s (re-run deberta "
-                      "prep-task with --shards of the pretraining data)", r->o.init, h, r->o.data, r->train.tokenizer_hash);
-            if (cfg.vocab_size != r->train.vocab_size)
-                fatal("checkpoint %s has a vocabulary of %d ids, the task files %lld", r->o.init, cfg.vocab_size, (long long)r->train.vocab_size);
-            free(tok);
-        }
-        if (r->o.dropout >= 0) cfg.hidden_dropout_prob = r->o.dropout;
+/* A fresh run's model: a preset (--init scratch), or the encoder of a pretraining checkpoint (opened
+ * once: its config and tokenizer now, its parameters in build_model) whose tokenizer the task files use. */
+static void choose_model(FtRun *r, ModelConfig *cfg) {
+    char err[1024];
+    if (!strcmp(r->o.init, "scratch")) {
+        config_defaults(cfg);
+        if (config_preset(cfg, r->o.preset)) fatal("finetune: unknown --preset '%s' (tiny, xsmall, test)", r->o.preset);
+        cfg->vocab_size = (int)r->train.vocab_size;
+    } else {
+        if (strcmp(r->o.init_model, "discriminator") && strcmp(r->o.init_model, "generator"))
+            fatal("finetune: --init-model must be discriminator or generator (got '%s')", r->o.init_model);
+        if (!(r->init = checkpoint_open(r->o.init, &r->init_st, err, sizeof err))) fatal("%s", err);
+        if (ft_init_config(r->o.init, &r->init_st, r->o.init_model, cfg, err, sizeof err)) fatal("%s", err);
+        const CheckpointState *st = &r->init_st;
+        if (!st->n_tokenizer) fatal("checkpoint %s has no tokenizer; cannot check that the task files use its tokenizer", r->o.init);
+        char h[17];
+        tokenizer_hash_bytes(st->tokenizer, st->n_tokenizer, h);
+        if (strcmp(h, r->train.tokenizer_hash))
+            fatal("checkpoint %s was pretrained with tokenizer %s, but the task files in %s use tokenizer %s (re-run deberta "
+                  "prep-task with --shards of the pretraining data)", r->o.init, h, r->o.data, r->train.tokenizer_hash);
+        if (cfg->vocab_size != r->train.vocab_size)
+            fatal("checkpoint %s has a vocabulary of %d ids, the task files %lld", r->o.init, cfg->vocab_size, (long long)r->train.vocab_size);
     }
-    if (T > cfg.max_position_embeddings)
+    if (r->o.dropout >= 0) cfg->hidden_dropout_prob = r->o.dropout;
+}
+
+/* Encoder + head (--init: the checkpoint's encoder), the optimizer, the step's buffers. */
+static void build_model(FtRun *r, ModelConfig *cfg) {
+    char err[1024];
+    const int T = r->train.T, B = r->o.batch;
+    if (T > cfg->max_position_embeddings)
         fatal("task %s: sequences of %d tokens are longer than the model's max_position_embeddings %d (re-run deberta prep-task "
-              "with --seq-len %d or less)", r->paths[0], T, cfg.max_position_embeddings, cfg.max_position_embeddings);
-    cfg.max_seq_len = T;
-    if (config_validate(&cfg, err, sizeof err)) fatal("finetune: %s", err);
+              "with --seq-len %d or less)", r->paths[0], T, cfg->max_position_embeddings, cfg->max_position_embeddings);
+    cfg->max_seq_len = T;
+    if (config_validate(cfg, err, sizeof err)) fatal("finetune: %s", err);
     if (r->o.batch < 1 || r->o.steps < 1) fatal("finetune: --batch and --steps must be positive");
-
-    ft_model_build(&r->m, &cfg, r->train.kind == TASK_POS ? HEAD_TOKEN : HEAD_SEQUENCE, r->train.n_labels, cfg.hidden_dropout_prob,
-                   r->o.seed);
-    if (!r->o.resume && strcmp(r->o.init, "scratch") && ft_model_load_pretrained(&r->m, r->o.init, r->o.init_model, err, sizeof err))
-        fatal("%s", err);
-
+    ft_model_build(&r->m, cfg, r->train.kind == TASK_POS ? HEAD_TOKEN : HEAD_SEQUENCE, r->train.n_labels, cfg->hidden_dropout_prob, r->o.seed);
+    if (r->init && ft_model_load_pretrained(&r->m, r->init, &r->init_st, r->o.init_model, err, sizeof err)) fatal("%s", err);
+    checkpoint_close(r->init);
+    r->init = NULL;
+    checkpoint_state_free(&r->init_st);
     OptimConfig oc;
     optim_config_default(&oc, OPTIM_ADAMW);
     oc.lr = r->o.lr;
@@ -442,138 +411,136 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
     optim_group_init(&r->g, "finetune", &oc, &r->m.ps, &r->moments, NULL);
     r->best_dev = -1;
     r->best_step = -1;
-
-    if (r->o.resume) {
-        checkpoint_state_free(&st);
-        if (checkpoint_load(path, &r->m.ps, &r->moments, &st, err, sizeof err)) fatal("%s", err);
-        if (st.n_tokenizer != r->train.tokenizer_len || memcmp(st.tokenizer, r->train.tokenizer, st.n_tokenizer))
-            fatal("task files %s: their tokenizer differs from the one in checkpoint %s", r->o.data, path);
-        int64_t gs = checkpoint_group_step(&st, "finetune");
-        if (gs < 0) fatal("checkpoint %s: no optimizer counter for group 'finetune'", path);
-        r->g.step = gs;
-        if (st.n_loader_state != FT_STATE_LEN || st.loader_state[0] != FT_STATE_VERSION)
-            fatal("checkpoint %s: fine-tuning state has %ld entries, expected %d", path, st.n_loader_state, FT_STATE_LEN);
-        if (st.loader_state[3] != r->train.N)
-            fatal("checkpoint %s was trained on %lld examples, %s has %lld (other task files?)", path, (long long)st.loader_state[3],
-                  r->paths[0], (long long)r->train.N);
-        r->best_step = st.loader_state[1];
-        memcpy(&r->best_dev, &st.loader_state[2], sizeof r->best_dev);
-        if (metrics_open(&r->log, r->o.out, start, err, sizeof err)) fatal("%s", err);
-        if (run_append_cmdline(r->o.out, argc, argv, err, sizeof err)) fatal("%s", err);
-        fprintf(stderr, "resuming %s at step %ld of %ld\n", r->o.out, start, r->o.steps);
-    } else {
-        if (run_check_fresh(r->o.out, err, sizeof err) || run_mkdir(r->o.out, err, sizeof err)) fatal("%s", err);
-        char *text = run_config_text(r);
-        if (run_write_text(r->o.out, "config.txt", text, err, sizeof err)) fatal("%s", err);
-        free(text);
-        if (run_append_cmdline(r->o.out, argc, argv, err, sizeof err)) fatal("%s", err);
-        if (metrics_open(&r->log, r->o.out, -1, err, sizeof err)) fatal("%s", err);
-    }
-    checkpoint_state_free(&st);
-
     tape_init(&r->t, (size_t)64 << 20);
     r->t.seed = r->o.seed;
-    const int B = r->o.batch, L = r->train.n_labels;
     r->perm = xmalloc((size_t)r->train.N * sizeof(int64_t));
     r->perm_epoch = -1;
     r->ids = xmalloc((size_t)B * T * sizeof(int32_t));
     r->mask = xmalloc((size_t)B * T * sizeof(int32_t));
     r->labels = xmalloc((size_t)B * T * sizeof(int32_t));
     r->idx = xmalloc((size_t)B * sizeof(int64_t));
+}
 
-    fprintf(stderr, "model: %s, %d layers, hidden %d, vocab %d, %ld parameters; init %s%s%s\n",
-            r->m.head.kind == HEAD_TOKEN ? "token classification" : "sequence classification", cfg.num_hidden_layers, cfg.hidden_size,
-            cfg.vocab_size, params_count(&r->m.ps), r->o.init, strcmp(r->o.init, "scratch") ? " " : "",
-            strcmp(r->o.init, "scratch") ? r->o.init_model : "");
+/* --resume, once the model is built: parameters, moments, the optimizer counter and the best dev
+ * score from the checkpoint, then the logs continue. */
+static void restore_run(FtRun *r, int argc, char **argv) {
+    RunDir *d = &r->dir;
+    const CheckpointState *st = &d->st;
+    const char *path = d->ckpt_path;
+    run_restore(d, &r->m.ps, &r->moments);
+    if (st->n_tokenizer != r->train.tokenizer_len || memcmp(st->tokenizer, r->train.tokenizer, st->n_tokenizer))
+        fatal("task files %s: their tokenizer differs from the one in checkpoint %s", r->o.data, path);
+    int64_t gs = checkpoint_group_step(st, "finetune");
+    if (gs < 0) fatal("checkpoint %s: no optimizer counter for group 'finetune'", path);
+    r->g.step = gs;
+    if (st->n_loader_state != FT_STATE_LEN || st->loader_state[0] != FT_STATE_VERSION)
+        fatal("checkpoint %s: fine-tuning state has %ld entries, expected %d", path, st->n_loader_state, FT_STATE_LEN);
+    if (st->loader_state[3] != r->train.N)
+        fatal("checkpoint %s was trained on %lld examples, %s has %lld (other task files?)", path, (long long)st->loader_state[3],
+              r->paths[0], (long long)r->train.N);
+    r->best_step = st->loader_state[1];
+    memcpy(&r->best_dev, &st->loader_state[2], sizeof r->best_dev);
+    run_begin(d, NULL, argc, argv);
+}
+
+/* A fresh run, once the model is built: the directory made and locked, config.txt, cmdline.txt, metrics.jsonl. */
+static void start_run(FtRun *r, int argc, char **argv) {
+    run_open_fresh(&r->dir, r->o.out, 1);
+    char *text = run_config_text(r);
+    run_begin(&r->dir, text, argc, argv);
+    free(text);
+}
+
+static void announce(const FtRun *r) {
+    const ModelConfig *cfg = &r->m.cfg;
+    const int scratch = !strcmp(r->o.init, "scratch");
+    run_say(&r->dir, "model: %s, %d layers, hidden %d, vocab %d, %ld parameters; init %s%s%s\n",
+            r->m.head.kind == HEAD_TOKEN ? "token classification" : "sequence classification", cfg->num_hidden_layers, cfg->hidden_size,
+            cfg->vocab_size, params_count(&r->m.ps), r->o.init, scratch ? "" : " ", scratch ? "" : r->o.init_model);
     fprintf(stderr, "task %s: %lld train / %lld dev / %lld test examples of %d tokens, %d labels; %ld steps of %d; %d threads\n",
-            task_kind_name(r->train.kind), (long long)r->train.N, (long long)r->dev.N, (long long)r->test.N, T, L, r->o.steps, B,
-            omp_get_max_threads());
+            task_kind_name(r->train.kind), (long long)r->train.N, (long long)r->dev.N, (long long)r->test.N, r->train.T, r->train.n_labels,
+            r->o.steps, r->o.batch, omp_get_max_threads());
+}
 
-    progress_init(&r->prog, start, r->o.steps);
-    /* SIGTERM/SIGINT: finish the step, checkpoint, exit 0 (as in pretrain; train/signals.h) */
-    signals_install(r->o.out);
-    long done_here = 0;
-    StepClock clock = {0}; /* time in the steps (evaluations and checkpoints excluded) */
-    for (long step = start; step < r->o.steps; step++) {
-        const double t_step = now_seconds();
-        for (int b = 0; b < B; b++) r->idx[b] = example_at(r, (int64_t)step * B + b);
-        fill_batch(&r->train, r->idx, B, r->ids, r->mask, r->labels);
-        optim_zero_grad(&r->g);
-        tape_reset(&r->t);
-        r->t.training = 1;
-        r->t.step = (uint64_t)step;
-        Tensor *h = encoder_forward(&r->t, &r->m.enc, NULL, r->ids, r->mask, B, T, NULL);
-        TaskHeadOut out;
-        Tensor *loss = task_head_forward(&r->t, &r->m.head, h, B, T, r->labels, &out);
-        const double lv = loss->data[0];
-        long ok = 0;
-        const int rows = r->train.kind == TASK_POS ? B * T : B;
-        for (int i = 0; i < rows; i++)
-            if (r->labels[i] != TASK_IGNORE) ok += argmax_row(out.logits->data + (size_t)i * L, L) == r->labels[i];
-        OptimStepResult s = {0, 0, 1};
-        if (isfinite(lv)) {
-            tape_backward(&r->t, loss, 1);
-            s = optim_step(&r->g);
-        }
-        tape_reset(&r->t);
-        stepclock_add(&clock, now_seconds() - t_step);
-        const long completed = step + 1;
-        done_here++;
-        if (s.skipped) progress_note(&r->prog, "step %ld skipped: non-finite loss or gradient norm", completed);
-        const double acc = out.n_counted ? (double)ok / out.n_counted : NAN;
-        if (s.skipped || completed % r->o.log_every == 0 || completed == r->o.steps) {
-            MetricsRecord rec;
-            mrec_begin(&rec, M_KIND_TRAIN, completed);
-            mrec_num(&rec, "loss", lv);
-            mrec_num(&rec, "acc", acc);
-            mrec_num(&rec, "lr", s.lr);
-            mrec_num(&rec, "grad_norm", s.grad_norm);
-            mrec_int(&rec, M_SKIPPED, s.skipped);
-            mrec_num(&rec, "epoch", (double)((int64_t)completed * B / r->train.N));
-            if (metrics_write(&r->log, &rec, err, sizeof err)) fatal("%s", err);
-        }
-        char fields[128];
-        snprintf(fields, sizeof fields, "loss %.4f | acc %.3f", lv, acc);
-        progress_update_fields(&r->prog, completed, fields, (long long)B * T);
-        const int last = completed == r->o.steps;
-        if ((r->o.eval_every > 0 && completed % r->o.eval_every == 0) || last) {
-            FtEval e = ft_evaluate(&r->m, &r->t, &r->dev, B);
-            const int best = e.acc > r->best_dev;
-            if (best) {
-                r->best_dev = e.acc;
-                r->best_step = completed;
-                save(r, completed, "best.h5");
-            }
-            log_eval(r, completed, &e, best);
-        }
-        const int stop_sig = signals_stop_requested();
-        const int stop_now = (r->o.stop_after > 0 && done_here >= r->o.stop_after) || stop_sig;
-        if ((r->o.save_every > 0 && completed % r->o.save_every == 0) || last || stop_now) save(r, completed, "checkpoint.h5");
-        if (stop_now && !last) {
-            progress_done(&r->prog);
-            if (stop_sig)
-                fprintf(stderr, "stopped by %s after step %ld: checkpoint written to %s/checkpoint.h5; continue with --resume %s\n",
-                        signals_name(stop_sig), completed, r->o.out, r->o.out);
-            else
-                fprintf(stderr, "stopped after %ld steps (--stop-after); resume with --resume\n", done_here);
-            metrics_close(&r->log);
-            signals_restore();
-            return 0;
-        }
-    }
-    progress_done(&r->prog);
-    if (done_here > 0) {
-        char detail[96];
-        snprintf(detail, sizeof detail, "%d x %d tokens, padding included; evaluations and checkpoints excluded", B, T);
-        stepclock_print(&clock, (double)B * T, detail);
-        fputc('\n', stderr);
-    }
+typedef struct FtStep {
+    double loss, acc;
+    OptimStepResult s;
+} FtStep;
 
-    /* the best dev model on test, beside the baselines */
+/* One step: B examples from global position step·B, forward with dropout, backward, AdamW (a
+ * non-finite loss skips the update), timed. */
+static FtStep train_step(FtRun *r, long step) {
+    const double t0 = now_seconds();
+    const int B = r->o.batch, T = r->train.T, L = r->train.n_labels;
+    for (int b = 0; b < B; b++) r->idx[b] = example_at(r, (int64_t)step * B + b);
+    fill_batch(&r->train, r->idx, B, r->ids, r->mask, r->labels);
+    optim_zero_grad(&r->g);
+    tape_reset(&r->t);
+    r->t.training = 1;
+    r->t.step = (uint64_t)step;
+    Tensor *h = encoder_forward(&r->t, &r->m.enc, NULL, r->ids, r->mask, B, T, NULL);
+    TaskHeadOut out;
+    Tensor *loss = task_head_forward(&r->t, &r->m.head, h, B, T, r->labels, &out);
+    FtStep s = {loss->data[0], NAN, {0, 0, 1}};
+    long ok = 0;
+    const int rows = r->train.kind == TASK_POS ? B * T : B;
+    for (int i = 0; i < rows; i++)
+        if (r->labels[i] != TASK_IGNORE) ok += argmax_row(out.logits->data + (size_t)i * L, L) == r->labels[i];
+    if (isfinite(s.loss)) {
+        tape_backward(&r->t, loss, 1);
+        s.s = optim_step(&r->g);
+    }
+    tape_reset(&r->t);
+    stepclock_add(&r->dir.clock, now_seconds() - t0);
+    s.acc = out.n_counted ? (double)ok / out.n_counted : NAN;
+    return s;
+}
+
+/* After step `completed`: the train line (every --log-every, skipped steps, the last) and the progress line. */
+static void log_step(FtRun *r, long completed, const FtStep *s) {
+    char err[1024];
+    if (s->s.skipped) progress_note(&r->dir.prog, "step %ld skipped: non-finite loss or gradient norm", completed);
+    if (s->s.skipped || completed % r->o.log_every == 0 || completed == r->o.steps) {
+        MetricsRecord rec;
+        mrec_begin(&rec, M_KIND_TRAIN, completed);
+        mrec_num(&rec, "loss", s->loss);
+        mrec_num(&rec, "acc", s->acc);
+        mrec_num(&rec, "lr", s->s.lr);
+        mrec_num(&rec, "grad_norm", s->s.grad_norm);
+        mrec_int(&rec, M_SKIPPED, s->s.skipped);
+        mrec_num(&rec, "epoch", (double)((int64_t)completed * r->o.batch / r->train.N));
+        if (metrics_write(&r->dir.log, &rec, err, sizeof err)) fatal("%s", err);
+    }
+    char fields[128];
+    snprintf(fields, sizeof fields, "loss %.4f | acc %.3f", s->loss, s->acc);
+    progress_update_fields(&r->dir.prog, completed, fields, (long long)r->o.batch * r->train.T);
+}
+
+/* A dev evaluation; a new best dev score keeps the parameters as best.h5. */
+static void dev_eval(FtRun *r, long completed) {
+    FtEval e = ft_evaluate(&r->m, &r->t, &r->dev, r->o.batch);
+    const int best = e.acc > r->best_dev;
+    if (best) {
+        r->best_dev = e.acc;
+        r->best_step = completed;
+        save(r, completed, "best.h5");
+    }
+    log_eval(r, completed, &e, best);
+}
+
+/* The end of the run: the speed line, the best dev model on test beside the baselines (metrics.jsonl,
+ * stdout and results.txt), the logs closed. */
+static int finish(FtRun *r) {
+    RunDir *d = &r->dir;
+    char err[1024], path[4200], detail[96];
+    progress_done(&d->prog);
+    snprintf(detail, sizeof detail, "%d x %d tokens, padding included; evaluations and checkpoints excluded", r->o.batch, r->train.T);
+    if (run_speed(d, (double)r->o.batch * r->train.T, detail)) fputc('\n', stderr);
+    CheckpointState st;
     snprintf(path, sizeof path, "%.4000s/best.h5", r->o.out);
     if (checkpoint_load(path, &r->m.ps, NULL, &st, err, sizeof err)) fatal("%s", err);
     checkpoint_state_free(&st);
-    FtEval te = ft_evaluate(&r->m, &r->t, &r->test, B);
+    FtEval te = ft_evaluate(&r->m, &r->t, &r->test, r->o.batch);
     const int maj = task_majority_label(&r->train);
     const double base_maj = task_constant_accuracy(&r->test, maj);
     const double base_word = r->train.kind == TASK_POS ? task_word_tag_accuracy(&r->train, &r->test) : NAN;
@@ -586,8 +553,8 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
     mrec_num(&rec, "baseline_majority_acc", base_maj);
     if (r->train.kind == TASK_POS) mrec_num(&rec, "baseline_word_tag_acc", base_word);
     mrec_int(&rec, "n", te.n);
-    if (metrics_write(&r->log, &rec, err, sizeof err)) fatal("%s", err);
-    metrics_close(&r->log);
+    if (metrics_write(&d->log, &rec, err, sizeof err)) fatal("%s", err);
+    metrics_close(&d->log);
     char res[1024];
     int k = snprintf(res, sizeof res,
                      "%s test (best dev step %ld, dev acc %.4f): acc %.4f  macro-F1 %.4f  (n %ld) | baselines: majority class "
@@ -598,7 +565,7 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
              strcmp(r->o.init, "scratch") ? r->o.init_model : "");
     fputs(res, stdout);
     if (run_write_text(r->o.out, "results.txt", res, err, sizeof err)) fatal("%s", err);
-    signals_restore();
+    run_end(d);
     fprintf(stderr, "run: %s (checkpoint.h5, best.h5, metrics.jsonl, results.txt)\n", r->o.out);
     tape_free(&r->t);
     optim_group_free(&r->g);
@@ -607,4 +574,37 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
     task_free(&r->train); task_free(&r->dev); task_free(&r->test);
     free(r->perm); free(r->ids); free(r->mask); free(r->labels); free(r->idx);
     return 0;
+}
+
+int finetune_run(const FinetuneOptions *o, const RunEnv *env, int argc, char **argv) {
+    static FtRun R;
+    FtRun *r = &R;
+    memset(r, 0, sizeof *r);
+    r->o = *o;
+    RunDir *d = &r->dir;
+    ModelConfig cfg;
+    run_threads(env);
+    if (r->o.resume) load_saved_run(r, &cfg); /* the model and options are the checkpoint's */
+    load_tasks(r);
+    if (!r->o.resume) choose_model(r, &cfg);
+    d->steps = r->o.steps, d->save_every = r->o.save_every, d->stop_after = r->o.stop_after;
+    build_model(r, &cfg);
+    if (r->o.resume) restore_run(r, argc, argv);
+    else start_run(r, argc, argv);
+    announce(r);
+    for (long step = d->start; step < r->o.steps; step++) {
+        const FtStep s = train_step(r, step);
+        const long completed = step + 1;
+        log_step(r, completed, &s);
+        if ((r->o.eval_every > 0 && completed % r->o.eval_every == 0) || completed == r->o.steps) dev_eval(r, completed);
+        int save_now, keep;
+        const int stop = run_step_done(d, completed, &save_now, &keep);
+        if (save_now) save(r, completed, "checkpoint.h5");
+        if (stop) {
+            run_stopped(d, completed);
+            run_end(d);
+            return 0;
+        }
+    }
+    return finish(r);
 }

@@ -24,6 +24,8 @@
 #include "model/config.h"
 #include "model/encoder.h"
 #include "model/task_head.h"
+#include "train/checkpoint.h"
+#include "train/run.h"
 
 typedef struct FinetuneOptions {
     char init[4096];          /* RUN/checkpoint.h5, or "scratch" */
@@ -45,6 +47,12 @@ typedef struct FinetuneOptions {
 } FinetuneOptions;
 
 void finetune_options_default(FinetuneOptions *o);
+/* Applies one `--flag value` of the option table (flag without "--"): 1 if it was one (*resume_ok:
+ * whether --resume accepts it), 0 if the table has no such flag, -1 with a message ("--steps 'x' must
+ * be a positive integer") on a bad value. */
+int finetune_options_set_flag(FinetuneOptions *o, const char *flag, const char *value, int *resume_ok, char *err, size_t errlen);
+/* --resume: what the command line gave of the options a resume accepts, over the saved ones. */
+void finetune_options_keep_resume(FinetuneOptions *saved, const FinetuneOptions *cli);
 /* The persisted options as `ft_<key> = value` lines, and back (resume). */
 char *finetune_options_to_text(const FinetuneOptions *o);
 int finetune_options_from_text(FinetuneOptions *o, const char *text, char *err, size_t errlen);
@@ -59,12 +67,13 @@ typedef struct FtModel {
 /* Registers and initialises (spec §4.8, seed) encoder + head.  cfg validated. */
 void ft_model_build(FtModel *m, const ModelConfig *cfg, HeadKind kind, int n_labels, double dropout, uint64_t seed);
 void ft_model_free(FtModel *m);
-/* Copies the encoder of pretraining checkpoint `path` ("discriminator" or "generator") into m (its
- * cfg must be the one ft_init_config returned for it).  0, or -1 with a message. */
-int ft_model_load_pretrained(FtModel *m, const char *path, const char *which, char *err, size_t errlen);
-/* The model config of a pretraining checkpoint's encoder (num_hidden_layers = that model's depth) and
- * its tokenizer bytes (malloc'd; *n_tok may be 0).  0, or -1 with a message. */
-int ft_init_config(const char *path, const char *which, ModelConfig *cfg, uint8_t **tok, size_t *n_tok, char *err, size_t errlen);
+/* Copies the encoder ("discriminator" or "generator") of the open pretraining checkpoint ck (its state
+ * st, checkpoint_open) into m (whose cfg must be the one ft_init_config gave for it).  0, or -1 with a
+ * message. */
+int ft_model_load_pretrained(FtModel *m, Checkpoint *ck, const CheckpointState *st, const char *which, char *err, size_t errlen);
+/* The model config of a pretraining checkpoint's encoder (num_hidden_layers = that model's depth), from
+ * the checkpoint's state st (path names it in messages).  0, or -1 with a message. */
+int ft_init_config(const char *path, const CheckpointState *st, const char *which, ModelConfig *cfg, char *err, size_t errlen);
 
 typedef struct FtEval {
     double loss, acc, macro_f1;
@@ -77,6 +86,7 @@ FtEval ft_evaluate(FtModel *m, Tape *t, const TaskSet *ts, int B);
  * gold or predicted (as scikit-learn's f1_score(average="macro")). */
 double ft_macro_f1(const long *confusion, int L);
 
-/* Runs (or resumes) a fine-tuning run.  argc/argv go to RUNDIR/cmdline.txt.  Returns the exit code. */
-int finetune_run(const FinetuneOptions *o, int argc, char **argv);
+/* Runs (or resumes) a fine-tuning run, with the threads of env.  argc/argv go to RUNDIR/cmdline.txt.
+ * Returns the exit code. */
+int finetune_run(const FinetuneOptions *o, const RunEnv *env, int argc, char **argv);
 #endif

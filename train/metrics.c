@@ -1,5 +1,6 @@
 /* metrics.c — metrics.jsonl, progress line, run directory files.  See metrics.h. */
 #include "train/metrics.h"
+#include "train/version.h"
 #include "autograd/util.h"
 #include <errno.h>
 #include <math.h>
@@ -326,7 +327,7 @@ int run_append_cmdline(const char *rundir, int argc, char **argv, char *err, siz
     char *line = xmalloc(need);
     shell_join(argc, argv, line, need);
     FILE *f = fopen(path, "a");
-    int ok = f && fprintf(f, "%s\n", line) >= 0;
+    int ok = f && fprintf(f, "# %s\n%s\n", deberta_version(), line) >= 0;
     if (f) ok &= fclose(f) == 0;
     free(line);
     return ok ? 0 : errf(err, errlen, "cannot write %s: %s", path, strerror(errno));

@@ -1,7 +1,6 @@
 /* optim.c — AdamW / XAdam over a parameter group.  See optim.h for the exact semantics. */
 #include "train/optim.h"
 #include "autograd/util.h"
-#include "train/dist.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,7 +174,7 @@ double optim_grad_norm(OptimGroup *g) {
         const OptimChunk *ch = &g->chunks[c];
         g->partial[c] = sumsq(g->p[ch->p].t->grad + ch->begin, ch->end - ch->begin);
     }
-    if (g->world > 1) dist_allreduce_double(g->partial, nc); /* x + 0 = x: every partial as one process has it */
+    if (g->world > 1 && g->sum_partials) g->sum_partials(g->partial, nc); /* x + 0 = x: every partial as one process has it */
     double s = 0;
     for (int c = 0; c < nc; c++) s += g->partial[c];
     return sqrt(s);

@@ -79,6 +79,7 @@ typedef struct OptimGroup {
     double *partial;  /* per-chunk partial sums (n_chunks) */
     int own0, own1;   /* the chunks this process updates: all, or its ZeRO-1 shard (optim_group_shard) */
     int world;        /* > 1: sharded over that many ranks */
+    void (*sum_partials)(double *partial, int n); /* sharded: sums the norm's partials over the ranks (train/zero.h) */
     long step;        /* updates done so far (skipped steps do not count); saved in checkpoints */
 } OptimGroup;
 
@@ -111,9 +112,10 @@ void optim_group_init_list(OptimGroup *g, const char *name, const OptimConfig *c
                            int n);
 void optim_group_free(OptimGroup *g);
 
-/* ZeRO-1: rank `rank` of `world` updates (and keeps moments for) only its shard, a contiguous run of
- * whole chunks balanced by elements; the norm's per-chunk partial sums are then summed over the
- * ranks (each chunk's partial is non-zero on one rank only, so the norm is the unsharded one). */
+/* ZeRO-1 (train/zero.h owns the collectives): rank `rank` of `world` updates (and keeps moments for)
+ * only its shard, a contiguous run of whole chunks balanced by elements; the norm's per-chunk partial
+ * sums are then summed over the ranks by g->sum_partials (each chunk's partial is non-zero on one rank
+ * only, so the norm is the unsharded one). */
 void optim_group_shard(OptimGroup *g, int rank, int world);
 /* The elements (from the group's first element) of rank r's shard: *begin and the count returned.
  * The shards of ranks 0..world-1 tile the group's span of the flat buffers, padding included. */

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 #include "autograd/gemm.h"
 #include "autograd/util.h"
@@ -16,18 +15,10 @@
 #include "train/evaluate.h"
 #include "train/memory.h"
 #include "train/metrics.h"
+#include "train/run.h"
+#include "train/zero.h"
 #include "train/signals.h"
 #include "train/step.h"
-
-char *config_to_text(const ModelConfig *c) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) fatal("out of memory");
-    config_write(c, f);
-    fclose(f);
-    return buf;
-}
 
 int config_check_data(const ModelConfig *c, const Loader *L, char *err, size_t errlen) {
     const int V = loader_vocab_size(L);
@@ -57,8 +48,14 @@ typedef struct Run {
     Batch *micro;
     Batch *micro_short;
     int32_t **replaced;
-    MetricsLog log;
-    Progress prog;
+    Zero zero;            /* ZeRO-1 sharding of the groups (off: one process, or --zero 0) */
+    double zero_kept;     /* bytes of moments this rank keeps */
+    RunDir dir;           /* the run directory, its logs, the stop / save policy (train/run.h) */
+    PretrainInit *init;   /* --init-from: the checkpoint, open, or NULL */
+    long tokens_per_step;
+    int bad;              /* consecutive skipped steps */
+    double sync_s;        /* time in the steps' collectives (data parallel), all steps */
+    int reshaped;         /* resumed on another number of ranks (reshape_ranks) */
 } Run;
 
 /* One training step of the run: the next micro-batches from the loader, then pretrain_step
@@ -71,7 +68,7 @@ static Loader *step_loader(const Run *r, long step) { return short_phase(r, step
 static StepStats train_step(Run *r, long step, int update) {
     Batch *micro = short_phase(r, step) ? r->micro_short : r->micro;
     for (int i = 0; i < r->o.accum; i++) loader_next(step_loader(r, step), &micro[i]);
-    const StepCtx c = {&r->m, &r->t, r->groups, micro, r->replaced, r->o.accum, r->o.seed};
+    const StepCtx c = {&r->m, &r->t, r->groups, micro, r->replaced, r->o.accum, r->o.seed, &r->zero};
     return pretrain_step(&c, step, update);
 }
 
@@ -91,8 +88,10 @@ static char *full_config_text(const Run *r) {
     return s;
 }
 
-static void save_checkpoint(Run *r, long step) {
-    char err[1024];
+/* A checkpoint of step `step` (with ZeRO-1 rank 0 first gathers the moments; every rank takes part). */
+static void save_checkpoint(Run *r, long step, int keep) {
+    zero_gather_for_save(&r->zero);
+    if (!r->dir.lead) return;
     CheckpointState st;
     memset(&st, 0, sizeof st);
     st.step = step;
@@ -106,15 +105,10 @@ static void save_checkpoint(Run *r, long step) {
     size_t n_tok = 0;
     st.tokenizer = loader_tokenizer_bytes(r->train, &n_tok);
     st.n_tokenizer = n_tok;
-    const int keep = r->o.keep_every > 0 && step % r->o.keep_every == 0;
-    if (checkpoint_save(r->o.out, &r->m.ps, &r->moments, &st, keep, err, sizeof err)) {
-        char prev[4200];
-        snprintf(prev, sizeof prev, "%s/checkpoint.h5", r->o.out);
-        if (access(prev, F_OK) == 0) fatal("%s; the previous checkpoint is intact: free space, then continue with --resume %s", err, r->o.out);
-        fatal("%s; free space, then start the run again with --out %s (no checkpoint was written)", err, r->o.out);
-    }
+    run_save(&r->dir, &r->m.ps, &r->moments, &st, keep);
     free(st.config);
     free(st.tokenizer);
+    zero_release(&r->zero);
 }
 
 static void log_eval(Run *r, long step) {
@@ -145,8 +139,8 @@ static void log_eval(Run *r, long step) {
             mrec_num(&rec, key, v[q]);
         }
     }
-    if (metrics_write(&r->log, &rec, err, sizeof err)) fatal("%s", err);
-    progress_note(&r->prog, "eval @%ld: MLM loss %.4f acc %.4f (baseline %.4f) | RTD loss %.4f acc %.4f (baseline %.4f) AUC %.4f, %ld flagged", step,
+    if (metrics_write(&r->dir.log, &rec, err, sizeof err)) fatal("%s", err);
+    progress_note(&r->dir.prog, "eval @%ld: MLM loss %.4f acc %.4f (baseline %.4f) | RTD loss %.4f acc %.4f (baseline %.4f) AUC %.4f, %ld flagged", step,
                   e.mlm_loss, e.mlm_acc, e.baseline_mlm_acc, e.rtd_loss, e.rtd_acc, e.baseline_rtd_acc, e.rtd_auc, e.rtd_flagged);
 }
 
@@ -158,9 +152,11 @@ static void check_saved_config(const char *rundir, const char *ckpt, const char 
     size_t n;
     char *text = read_file(path, &n);
     if (!text) return;
-    /* runs started before the tokenizer identity was written have none in config.txt */
-    static const char *const no_hash[] = {"tokenizer_hash", NULL};
-    const int diff = checkpoint_config_diff(ckpt_config ? ckpt_config : "", text, strstr(text, "tokenizer_hash") ? NULL : no_hash, msg, sizeof msg);
+    /* the per-rank batch and the rank count follow a resume on other ranks (reshape_ranks: config.txt is
+     * rewritten when it starts, the checkpoint at its first save); runs started before the tokenizer
+     * identity was written have none in config.txt */
+    static const char *const ranks[] = {"train_batch", "train_ranks", NULL}, *const ranks_hash[] = {"train_batch", "train_ranks", "tokenizer_hash", NULL};
+    const int diff = checkpoint_config_diff(ckpt_config ? ckpt_config : "", text, strstr(text, "tokenizer_hash") ? ranks : ranks_hash, msg, sizeof msg);
     free(text);
     if (diff) fatal("--resume %s: %s and %s disagree: %s (is the checkpoint from another run, or was config.txt edited?)", rundir, ckpt, path, msg);
 }
@@ -179,51 +175,8 @@ static void setup_groups(Run *r) {
         optim_group_init(&r->groups[0], "all", &g, &r->m.ps, &r->moments, NULL);
         r->n_groups = 1;
     }
-    if (r->o.zero && dist_world() > 1)
-        for (int i = 0; i < r->n_groups; i++) optim_group_shard(&r->groups[i], dist_rank(), dist_world());
+    zero_init(&r->zero, r->o.zero != 0, r->groups, r->n_groups, &r->m.ps, &r->moments);
 }
-
-/* ZeRO-1: the moments outside this rank's shards go back to the system (they read as zero and are
- * never used: rank 0 gathers the others' shards into them only to write a checkpoint).  Returns
- * the bytes of moments this rank keeps. */
-static double zero_release_moments(Run *r) {
-    const long page = sysconf(_SC_PAGESIZE);
-    double kept = 0;
-    for (int i = 0; i < r->n_groups; i++) {
-        const OptimGroup *g = &r->groups[i];
-        const long base = r->groups[i].p[0].t->grad - r->m.ps.grad;
-        for (int q = 0; q < g->world; q++) {
-            long begin, n = optim_shard_span(g, q, &begin);
-            if (q == dist_rank()) {
-                kept += 2.0 * n * sizeof(real);
-                continue;
-            }
-            real *bufs[2] = {r->moments.m, r->moments.v};
-            for (int b = 0; b < 2; b++) {
-                uintptr_t a0 = (uintptr_t)(bufs[b] + base + begin), a1 = (uintptr_t)(bufs[b] + base + begin + n);
-                a0 = (a0 + page - 1) / page * page;
-                a1 = a1 / page * page;
-                if (a1 > a0) madvise((void *)a0, a1 - a0, MADV_DONTNEED);
-            }
-        }
-    }
-    return kept;
-}
-
-/* ZeRO-1, before a checkpoint: rank 0 gathers every shard's moments (every rank takes part). */
-static void zero_gather_moments(Run *r) {
-    for (int i = 0; i < r->n_groups; i++) {
-        const OptimGroup *g = &r->groups[i];
-        long *n = xmalloc((size_t)g->world * sizeof(long)), begin;
-        for (int q = 0; q < g->world; q++) n[q] = optim_shard_span(g, q, &begin);
-        const long base = g->p[0].t->grad - r->m.ps.grad;
-        dist_gather_real(r->moments.m + base, n);
-        dist_gather_real(r->moments.v + base, n);
-        free(n);
-    }
-}
-
-static int sharded(const Run *r) { return r->groups[0].world > 1; }
 
 static Loader *open_split(const Run *r, const char *split, int required, int T, int B) {
     LoaderConfig lc;
@@ -301,17 +254,14 @@ static void adopt_data_ids(Run *r) {
  * and the same special ids (an import without a tokenizer). */
 static void check_init_data(const Run *r) {
     char err[1024];
-    CheckpointState st;
-    memset(&st, 0, sizeof st);
-    if (checkpoint_read_state(r->o.init_from, &st, err, sizeof err)) fatal("--init-from: %s", err);
-    if (st.n_tokenizer) {
+    const CheckpointState *st = &r->init->st;
+    if (st->n_tokenizer) {
         char h[17];
-        tokenizer_hash_bytes(st.tokenizer, st.n_tokenizer, h);
+        tokenizer_hash_bytes(st->tokenizer, st->n_tokenizer, h);
         if (strcmp(h, loader_tokenizer_hash(r->train)))
             fatal("--init-from %s: the model was made with tokenizer %s, but the shards in %s with tokenizer %s (prep the text with "
                   "the model's tokenizer, e.g. deberta prep --tokenizer spm.model)", r->o.init_from, h, r->o.data, loader_tokenizer_hash(r->train));
     }
-    checkpoint_state_free(&st);
     if (config_check_data(&r->cfg, r->train, err, sizeof err))
         fatal("--init-from %s: the shards in %s do not fit the model: %s (prep the text with the model's tokenizer; an import "
               "takes the special ids from HF_DIR/spm.model or --tokenizer)", r->o.init_from, r->o.data, err);
@@ -355,13 +305,11 @@ static long calibrate_steps(Run *r) {
     double per_step = dt * (1.0 + (double)r->o.eval_batches / (3.0 * MAX(1, r->o.eval_every)));
     long steps = (long)(r->o.minutes * 60.0 / per_step);
     dist_bcast(&steps, sizeof steps, 0); /* rank 0's timing decides for every rank */
-    if (dist_rank() == 0) {
-        if (r->train_short)
-            fprintf(stderr, "calibration: %.3f s per step (%.3f s at %d tokens, %.3f s at %d) -> %ld steps in %.1f minutes\n", dt, shrt,
-                    r->o.short_seq_len, full, r->cfg.max_seq_len, steps, r->o.minutes);
-        else
-            fprintf(stderr, "calibration: %.3f s per step -> %ld steps in %.1f minutes\n", dt, steps, r->o.minutes);
-    }
+    if (r->train_short)
+        run_say(&r->dir, "calibration: %.3f s per step (%.3f s at %d tokens, %.3f s at %d) -> %ld steps in %.1f minutes\n", dt, shrt,
+                r->o.short_seq_len, full, r->cfg.max_seq_len, steps, r->o.minutes);
+    else
+        run_say(&r->dir, "calibration: %.3f s per step -> %ld steps in %.1f minutes\n", dt, steps, r->o.minutes);
     return MAX(steps, 20);
 }
 
@@ -395,13 +343,109 @@ static void agree_on_run(Run *r) {
     dist_agree("the parameters, optimizer and loader state", h, "on --resume every rank must read the same RUNDIR/checkpoint.h5");
 }
 
-/* --resume, once the model is built: parameters, moments, optimizer counters and loader position
- * from the checkpoint at path (st: its state, read before the build), then the logs continue. */
-static void restore_run(Run *r, const char *path, CheckpointState *st, int argc, char **argv) {
+/* --resume on another number of ranks (M) than the run was trained with (N): the same global batch,
+ * cut into M per-rank batches.  Data order, masks, dropout and replacements are keyed by global
+ * position and the checkpoint holds the full moments, so the run continues as it would have on N
+ * ranks, up to the order of the gradient sums (tests/e2e-mpi-reshape.sh); ZeRO-1 cuts its shards anew.
+ * config.txt is rewritten with the new batch and ranks (run_begin).  A global batch (or a curriculum
+ * batch) that does not divide among M ranks is refused, naming the counts that divide it. */
+static void reshape_ranks(Run *r, long saved) {
+    const long world = dist_world(), global = saved * r->o.batch, T = r->cfg.max_seq_len;
+    TrainOptions now = r->o;
+    now.batch = (int)(global / world);
+    const int short_ok = r->o.short_seq_len <= 0 || (long)train_short_batch(&now, T) * world == (long)train_short_batch(&r->o, T) * saved;
+    if (global % world || !short_ok) {
+        long div[48];
+        int nd = 0, k = 0;
+        for (long q = 1; q <= global && nd < 48; q++)
+            if (global % q == 0) div[nd++] = q;
+        char counts[768] = "";
+        for (int i = 0; i < nd; i++) k += snprintf(counts + k, sizeof counts - (size_t)k, "%s%ld", !i ? "" : i == nd - 1 ? " or " : ", ", div[i]);
+        fatal("--resume %s: the run's global batch of %ld sequences (%ld process%s x %d) does not divide among %ld ranks%s; resume it on "
+              "%s ranks", r->o.out, global, saved, saved > 1 ? "es" : "", r->o.batch, world, short_ok ? "" : " (with its curriculum)",
+              counts);
+    }
+    if (dist_rank() == 0)
+        warn("--resume %s: trained by %ld process%s x %d sequences, now %ld rank%s x %ld (the same global batch of %ld)", r->o.out, saved,
+             saved > 1 ? "es" : "", r->o.batch, world, world > 1 ? "s" : "", global / world, global);
+    r->o.batch = now.batch;
+    r->o.ranks = world > 1 ? world : 0;
+    r->reshaped = 1;
+}
+
+/* --resume: the saved model config and options (RUNDIR/checkpoint.h5, opened once); the command line
+ * keeps only what a resume may give (options.h: the O_RESUME_OK rows, and --data), the rest of
+ * TrainOptions is not persisted. */
+static void load_saved_run(Run *r) {
+    RunDir *d = &r->dir;
+    const char *path = d->ckpt_path;
     char err[1024];
-    const long start = st->step;
-    checkpoint_state_free(st); /* checkpoint_load fills it again, with the same contents */
-    if (checkpoint_load(path, &r->m.ps, &r->moments, st, err, sizeof err)) fatal("%s", err);
+    run_open_resume(d, r->o.out, dist_rank() == 0);
+    check_saved_config(r->o.out, path, d->st.config);
+    config_defaults(&r->cfg);
+    r->o.short_seq_len = 0; /* a run saved before the curriculum existed had none */
+    r->o.short_frac = 0;
+    if (config_from_text(&r->cfg, d->st.config, path, err, sizeof err) || train_options_from_text(&r->o, d->st.config, err, sizeof err))
+        fatal("checkpoint %s: %s", path, err);
+    const long saved_ranks = r->o.ranks > 0 ? r->o.ranks : 1;
+    if (saved_ranks != dist_world()) reshape_ranks(r, saved_ranks);
+    if (config_validate(&r->cfg, err, sizeof err)) fatal("checkpoint %s: %s", path, err);
+}
+
+/* The shards: train, val (optional), one tokenizer; a resumed model must read them. */
+static void open_data(Run *r) {
+    char err[1024];
+    r->train = open_split(r, "train", 1, r->cfg.max_seq_len, r->o.batch);
+    r->val = open_split(r, "val", 0, r->cfg.max_seq_len, r->o.batch);
+    check_data_tokenizer(r);
+    if (!r->o.resume) return;
+    if (config_check_data(&r->cfg, r->train, err, sizeof err))
+        fatal("data %s: %s (checkpoint %s: different tokenizer?)", r->o.data, err, r->dir.ckpt_path);
+    if (memory_check(&r->cfg, r->o.batch, memory_available_bytes(), err, sizeof err)) fatal("%s", err);
+}
+
+/* A fresh run: the model's ids (the data's, or --init-from's checked against the data), the options
+ * resolved, the memory checked, then the run directory made and locked. */
+static void settle_fresh_run(Run *r) {
+    char err[1024];
+    if (r->init) check_init_data(r); /* the model, its vocabulary and special ids are the checkpoint's */
+    else adopt_data_ids(r);          /* a new model's are the data's */
+    if (config_validate(&r->cfg, err, sizeof err)) fatal("%s", err);
+    r->o.ranks = dist_world() > 1 ? dist_world() : 0;
+    train_options_resolve(&r->o, r->cfg.max_seq_len);
+    if (memory_check(&r->cfg, r->o.batch, memory_available_bytes(), err, sizeof err)) fatal("%s", err);
+    run_open_fresh(&r->dir, r->o.out, dist_rank() == 0);
+}
+
+/* The model (--init-from: its parameters; the optimizer and the data start afresh), the moments, the
+ * tape and the batches. */
+static void build_run(Run *r) {
+    char err[1024];
+    electra_build(&r->m, &r->cfg, r->o.seed);
+    if (r->init) {
+        if (checkpoint_read_tensors(r->init->ck, &r->m.ps, NULL, err, sizeof err)) fatal("--init-from: %s", err);
+        run_say(&r->dir, "init: the parameters of %s (step %lld)\n", r->o.init_from, (long long)r->init->st.step);
+    }
+    optim_moments_init(&r->moments, &r->m.ps);
+    tape_init(&r->t, (size_t)64 << 20);
+    r->t.seed = r->o.seed;
+    r->micro = xcalloc((size_t)r->o.accum, sizeof(Batch));
+    r->replaced = xcalloc((size_t)r->o.accum, sizeof(int32_t *));
+    for (int i = 0; i < r->o.accum; i++) {
+        batch_alloc(&r->micro[i], r->o.batch, r->cfg.max_seq_len);
+        r->replaced[i] = xmalloc((size_t)r->o.batch * r->cfg.max_seq_len * sizeof(int32_t));
+    }
+    open_curriculum(r);
+}
+
+/* --resume, once the model is built: parameters, moments, optimizer counters and loader position
+ * from the checkpoint, then the logs continue. */
+static void restore_run(Run *r, int argc, char **argv) {
+    RunDir *d = &r->dir;
+    const CheckpointState *st = &d->st;
+    const char *path = d->ckpt_path;
+    char err[1024];
+    run_restore(d, &r->m.ps, &r->moments);
     size_t n_tok = 0;
     uint8_t *tok = loader_tokenizer_bytes(r->train, &n_tok);
     if (st->n_tokenizer && (n_tok != st->n_tokenizer || memcmp(tok, st->tokenizer, n_tok)))
@@ -416,34 +460,54 @@ static void restore_run(Run *r, const char *path, CheckpointState *st, int argc,
     LoaderState ls;
     if (st->n_loader_state != LOADER_STATE_LEN) fatal("checkpoint %s: loader state has %ld entries, expected %d", path, st->n_loader_state, LOADER_STATE_LEN);
     memcpy(&ls, st->loader_state, sizeof ls);
-    if (loader_set_state(step_loader(r, start), &ls, err, sizeof err)) fatal("checkpoint %s: %s", path, err);
+    if (loader_set_state(step_loader(r, d->start), &ls, err, sizeof err)) fatal("checkpoint %s: %s", path, err);
     agree_on_run(r);
-    if (sharded(r)) zero_release_moments(r);
-    if (dist_rank() != 0) return;
-    if (metrics_open(&r->log, r->o.out, start, err, sizeof err)) fatal("%s", err);
-    if (run_append_cmdline(r->o.out, argc, argv, err, sizeof err)) fatal("%s", err);
-    fprintf(stderr, "resuming %s at step %ld of %ld\n", r->o.out, start, r->o.steps);
+    r->zero_kept = zero_release(&r->zero);
+    char *text = r->reshaped && d->lead ? full_config_text(r) : NULL; /* config.txt follows the new ranks */
+    run_begin(d, text, argc, argv);
+    free(text);
 }
 
 /* A fresh run, once the model is built: optimizer groups (after --minutes calibration), then
  * config.txt, cmdline.txt and a new metrics.jsonl. */
 static void start_run(Run *r, int argc, char **argv) {
-    char err[1024];
     setup_groups(r);
     agree_on_run(r);
     if (r->o.minutes > 0) {
-        r->o.steps = calibrate_steps(r);
+        r->o.steps = r->dir.steps = calibrate_steps(r);
         for (int i = 0; i < r->n_groups; i++) optim_group_free(&r->groups[i]);
+        zero_free(&r->zero);
         setup_groups(r);
         open_curriculum(r);
     }
-    if (sharded(r)) zero_release_moments(r);
-    if (dist_rank() != 0) return; /* rank 0 writes the run directory */
-    char *text = full_config_text(r);
-    if (run_write_text(r->o.out, "config.txt", text, err, sizeof err)) fatal("%s", err);
+    r->zero_kept = zero_release(&r->zero);
+    char *text = r->dir.lead ? full_config_text(r) : NULL;
+    run_begin(&r->dir, text, argc, argv);
     free(text);
-    if (run_append_cmdline(r->o.out, argc, argv, err, sizeof err)) fatal("%s", err);
-    if (metrics_open(&r->log, r->o.out, -1, err, sizeof err)) fatal("%s", err);
+}
+
+/* The model, the data and the parallel setup, in the log. */
+static void announce(const Run *r, const RunEnv *env) {
+    const RunDir *d = &r->dir;
+    const int world = dist_world();
+    if (!d->lead) return;
+    run_say(d, "model: generator %d layers, discriminator %d layers, hidden %d, vocab %d, %ld parameters; %s, %s\n",
+            r->cfg.gen_num_hidden_layers, r->cfg.num_hidden_layers, r->cfg.hidden_size, r->cfg.vocab_size, params_count(&r->m.ps),
+            config_sharing_str(r->cfg.embedding_sharing), config_mode_str(r->cfg.training_mode));
+    fprintf(stderr, "data: %lld train sequences of %d tokens; %ld steps of %ld tokens; %d threads", (long long)loader_n_sequences(r->train),
+            r->cfg.max_seq_len, r->o.steps, r->tokens_per_step, omp_get_max_threads());
+    if (world > 1) fprintf(stderr, " per rank x %d ranks (%d sequences each per micro-batch)", world, r->o.batch);
+    fprintf(stderr, "; gemm kernel %s", gemm_kernel_name());
+    if (env && env->omp_wait) fprintf(stderr, "; OpenMP wait %s", env->omp_wait);
+    fputc('\n', stderr);
+    if (r->train_short)
+        fprintf(stderr, "curriculum: steps 1-%ld read %d x %d-token sequences per micro-batch, then %d x %d\n", r->short_steps,
+                train_short_batch(&r->o, r->cfg.max_seq_len), r->o.short_seq_len, r->o.batch, r->cfg.max_seq_len);
+    if (r->zero.on) {
+        const double all = 2.0 * r->m.ps.total * sizeof(real), kept = r->zero_kept;
+        fprintf(stderr, "ZeRO-1: rank 0 keeps %.2f of the %.2f MB of AdamW moments (%.2f MB saved per rank)\n", kept / 1e6, all / 1e6,
+                (all - kept) / 1e6);
+    }
 }
 
 /* One train line of metrics.jsonl. */
@@ -462,184 +526,86 @@ static void log_train(Run *r, long completed, const StepStats *s, double rtd_acc
     mrec_int(&rec, M_SKIPPED, s->skipped);
     mrec_num(&rec, "epoch", loader_epoch(step_loader(r, completed)));
     if (r->train_short) mrec_int(&rec, "seq_len", short_phase(r, completed - 1) ? r->o.short_seq_len : r->cfg.max_seq_len);
-    if (metrics_write(&r->log, &rec, err, sizeof err)) fatal("%s", err);
+    if (metrics_write(&r->dir.log, &rec, err, sizeof err)) fatal("%s", err);
 }
 
-int pretrain_run(const ModelConfig *cfg_in, const TrainOptions *o_in, int argc, char **argv) {
+/* K consecutive non-finite steps: every rank stops (the statistics are global, so is the decision). */
+static void diverged(Run *r, long completed) {
+    if (!r->dir.lead) dist_exit(1);
+    progress_done(&r->dir.prog);
+    fprintf(stderr, "error: %d consecutive steps had a non-finite loss or gradient norm (last at step %ld); stopping. "
+                    "The last good checkpoint in %s is intact (try a lower --lr)\n", r->bad, completed, r->o.out);
+    metrics_close(&r->dir.log);
+    signals_restore();
+    dist_exit(1);
+}
+
+/* One step of the loop, timed (evaluations and checkpoints excluded). */
+static StepStats timed_step(Run *r, long step) {
+    const double t0 = now_seconds();
+    StepStats s = train_step(r, step, 1);
+    stepclock_add(&r->dir.clock, now_seconds() - t0);
+    r->sync_s += s.phase[PHASE_SYNC];
+    return s;
+}
+
+/* After step `completed`: the skip count, the train line, the progress line; too many skips stop the run. */
+static void log_step(Run *r, long completed, const StepStats *s) {
+    const int lead = r->dir.lead;
+    r->bad = s->skipped ? r->bad + 1 : 0;
+    if (lead && s->skipped) progress_note(&r->dir.prog, "step %ld skipped: %s (%d in a row)", completed, s->why, r->bad);
+    const double rtd_acc = s->n_tokens ? (double)s->rtd_ok / s->n_tokens : NAN;
+    if (lead && (s->skipped || completed % r->o.log_every == 0 || completed == r->o.steps)) log_train(r, completed, s, rtd_acc);
+    if (lead) progress_update(&r->dir.prog, completed, s->g_loss, s->d_loss, rtd_acc, r->tokens_per_step);
+    if (r->bad >= r->o.max_bad_steps) diverged(r, completed);
+}
+
+/* The speed of this invocation's steps, the logs closed. */
+static int finish(Run *r) {
+    RunDir *d = &r->dir;
+    if (d->lead) progress_done(&d->prog);
+    if (run_speed(d, r->tokens_per_step, "evaluations and checkpoints excluded")) {
+        if (dist_world() > 1)
+            fprintf(stderr, "; rank 0 spent %.1f ms per step = %.1f%% in the collectives (the transfers and the wait for the slowest rank; "
+                            "all steps)",
+                    r->sync_s / d->done_here * 1e3, 100.0 * r->sync_s / (d->clock.first_s + d->clock.rest_s));
+        fputc('\n', stderr);
+    }
+    run_end(d);
+    if (d->lead) fprintf(stderr, "run: %s (checkpoint.h5, metrics.jsonl, config.txt)\n", r->o.out);
+    return 0;
+}
+
+int pretrain_run(const ModelConfig *cfg, const TrainOptions *o, const RunEnv *env, PretrainInit *init, int argc, char **argv) {
     static Run R; /* large; one per process */
     Run *r = &R;
     memset(r, 0, sizeof *r);
-    r->cfg = *cfg_in;
-    r->o = *o_in;
-    char err[1024], path[10000];
-    CheckpointState st;
-    memset(&st, 0, sizeof st);
-    long start = 0;
-    const int lead = dist_rank() == 0, world = dist_world();
-
-    /* ranks on one machine share its cores (unless --threads / OMP_NUM_THREADS says otherwise) */
-    if (r->o.threads <= 0 && world > 1) r->o.threads = MAX(1, omp_get_num_procs() / dist_local_size());
-    if (r->o.threads > 0) {
-        omp_set_num_threads(r->o.threads);
-        openblas_set_num_threads(r->o.threads);
-    }
-    if (r->o.resume) {
-        if (snprintf(path, sizeof path, "%s/checkpoint.h5", r->o.out) >= (int)sizeof path)
-            fatal("--resume: run directory path too long (%zu bytes)", strlen(r->o.out));
-        if (access(path, F_OK) != 0)
-            fatal("--resume %s: no checkpoint.h5 there, nothing to resume (a run stopped before its first checkpoint starts again with "
-                  "--out %s)", r->o.out, r->o.out);
-        if (checkpoint_read_state(path, &st, err, sizeof err)) fatal("%s (nothing to resume)", err);
-        check_saved_config(r->o.out, path, st.config);
-        config_defaults(&r->cfg);
-        TrainOptions keep = r->o;
-        r->o.short_seq_len = 0; /* a run saved before the curriculum existed had none */
-        r->o.short_frac = 0;
-        if (config_from_text(&r->cfg, st.config, path, err, sizeof err) || train_options_from_text(&r->o, st.config, err, sizeof err))
-            fatal("checkpoint %s: %s", path, err);
-        r->o.threads = keep.threads;
-        r->o.stop_after = keep.stop_after;
-        r->o.resume = 1;
-        memcpy(r->o.data, keep.data, sizeof r->o.data);
-        const long saved_ranks = r->o.ranks > 0 ? r->o.ranks : 1;
-        if (saved_ranks != world) {
-            char how[64] = "one process (without mpirun)";
-            if (saved_ranks > 1) snprintf(how, sizeof how, "mpirun -np %ld", saved_ranks);
-            fatal("--resume %s: the run was trained by %ld process%s (a global batch of %ld x %d sequences), this is %d; resume it with %s",
-                  r->o.out, saved_ranks, saved_ranks > 1 ? "es" : "", saved_ranks, r->o.batch, world, how);
-        }
-        if (config_validate(&r->cfg, err, sizeof err)) fatal("checkpoint %s: %s", path, err);
-        start = st.step;
-    }
-    r->train = open_split(r, "train", 1, r->cfg.max_seq_len, r->o.batch);
-    r->val = open_split(r, "val", 0, r->cfg.max_seq_len, r->o.batch);
-    check_data_tokenizer(r);
-    if (!r->o.resume) {
-        if (r->o.init_from[0]) check_init_data(r); /* the model, its vocabulary and special ids are the checkpoint's */
-        else adopt_data_ids(r);                    /* a new model's are the data's */
-        if (config_validate(&r->cfg, err, sizeof err)) fatal("%s", err);
-        r->o.ranks = world > 1 ? world : 0;
-        train_options_resolve(&r->o, r->cfg.max_seq_len);
-        if (memory_check(&r->cfg, r->o.batch, memory_available_bytes(), err, sizeof err)) fatal("%s", err);
-        if (lead && (run_check_fresh(r->o.out, err, sizeof err) || run_mkdir(r->o.out, err, sizeof err))) fatal("%s", err);
-    } else if (config_check_data(&r->cfg, r->train, err, sizeof err)) {
-        fatal("data %s: %s (checkpoint %s: different tokenizer?)", r->o.data, err, path);
-    } else if (memory_check(&r->cfg, r->o.batch, memory_available_bytes(), err, sizeof err)) {
-        fatal("%s", err);
-    }
-
-    electra_build(&r->m, &r->cfg, r->o.seed);
-    if (!r->o.resume && r->o.init_from[0]) { /* the parameters only: the optimizer and the data start afresh */
-        CheckpointState ist;
-        memset(&ist, 0, sizeof ist);
-        if (checkpoint_load(r->o.init_from, &r->m.ps, NULL, &ist, err, sizeof err)) fatal("--init-from: %s", err);
-        if (lead) fprintf(stderr, "init: the parameters of %s (step %lld)\n", r->o.init_from, (long long)ist.step);
-        checkpoint_state_free(&ist);
-    }
-    optim_moments_init(&r->moments, &r->m.ps);
-    tape_init(&r->t, (size_t)64 << 20);
-    r->t.seed = r->o.seed;
-    r->micro = xcalloc((size_t)r->o.accum, sizeof(Batch));
-    r->replaced = xcalloc((size_t)r->o.accum, sizeof(int32_t *));
-    for (int i = 0; i < r->o.accum; i++) {
-        batch_alloc(&r->micro[i], r->o.batch, r->cfg.max_seq_len);
-        r->replaced[i] = xmalloc((size_t)r->o.batch * r->cfg.max_seq_len * sizeof(int32_t));
-    }
-    open_curriculum(r);
-
-    if (r->o.resume) restore_run(r, path, &st, argc, argv);
+    r->cfg = *cfg;
+    r->o = *o;
+    r->init = init && init->ck ? init : NULL;
+    RunDir *d = &r->dir;
+    run_threads(env);
+    if (r->o.resume) load_saved_run(r); /* the model and options are the checkpoint's */
+    open_data(r);
+    if (!r->o.resume) settle_fresh_run(r);
+    d->steps = r->o.steps, d->save_every = r->o.save_every, d->keep_every = r->o.keep_every, d->stop_after = r->o.stop_after;
+    build_run(r);
+    if (r->o.resume) restore_run(r, argc, argv);
     else start_run(r, argc, argv);
-    checkpoint_state_free(&st);
-
-    const long tokens_per_step = (long)r->o.batch * r->o.accum * r->cfg.max_seq_len * world;
-    if (lead) fprintf(stderr, "model: generator %d layers, discriminator %d layers, hidden %d, vocab %d, %ld parameters; %s, %s\n",
-            r->cfg.gen_num_hidden_layers, r->cfg.num_hidden_layers, r->cfg.hidden_size, r->cfg.vocab_size, params_count(&r->m.ps),
-            config_sharing_str(r->cfg.embedding_sharing), config_mode_str(r->cfg.training_mode));
-    if (lead) {
-        fprintf(stderr, "data: %lld train sequences of %d tokens; %ld steps of %ld tokens; %d threads", (long long)loader_n_sequences(r->train),
-                r->cfg.max_seq_len, r->o.steps, tokens_per_step, omp_get_max_threads());
-        if (world > 1) fprintf(stderr, " per rank x %d ranks (%d sequences each per micro-batch)", world, r->o.batch);
-        char wait[160];
-        fprintf(stderr, "; gemm kernel %s; OpenMP wait %s", gemm_kernel_name(), omp_wait_describe(wait, sizeof wait));
-        fputc('\n', stderr);
-        if (r->train_short)
-            fprintf(stderr, "curriculum: steps 1-%ld read %d x %d-token sequences per micro-batch, then %d x %d\n", r->short_steps,
-                    train_short_batch(&r->o, r->cfg.max_seq_len), r->o.short_seq_len, r->o.batch, r->cfg.max_seq_len);
-        if (sharded(r)) {
-            const double all = 2.0 * r->m.ps.total * sizeof(real), kept = zero_release_moments(r);
-            fprintf(stderr, "ZeRO-1: rank 0 keeps %.2f of the %.2f MB of AdamW moments (%.2f MB saved per rank)\n", kept / 1e6, all / 1e6,
-                    (all - kept) / 1e6);
-        }
-        progress_init(&r->prog, start, r->o.steps);
-    }
-    /* SIGTERM/SIGINT: finish the step, checkpoint, exit 0.  Not under mpirun: there the launcher's
-     * SIGTERM means another rank failed (train/dist.c reports it and exits). */
-    if (world == 1) signals_install(r->o.out);
-    int bad = 0, stop_sig = 0;
-    long done_here = 0;
-    StepClock clock = {0};
-    double sync_s = 0; /* time in the steps' collectives (data parallel), all steps */
-    for (long step = start; step < r->o.steps; step++) {
-        const double t_step = now_seconds();
-        StepStats s = train_step(r, step, 1);
-        stepclock_add(&clock, now_seconds() - t_step);
-        sync_s += s.phase[PHASE_SYNC];
+    r->tokens_per_step = (long)r->o.batch * r->o.accum * r->cfg.max_seq_len * dist_world();
+    announce(r, env);
+    for (long step = d->start; step < r->o.steps; step++) {
+        const StepStats s = timed_step(r, step);
         const long completed = step + 1;
-        done_here++;
-        if (s.skipped) {
-            bad++;
-            if (lead) progress_note(&r->prog, "step %ld skipped: %s (%d in a row)", completed, s.why, bad);
-        } else {
-            bad = 0;
-        }
-        const double rtd_acc = s.n_tokens ? (double)s.rtd_ok / s.n_tokens : NAN;
-        if (lead && (s.skipped || completed % r->o.log_every == 0 || completed == r->o.steps)) log_train(r, completed, &s, rtd_acc);
-        if (lead) progress_update(&r->prog, completed, s.g_loss, s.d_loss, rtd_acc, tokens_per_step);
-        if (bad >= r->o.max_bad_steps) { /* the same decision on every rank: the statistics are global */
-            if (!lead) dist_exit(1);
-            progress_done(&r->prog);
-            fprintf(stderr, "error: %d consecutive steps had a non-finite loss or gradient norm (last at step %ld); stopping. "
-                            "The last good checkpoint in %s is intact (try a lower --lr)\n", bad, completed, r->o.out);
-            metrics_close(&r->log);
-            signals_restore();
-            dist_exit(1);
-        }
-        const int last = completed == r->o.steps;
-        if ((r->o.eval_every > 0 && completed % r->o.eval_every == 0) || last) log_eval(r, completed);
-        stop_sig = signals_stop_requested();
-        const int stop_now = (r->o.stop_after > 0 && done_here >= r->o.stop_after) || stop_sig;
-        const int keep_now = r->o.keep_every > 0 && completed % r->o.keep_every == 0;
-        if ((r->o.save_every > 0 && completed % r->o.save_every == 0) || keep_now || last || stop_now) {
-            if (sharded(r)) zero_gather_moments(r);
-            if (lead) save_checkpoint(r, completed);
-            if (sharded(r) && lead) zero_release_moments(r);
-        }
-        if (stop_now) {
-            if (!lead) break;
-            progress_done(&r->prog);
-            if (stop_sig)
-                fprintf(stderr, "stopped by %s after step %ld: checkpoint written to %s/checkpoint.h5; continue with --resume %s\n",
-                        signals_name(stop_sig), completed, r->o.out, r->o.out);
-            else
-                fprintf(stderr, "stopped after %ld steps (--stop-after); resume with --resume\n", done_here);
+        log_step(r, completed, &s);
+        if ((r->o.eval_every > 0 && completed % r->o.eval_every == 0) || completed == r->o.steps) log_eval(r, completed);
+        int save, keep;
+        const int stop = run_step_done(d, completed, &save, &keep);
+        if (save) save_checkpoint(r, completed, keep);
+        if (stop) {
+            run_stopped(d, completed);
             break;
         }
     }
-    if (!lead) {
-        signals_restore();
-        return 0;
-    }
-    progress_done(&r->prog);
-    if (done_here > 0) {
-        stepclock_print(&clock, tokens_per_step, "evaluations and checkpoints excluded");
-        if (world > 1)
-            fprintf(stderr, "; rank 0 spent %.1f ms per step = %.1f%% in the collectives (the transfers and the wait for the slowest rank; "
-                            "all steps)",
-                    sync_s / done_here * 1e3, 100.0 * sync_s / (clock.first_s + clock.rest_s));
-        fputc('\n', stderr);
-    }
-    metrics_close(&r->log);
-    signals_restore();
-    fprintf(stderr, "run: %s (checkpoint.h5, metrics.jsonl, config.txt)\n", r->o.out);
-    return 0;
+    return finish(r);
 }

@@ -12,13 +12,19 @@
 #include "data/loader.h"
 #include "model/config.h"
 #include "train/options.h"
+#include "train/run.h"
 
-/* Runs (or resumes) a pretraining run.  argc/argv are recorded in RUNDIR/cmdline.txt.  Returns the
- * process exit code. */
-int pretrain_run(const ModelConfig *cfg, const TrainOptions *o, int argc, char **argv);
+/* --init-from: the checkpoint, opened once by the command line for its model config (checkpoint_open);
+ * the run reads its tokenizer from st and its parameters from ck. */
+typedef struct PretrainInit {
+    Checkpoint *ck;
+    CheckpointState st;
+} PretrainInit;
 
-/* The config as `key = value` text (heap string). */
-char *config_to_text(const ModelConfig *c);
+/* Runs (or resumes) a pretraining run: threads and the wait policy's name from env, init NULL or
+ * --init-from's checkpoint.  argc/argv are recorded in RUNDIR/cmdline.txt.  Returns the process exit
+ * code. */
+int pretrain_run(const ModelConfig *cfg, const TrainOptions *o, const RunEnv *env, PretrainInit *init, int argc, char **argv);
 
 /* Whether a model of config c can read the data of L: every id of the data is a row of the model
  * (the model may have more: the published DeBERTa-V3 have 128,100 rows for 128,001 ids) and the

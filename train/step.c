@@ -7,26 +7,6 @@
 #include "autograd/util.h"
 #include "train/dist.h"
 
-long mlm_correct(const GenOut *g) {
-    const int V = g->logits->shape[1];
-    long c = 0;
-    for (int k = 0; k < g->n_masked; k++) {
-        const real *row = g->logits->data + (long)k * V;
-        int best = 0;
-        for (int v = 1; v < V; v++)
-            if (row[v] > row[best]) best = v;
-        c += best == g->targets[k];
-    }
-    return c;
-}
-
-long rtd_correct(const DiscOut *d, const Batch *b) {
-    long c = 0;
-    for (long i = 0; i < (long)b->B * b->T; i++)
-        if (b->attention_mask[i]) c += (d->logits->data[i] > 0) == (d->y[i] != 0);
-    return c;
-}
-
 static int finite1(const Tensor *x) { return isfinite((double)x->data[0]); }
 
 static inline void phase_mark(double *acc, double *t0) {
@@ -55,7 +35,7 @@ static void add_gen_stats(StepStats *s, const Tensor *lg, const GenOut *g, int A
 
 static void add_disc_stats(StepStats *s, const DiscOut *d, const Batch *b, int A, double w) {
     s->d_loss += d->bce->data[0] * w / A;
-    s->rtd_ok += rtd_correct(d, b);
+    s->rtd_ok += rtd_correct(d, b->attention_mask, (long)b->B * b->T);
     s->n_tokens += b->n_tokens;
 }
 
@@ -97,47 +77,14 @@ static ElectraInput slice_input(const Batch *b, const Slice *sl) {
     return in;
 }
 
-/* The element counts of every rank's ZeRO-1 shard of the group (a malloc'd array of world). */
-static long *shard_counts(const OptimGroup *g) {
-    long *n = malloc((size_t)g->world * sizeof(long)), begin;
-    if (!n) fatal("out of memory");
-    for (int r = 0; r < g->world; r++) n[r] = optim_shard_span(g, r, &begin);
-    return n;
-}
-
-/* Sums the group's gradient over the ranks (its parameters are one span of the flat buffer):
- * allreduce, or with ZeRO-1 a reduce-scatter that leaves each rank the sum of its shard only.
- * bad: this rank's loss was not finite, so its gradient is poisoned and every rank skips. */
-static void sync_grads(OptimGroup *g, int bad) {
-    if (dist_world() == 1) return;
-    real *lo = g->p[0].t->grad, *hi = lo;
-    for (int k = 0; k < g->n; k++) {
-        real *a = g->p[k].t->grad, *b = a + g->p[k].t->n;
-        lo = a < lo ? a : lo;
-        hi = b > hi ? b : hi;
-    }
-    if (bad) lo[0] = (real)NAN;
-    if (g->world > 1) {
-        long *n = shard_counts(g);
-        dist_reduce_scatter_real(lo, n);
-        free(n);
-    } else {
-        dist_allreduce_real(lo, (long)(hi - lo));
-    }
-}
-
-/* The update of a group after sync_grads; with ZeRO-1 every rank then fetches the other shards'
- * new parameters (the skip decision is the same on every rank: the norm is global). */
-static OptimStepResult update_group(OptimGroup *g, int bad, int update) {
+/* The update of a group after its gradient sum (zero_sync_grads); with ZeRO-1 every rank then fetches
+ * the other shards' new parameters (the skip decision is the same on every rank: the norm is global). */
+static OptimStepResult update_group(const StepCtx *c, OptimGroup *g, int bad, int update) {
     OptimStepResult r = {0};
     if (bad && dist_world() == 1) optim_zero_grad(g);
     else if (update) {
         r = optim_step(g);
-        if (g->world > 1 && !r.skipped) {
-            long *n = shard_counts(g);
-            dist_allgather_real(g->p[0].t->data, n);
-            free(n);
-        }
+        if (!r.skipped) zero_after_update(c->zero, g);
     }
     return r;
 }
@@ -171,9 +118,9 @@ StepStats pretrain_step(const StepCtx *c, long step, int update) {
             else tape_backward(t, lg, (real)(sl[i].g_w * inv));
             phase_mark(&ph[PHASE_G_BWD], &t0);
         }
-        sync_grads(G, g_bad);
+        zero_sync_grads(c->zero, G, g_bad);
         phase_mark(&ph[PHASE_SYNC], &t0);
-        s.g = update_group(G, g_bad, update);
+        s.g = update_group(c, G, g_bad, update);
         optim_zero_grad(D);
         phase_mark(&ph[PHASE_G_OPT], &t0);
         for (int i = 0; i < A; i++) {
@@ -188,9 +135,9 @@ StepStats pretrain_step(const StepCtx *c, long step, int update) {
             else tape_backward(t, ld, (real)(sl[i].d_w * inv));
             phase_mark(&ph[PHASE_D_BWD], &t0);
         }
-        sync_grads(D, d_bad);
+        zero_sync_grads(c->zero, D, d_bad);
         phase_mark(&ph[PHASE_SYNC], &t0);
-        s.d = update_group(D, d_bad, update);
+        s.d = update_group(c, D, d_bad, update);
         phase_mark(&ph[PHASE_D_OPT], &t0);
     } else {
         OptimGroup *all = &c->groups[0];
@@ -212,9 +159,9 @@ StepStats pretrain_step(const StepCtx *c, long step, int update) {
             else tape_backward(t, l, (real)inv);
             phase_mark(&ph[PHASE_D_BWD], &t0);
         }
-        sync_grads(all, g_bad);
+        zero_sync_grads(c->zero, all, g_bad);
         phase_mark(&ph[PHASE_SYNC], &t0);
-        s.g = s.d = update_group(all, g_bad, update);
+        s.g = s.d = update_group(c, all, g_bad, update);
         phase_mark(&ph[PHASE_D_OPT], &t0);
     }
     tape_reset(t);
@@ -239,16 +186,4 @@ StepStats pretrain_step(const StepCtx *c, long step, int update) {
         s.why = "non-finite gradient norm";
     }
     return s;
-}
-
-char *omp_wait_describe(char *buf, size_t n) {
-    const char *chosen = getenv("DEBERTA_OMP_POLICY"), *pol = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
-    if (chosen)
-        snprintf(buf, n, "%s", chosen);
-    else if (pol || spin)
-        snprintf(buf, n, "%s%s%s%s%s (from the environment)", pol ? "OMP_WAIT_POLICY=" : "", pol ? pol : "", pol && spin ? " " : "",
-                 spin ? "GOMP_SPINCOUNT=" : "", spin ? spin : "");
-    else
-        snprintf(buf, n, "libgomp's default");
-    return buf;
 }

@@ -37,6 +37,7 @@
 #include "data/batch.h"
 #include "model/electra.h"
 #include "train/optim.h"
+#include "train/zero.h"
 
 #define STREAMS_PER_STEP 64 /* dropout/sampling sub-streams of one step: 2 per micro-batch */
 
@@ -69,18 +70,10 @@ typedef struct StepCtx {
     int32_t **replaced;
     int accum;
     uint64_t seed;              /* run seed: sampling streams */
+    const Zero *zero;           /* ZeRO-1 sharding of the groups (train/zero.h), or NULL */
 } StepCtx;
 
 /* One step (spec §4.6, see the top of this file); update = 0 runs forward/backward only. */
 StepStats pretrain_step(const StepCtx *c, long step, int update);
 
-/* Masked positions whose argmax logit is the original token. */
-long mlm_correct(const GenOut *g);
-/* Real tokens whose RTD decision (logit > 0 = replaced) matches the label. */
-long rtd_correct(const DiscOut *d, const Batch *b);
-
-/* What the idle OpenMP threads do between parallel regions, as one phrase for logs: the choice
- * build/deberta made at start (train/cli/omp_policy.c), the user's OMP_WAIT_POLICY / GOMP_SPINCOUNT, or
- * libgomp's default.  Writes at most n bytes to buf and returns buf. */
-char *omp_wait_describe(char *buf, size_t n);
 #endif

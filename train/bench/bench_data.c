@@ -10,6 +10,7 @@
 #include "data/corpus.h"
 #include "data/loader.h"
 #include "data/tokenizer.h"
+#include "autograd/gemm.h"
 #include "autograd/util.h"
 #include <omp.h>
 #include <stdio.h>
@@ -73,7 +74,7 @@ int main(int argc, char **argv) {
     Tokenizer *tk = tokenizer_train(texts, ds.len, ds.n, &tc, err, sizeof err);
     double t_train = now_seconds() - t;
     if (!tk) fatal("%s", err);
-    omp_set_num_threads(1);
+    threads_set(1);
     t = now_seconds();
     Tokenizer *tk1 = tokenizer_train(texts, ds.len, ds.n, &tc, err, sizeof err);
     double t_train1 = now_seconds() - t;
@@ -81,15 +82,15 @@ int main(int argc, char **argv) {
     const uint8_t *b0 = tokenizer_bytes(tk, &l0), *b1 = tokenizer_bytes(tk1, &l1);
     if (l0 != l1 || memcmp(b0, b1, l0) != 0) fatal("bench: training differs between thread counts");
     tokenizer_free(tk1);
-    omp_set_num_threads(nt);
+    threads_set(nt);
     printf("train_seconds %.3f\ntrain_seconds_1thread %.3f\nvocab %d\n", t_train, t_train1, tokenizer_vocab_size(tk));
     if (tokenizer_save(tk, argv[3], err, sizeof err) != 0) fatal("%s", err);
 
     long long ntok;
     double mbps = encode_mbps(tk, texts, ds.len, ds.n, ds.buf_len, &ntok);
-    omp_set_num_threads(1);
+    threads_set(1);
     double mbps1 = encode_mbps(tk, texts, ds.len, ds.n, ds.buf_len, &ntok);
-    omp_set_num_threads(nt);
+    threads_set(nt);
     printf("encode_mb_per_s %.2f\nencode_mb_per_s_1thread %.2f\ntokens %lld\nbytes_per_token %.3f\n", mbps, mbps1, ntok,
            (double)ds.buf_len / (double)ntok);
     if (argc > 4) {

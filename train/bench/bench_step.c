@@ -20,6 +20,7 @@
 #include "autograd/util.h"
 #include "data/loader.h"
 #include "train/bench/bench.h"
+#include "train/cli/cli.h"
 #include "train/step.h"
 
 static int cmp_d(const void *a, const void *b) {
@@ -152,10 +153,7 @@ int bench_step(int argc, char **argv) {
     if (config_validate(&cfg, err, sizeof err)) fatal("bench: %s", err);
     if (B < 1 || T < 4 || T > cfg.max_position_embeddings || steps < 1 || warmup < 0 || prof_steps < 0)
         fatal("bench: need --batch >= 1, 4 <= --seq <= %d, --steps >= 1", cfg.max_position_embeddings);
-    if (threads > 0) {
-        omp_set_num_threads(threads);
-        openblas_set_num_threads(threads);
-    }
+    threads_set(threads);
     threads = omp_get_max_threads();
 
     Electra m;
@@ -195,7 +193,7 @@ int bench_step(int argc, char **argv) {
     uint64_t allocs_after_warmup = 0;
     for (int s = 0; s < warmup + steps; s++) {
         if (s == warmup) allocs_after_warmup = g_alloc_count;
-        const StepCtx c = {&m, &t, groups, &batches[s % NB], rep, 1, 1234};
+        const StepCtx c = {&m, &t, groups, &batches[s % NB], rep, 1, 1234, NULL};
         const double t0 = now_seconds();
         last = pretrain_step(&c, s, 1);
         const double dt = now_seconds() - t0;
@@ -215,7 +213,7 @@ int bench_step(int argc, char **argv) {
     if (prof_steps > 0) {
         t.prof = &prof;
         for (int s = 0; s < prof_steps; s++) {
-            const StepCtx c = {&m, &t, groups, &batches[s % NB], rep, 1, 1234};
+            const StepCtx c = {&m, &t, groups, &batches[s % NB], rep, 1, 1234, NULL};
             const double t0 = now_seconds();
             pretrain_step(&c, warmup + steps + s, 1);
             prof_total += now_seconds() - t0;

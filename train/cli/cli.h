@@ -1,9 +1,15 @@
 /* cli.h — the subcommands of build/deberta.  Each lives in its own train/cli/cmd_*.c file. */
 #ifndef DEBERTA_CLI_H
 #define DEBERTA_CLI_H
+#include <stddef.h>
 /* "error: <cmd>: <message> (see deberta <cmd> --help)" on stderr; returns 2, the exit code of a
  * command-line mistake. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* What the idle OpenMP threads do between parallel regions, as one phrase for logs: the choice
+ * build/deberta made at start (train/cli/omp_policy.c), the user's OMP_WAIT_POLICY / GOMP_SPINCOUNT, or
+ * libgomp's default.  Writes at most n bytes to buf and returns buf. */
+char *omp_wait_describe(char *buf, size_t n);
 
 int cmd_prep(int argc, char **argv);      /* text -> tokenizer + HDF5 shards         (train/cli/cmd_prep.c) */
 int cmd_pretrain(int argc, char **argv);  /* ELECTRA-style G/D pretraining           (train/cli/cmd_pretrain.c) */

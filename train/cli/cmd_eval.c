@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <omp.h>
+#include "autograd/gemm.h"
 #include "autograd/util.h"
 #include "train/cli/cli.h"
 #include "train/cli/model_source.h"
@@ -40,7 +40,7 @@ int cmd_eval(int argc, char **argv) {
     if (!ckpt || !data) {
         return cli_usage_error("eval", "a CHECKPOINT and --data DIR are required");
     }
-    if (threads > 0) omp_set_num_threads(threads);
+    threads_set(threads);
     char err[1024];
     ModelSource src;
     ModelConfig cfg;

@@ -40,12 +40,6 @@ static void usage(FILE *f) {
             o.eval_every, o.save_every, o.log_every);
 }
 
-static int num(const char *v, double lo, double hi, double *x) {
-    char *end;
-    *x = strtod(v, &end);
-    return end == v || *end || !(*x >= lo && *x <= hi);
-}
-
 int cmd_finetune(int argc, char **argv) {
     FinetuneOptions o;
     finetune_options_default(&o);
@@ -55,43 +49,32 @@ int cmd_finetune(int argc, char **argv) {
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         if (i + 1 >= argc) return cli_usage_error("finetune", "%s needs a value", a);
         const char *v = argv[++i];
-        double x;
         int resume_ok = 0;
-#define STR(flag, field) else if (!strcmp(a, flag)) { if (strlen(v) >= sizeof o.field) return cli_usage_error("finetune", "%s: value too long", a); snprintf(o.field, sizeof o.field, "%s", v); }
-        if (!strcmp(a, "--resume")) { o.resume = 1; snprintf(o.out, sizeof o.out, "%s", v); resume_ok = 1; }
-        STR("--init", init)
-        STR("--init-model", init_model)
-        STR("--preset", preset)
-        STR("--task", task)
-        STR("--out", out)
-#undef STR
-        else if (!strcmp(a, "--data")) { snprintf(o.data, sizeof o.data, "%s", v); resume_ok = 1; }
-        else if (!strcmp(a, "--steps")) { if (num(v, 1, 1e12, &x)) return cli_usage_error("finetune", "--steps '%s' must be a positive integer", v); o.steps = (long)x; }
-        else if (!strcmp(a, "--batch")) { if (num(v, 1, 1 << 20, &x)) return cli_usage_error("finetune", "--batch '%s' must be a positive integer", v); o.batch = (int)x; }
-        else if (!strcmp(a, "--seed")) { if (num(v, 0, 1.8e19, &x)) return cli_usage_error("finetune", "--seed '%s' must be a non-negative integer", v); o.seed = strtoull(v, NULL, 10); }
-        else if (!strcmp(a, "--threads")) { if (num(v, 1, 4096, &x)) return cli_usage_error("finetune", "--threads '%s' must be in [1, 4096]", v); o.threads = (int)x; resume_ok = 1; }
-        else if (!strcmp(a, "--lr")) { if (num(v, 0, 10, &x)) return cli_usage_error("finetune", "--lr '%s' must be a number in [0, 10]", v); o.lr = x; }
-        else if (!strcmp(a, "--warmup")) { if (num(v, 0, 1e12, &x)) return cli_usage_error("finetune", "--warmup '%s' must be a non-negative integer", v); o.warmup = (long)x; }
-        else if (!strcmp(a, "--weight-decay")) { if (num(v, 0, 10, &x)) return cli_usage_error("finetune", "--weight-decay '%s' must be a number in [0, 10]", v); o.weight_decay = x; }
-        else if (!strcmp(a, "--max-grad-norm")) { if (num(v, 0, 1e9, &x)) return cli_usage_error("finetune", "--max-grad-norm '%s' must be a non-negative number", v); o.max_grad_norm = x; }
-        else if (!strcmp(a, "--dropout")) { if (num(v, 0, 0.99, &x)) return cli_usage_error("finetune", "--dropout '%s' must be a number in [0, 0.99]", v); o.dropout = x; }
-        else if (!strcmp(a, "--eval-every")) { if (num(v, 0, 1e12, &x)) return cli_usage_error("finetune", "--eval-every '%s' must be a non-negative integer", v); o.eval_every = (long)x; }
-        else if (!strcmp(a, "--save-every")) { if (num(v, 0, 1e12, &x)) return cli_usage_error("finetune", "--save-every '%s' must be a non-negative integer", v); o.save_every = (long)x; }
-        else if (!strcmp(a, "--log-every")) { if (num(v, 1, 1e12, &x)) return cli_usage_error("finetune", "--log-every '%s' must be a positive integer", v); o.log_every = (long)x; }
-        else if (!strcmp(a, "--stop-after")) { if (num(v, 1, 1e12, &x)) return cli_usage_error("finetune", "--stop-after '%s' must be a positive integer", v); o.stop_after = (long)x; resume_ok = 1; }
-        else return cli_usage_error("finetune", "unknown flag '%s'", a);
+        if (!strcmp(a, "--resume")) {
+            if (strlen(v) >= sizeof o.out) return cli_usage_error("finetune", "%s: value too long", a);
+            o.resume = 1;
+            snprintf(o.out, sizeof o.out, "%s", v);
+            resume_ok = 1;
+        } else {
+            char err[1024];
+            const int c = strncmp(a, "--", 2) ? 0 : finetune_options_set_flag(&o, a + 2, v, &resume_ok, err, sizeof err);
+            if (c < 0) return cli_usage_error("finetune", "%s", err);
+            if (c == 0) return cli_usage_error("finetune", "unknown flag '%s'", a);
+        }
         if (!strcmp(a, "--init")) have_init = 1;
         if (!strcmp(a, "--out")) have_out = 1;
         if (!resume_ok) only_resume_flags = 0;
     }
+    char wait[160];
+    const RunEnv env = {o.threads, omp_wait_describe(wait, sizeof wait)};
     if (o.resume) {
         if (!only_resume_flags || have_out)
             return cli_usage_error("finetune", "%s", "--resume takes the run's own settings; only --data, --threads and --stop-after may be given with it");
-        return finetune_run(&o, argc, argv);
+        return finetune_run(&o, &env, argc, argv);
     }
     if (!have_init) return cli_usage_error("finetune", "%s", "--init RUN/checkpoint.h5 or --init scratch is required");
     if (!o.task[0]) return cli_usage_error("finetune", "%s", "--task pos|genre is required");
     if (!o.data[0]) return cli_usage_error("finetune", "%s", "--data TASKDIR is required");
     if (!have_out) return cli_usage_error("finetune", "%s", "--out RUNDIR is required");
-    return finetune_run(&o, argc, argv);
+    return finetune_run(&o, &env, argc, argv);
 }

@@ -5,9 +5,9 @@
 #include "data/prep.h"
 #include "data/brown.h"
 #include "data/tokenizer.h"
+#include "autograd/gemm.h"
 #include "autograd/util.h"
 #include <errno.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,7 +114,7 @@ int cmd_prep(int argc, char **argv) {
     }
     if (!n_inputs) { free(inputs); return cli_usage_error("prep", "--input is required"); }
     if (!out) { free(inputs); return cli_usage_error("prep", "--out is required"); }
-    if (threads > 0) omp_set_num_threads((int)threads);
+    threads_set((int)threads);
     g_tty = isatty(2);
     double t_start = now_seconds();
     char err[2048];

@@ -74,17 +74,19 @@ int cmd_pretrain(int argc, char **argv) {
     train_options_default(&o);
     char err[1024];
     int have_data = 0, have_out = 0, model_flags = 0, resume_extra = 0;
-    const char *env = getenv("OMP_NUM_THREADS");
-    if (env) o.threads = atoi(env);
-    /* --init-from: the checkpoint's model config comes first, the model flags then change it */
+    const char *omp_threads = getenv("OMP_NUM_THREADS");
+    if (omp_threads) o.threads = atoi(omp_threads);
+    /* --init-from: the checkpoint's model config comes first, the model flags then change it; the run
+     * reads the same open checkpoint on (its tokenizer, its parameters) */
+    PretrainInit init;
+    memset(&init, 0, sizeof init);
     for (int i = 1; i + 1 < argc; i++) {
         if (strcmp(argv[i], "--init-from")) continue;
         snprintf(o.init_from, sizeof o.init_from, "%s", argv[i + 1]);
-        CheckpointState st;
-        memset(&st, 0, sizeof st);
-        if (checkpoint_read_state(o.init_from, &st, err, sizeof err)) fatal("--init-from: %s", err);
-        if (config_from_text(&cfg, st.config, o.init_from, err, sizeof err)) fatal("--init-from: %s", err);
-        checkpoint_state_free(&st);
+        checkpoint_close(init.ck);
+        checkpoint_state_free(&init.st);
+        if (!(init.ck = checkpoint_open(o.init_from, &init.st, err, sizeof err))) fatal("--init-from: %s", err);
+        if (config_from_text(&cfg, init.st.config, o.init_from, err, sizeof err)) fatal("--init-from: %s", err);
     }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -156,7 +158,11 @@ int cmd_pretrain(int argc, char **argv) {
         }
     }
     dist_init(&argc, &argv); /* under mpirun: one rank of a data-parallel run (train/dist.h) */
-    const int rc = pretrain_run(&cfg, &o, argc, argv);
+    char wait[160];
+    const RunEnv env = {o.threads, omp_wait_describe(wait, sizeof wait)};
+    const int rc = pretrain_run(&cfg, &o, &env, o.init_from[0] ? &init : NULL, argc, argv);
+    checkpoint_close(init.ck);
+    checkpoint_state_free(&init.st);
     dist_finalize();
     return rc;
 }

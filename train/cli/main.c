@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "train/cli/cli.h"
+#include "train/version.h"
 
 typedef struct {
     const char *name;
@@ -13,7 +14,7 @@ typedef struct {
 } Command;
 
 static void usage(const Command *cmds, int n) {
-    fprintf(stderr, "usage: deberta <command> [options]   (deberta <command> --help for its options)\n\ncommands:\n");
+    fprintf(stderr, "usage: deberta <command> [options]   (deberta <command> --help for its options; deberta --version)\n\ncommands:\n");
     for (int i = 0; i < n; i++)
         fprintf(stderr, "  %-10s %s\n", cmds[i].name, cmds[i].help);
 }
@@ -44,6 +45,10 @@ int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(cmds, n);
         return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        printf("%s\n", deberta_version());
+        return 0;
     }
     /* several ranks of any other command would each do the whole work into the same files */
     const char *ranks = getenv("OMPI_COMM_WORLD_SIZE");
