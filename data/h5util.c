@@ -70,7 +70,7 @@ hid_t h5_dcpl(void) {
     return p;
 }
 
-herr_t h5_write_scalar_attr(hid_t obj, const char *name, hid_t ftype, hid_t mtype, const void *val) {
+static herr_t write_scalar_attr(hid_t obj, const char *name, hid_t ftype, hid_t mtype, const void *val) {
     hid_t s = H5Screate(H5S_SCALAR);
     hid_t a = H5Acreate2(obj, name, ftype, s, H5P_DEFAULT, H5P_DEFAULT);
     herr_t r = a < 0 ? -1 : H5Awrite(a, mtype, val);
@@ -80,17 +80,20 @@ herr_t h5_write_scalar_attr(hid_t obj, const char *name, hid_t ftype, hid_t mtyp
 }
 
 int h5_attr_i64(hid_t obj, const char *name, int64_t v) {
-    return h5_write_scalar_attr(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v) < 0 ? -1 : 0;
+    return write_scalar_attr(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v) < 0 ? -1 : 0;
 }
 
-int h5_attr_str(hid_t obj, const char *name, const char *v) {
+/* A fixed-length string attribute of size bytes with that padding. */
+static int attr_string(hid_t obj, const char *name, const char *v, size_t size, H5T_str_t pad) {
     hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, strlen(v) + 1);
-    H5Tset_strpad(t, H5T_STR_NULLTERM);
-    const herr_t rc = h5_write_scalar_attr(obj, name, t, t, v);
+    H5Tset_size(t, size);
+    H5Tset_strpad(t, pad);
+    const herr_t rc = write_scalar_attr(obj, name, t, t, v);
     H5Tclose(t);
     return rc < 0 ? -1 : 0;
 }
+
+int h5_attr_str(hid_t obj, const char *name, const char *v) { return attr_string(obj, name, v, strlen(v) + 1, H5T_STR_NULLTERM); }
 
 int h5_scalar_sane(hid_t o, int is_attr) {
     hid_t t = is_attr ? H5Aget_type(o) : H5Dget_type(o), s = is_attr ? H5Aget_space(o) : H5Dget_space(o);
@@ -164,6 +167,15 @@ char *h5_read_string(hid_t o, int is_attr, H5T_cset_t cset) {
     return out;
 }
 
+char *h5_read_str_attr(hid_t obj, const char *name) {
+    if (H5Aexists(obj, name) <= 0) return NULL;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    if (a < 0) return NULL;
+    char *out = h5_read_string(a, 1, H5T_CSET_ASCII);
+    H5Aclose(a);
+    return out;
+}
+
 int h5_read_tensor(H5Ctx *c, hid_t d, const Tensor *t, real *dst, const char *what, const char *shape_hint, const char *nan_hint) {
     hid_t ty = H5Dget_type(d), sp = H5Dget_space(d);
     int rc = 0;
@@ -197,6 +209,123 @@ int h5_read_tensor(H5Ctx *c, hid_t d, const Tensor *t, real *dst, const char *wh
     H5Sclose(sp);
     H5Tclose(ty);
     return rc;
+}
+
+/* ---- writing ---- */
+
+int h5out_fail(H5Out *o, const char *fmt, ...) {
+    if (h5out_failed(o)) return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    h5_vfail(o->msg, sizeof o->msg, o->c.what, o->path, fmt, ap);
+    va_end(ap);
+    const size_t k = strlen(o->msg);
+    if (o->hint) snprintf(o->msg + k, sizeof o->msg - k, "; %s", o->hint);
+    return -1;
+}
+
+int h5out_create(H5Out *o, const char *what, const char *path, int sealed, char *err, size_t errlen) {
+    memset(o, 0, sizeof *o);
+    o->f = -1;
+    o->sealed = sealed;
+    snprintf(o->path, sizeof o->path, "%s", path);
+    h5ctx_begin(&o->c, what, o->path, o->msg, sizeof o->msg);
+    if (snprintf(o->tmp, sizeof o->tmp, "%s.tmp", path) >= (int)sizeof o->tmp) h5out_fail(o, "path too long");
+    /* the temp file made here first: a clear errno message (no directory, read-only, ...) */
+    const int fd = h5out_failed(o) ? -1 : open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (!h5out_failed(o) && fd < 0) h5out_fail(o, "cannot create %s: %s", o->tmp, strerror(errno));
+    if (fd >= 0) {
+        close(fd);
+        hid_t fcpl = sealed ? h5_sealed_fcpl() : H5P_DEFAULT;
+        o->f = H5Fcreate(o->tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+        if (sealed) H5Pclose(fcpl);
+        if (o->f < 0) {
+            unlink(o->tmp);
+            h5out_fail(o, "cannot create the HDF5 file %s", o->tmp);
+        }
+    }
+    if (!h5out_failed(o)) return 0;
+    errf(err, errlen, "%s", o->msg);
+    h5ctx_end(&o->c, -1);
+    return -1;
+}
+
+static hid_t loc_of(const H5Out *o, hid_t loc) { return loc == H5OUT_ROOT ? o->f : loc; }
+
+int h5out_dataset(H5Out *o, hid_t loc, const char *name, hid_t ftype, hid_t mtype, int rank, const hsize_t *dims, const void *data,
+                  const H5Store *store) {
+    if (h5out_failed(o)) return -1;
+    hsize_t n = 1;
+    for (int i = 0; i < rank; i++) n *= dims[i];
+    hid_t s = rank ? H5Screate_simple(rank, dims, NULL) : H5Screate(H5S_SCALAR);
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE), dcpl = h5_dcpl();
+    H5Pset_create_intermediate_group(lcpl, 1);
+    if (store && store->chunk[0]) {
+        H5Pset_chunk(dcpl, rank, store->chunk);
+        if (store->shuffle) H5Pset_shuffle(dcpl);
+        if (store->deflate) H5Pset_deflate(dcpl, (unsigned)store->deflate);
+        if (store->fletcher32) H5Pset_fletcher32(dcpl); /* every read verifies each chunk */
+    }
+    hid_t d = H5Dcreate2(loc_of(o, loc), name, ftype, s, lcpl, dcpl, H5P_DEFAULT);
+    herr_t r = d < 0 ? -1 : (n ? H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) : 0);
+    if (d >= 0 && H5Dclose(d) < 0) r = -1;
+    H5Pclose(dcpl);
+    H5Pclose(lcpl);
+    H5Sclose(s);
+    return r < 0 ? h5out_fail(o, "cannot write dataset '%s' (disk full?)", name) : 0;
+}
+
+int h5out_real(H5Out *o, const char *name, int ndim, const int *shape, const real *data) {
+    hsize_t dims[H5OUT_MAX_RANK];
+    for (int i = 0; i < ndim; i++) dims[i] = (hsize_t)shape[i];
+    return h5out_dataset(o, H5OUT_ROOT, name, H5T_REAL_FILE, H5T_REAL_NATIVE, ndim, dims, data, NULL);
+}
+
+hid_t h5out_group(H5Out *o, hid_t loc, const char *name) {
+    if (h5out_failed(o)) return -1;
+    hid_t p = H5Pcreate(H5P_GROUP_CREATE);
+    H5Pset_obj_track_times(p, 0);
+    hid_t g = H5Gcreate2(loc_of(o, loc), name, H5P_DEFAULT, p, H5P_DEFAULT);
+    H5Pclose(p);
+    if (g < 0) h5out_fail(o, "cannot create the group '%s'", name);
+    return g;
+}
+
+int h5out_attr(H5Out *o, const char *name, hid_t ftype, hid_t mtype, const void *val) {
+    if (h5out_failed(o)) return -1;
+    return write_scalar_attr(o->f, name, ftype, mtype, val) < 0 ? h5out_fail(o, "cannot write the root attribute '%s'", name) : 0;
+}
+
+int h5out_attr_i64(H5Out *o, const char *name, int64_t v) { return h5out_attr(o, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v); }
+
+int h5out_attr_f64(H5Out *o, const char *name, double v) { return h5out_attr(o, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v); }
+
+int h5out_attr_str(H5Out *o, const char *name, const char *v) {
+    if (h5out_failed(o)) return -1;
+    return h5_attr_str(o->f, name, v) ? h5out_fail(o, "cannot write the root attribute '%s'", name) : 0;
+}
+
+int h5out_attr_bytes(H5Out *o, const char *name, const char *v) {
+    if (h5out_failed(o)) return -1;
+    const size_t n = strlen(v);
+    return attr_string(o->f, name, v, n ? n : 1, H5T_STR_NULLPAD) ? h5out_fail(o, "cannot write the root attribute '%s'", name) : 0;
+}
+
+int h5out_close(H5Out *o, char *err, size_t errlen) {
+    if (o->f >= 0) {
+        if (!h5out_failed(o) && H5Fflush(o->f, H5F_SCOPE_GLOBAL) < 0) h5out_fail(o, "cannot write %s (disk full?)", o->tmp);
+        if (H5Fclose(o->f) < 0) h5out_fail(o, "cannot write %s (disk full?)", o->tmp);
+        o->f = -1;
+        char serr[512];
+        if (!h5out_failed(o) && o->sealed && h5_seal(o->tmp, serr, sizeof serr) != 0) h5out_fail(o, "%s (disk full?)", serr);
+        if (!h5out_failed(o) && durable_rename(o->tmp, o->path) != 0)
+            h5out_fail(o, "cannot fsync or rename %s to %s: %s", o->tmp, o->path, strerror(errno));
+        if (h5out_failed(o)) unlink(o->tmp);
+    }
+    h5ctx_end(&o->c, 0);
+    if (!h5out_failed(o)) return 0;
+    errf(err, errlen, "%s", o->msg);
+    return -1;
 }
 
 /* ---- the seal ---- */

@@ -1,7 +1,8 @@
-/* h5util.h — small HDF5 helpers shared by data/shard.c, data/task.c, train/checkpoint.c and train/cli/h5io.c:
- * one-line errors with HDF5's own error stack silenced, dtype text, scalar attributes, strings, the
- * validating read of one tensor in the build's real type, and the seal (a whole-file CRC-32 in the
- * HDF5 user block, checked before libhdf5 sees the file). */
+/* h5util.h — the HDF5 layer: every HDF5 file deberta.c writes (shards, task files, checkpoints,
+ * parity weights and dump outputs) is written through H5Out below, and their attributes are read
+ * here.  Also: one-line errors with HDF5's own error stack silenced, dtype text, the validating read
+ * of one tensor in the build's real type, and the seal (a whole-file CRC-32 in the HDF5 user block,
+ * checked before libhdf5 sees the file). */
 #ifndef DEBERTA_H5UTIL_H
 #define DEBERTA_H5UTIL_H
 #include <hdf5.h>
@@ -42,8 +43,6 @@ int h5_vfail(char *err, size_t errlen, const char *what, const char *path, const
 
 /* "float32", "uint8", "int64", "string", or "HDF5 class N". */
 void h5_dtype_str(char *buf, size_t len, hid_t type);
-/* A dataset-creation property list without object timestamps: identical contents, identical files. */
-hid_t h5_dcpl(void);
 /* 1 when the open attribute or dataset (is_attr) holds one element (scalar or a 1-element array)
  * of a sane datatype: an integer or float of 1..8 bytes whose precision and bit offset fit in its
  * size, an enum over such an integer (numpy bools), or a string (fixed length of 1 byte .. 1 GiB,
@@ -53,11 +52,15 @@ int h5_scalar_sane(hid_t obj, int is_attr);
 /* Integer attribute `name` of obj read into *out as mtype: 0, -1 missing, -2 not one sane integer or
  * unreadable. */
 int h5_read_int_attr(hid_t obj, const char *name, hid_t mtype, void *out);
-/* A scalar attribute of obj; < 0 on failure. */
-herr_t h5_write_scalar_attr(hid_t obj, const char *name, hid_t ftype, hid_t mtype, const void *val);
-/* A scalar int64 attribute, and a NUL-terminated string attribute (strlen + 1 bytes).  0 or -1. */
+/* The primitives under H5Out (tests/test_seal.c builds files with them): a dataset-creation
+ * property list without object timestamps; a scalar int64 attribute and a NUL-terminated string
+ * attribute (strlen + 1 bytes, NULLTERM) of obj.  0 or -1. */
+hid_t h5_dcpl(void);
 int h5_attr_i64(hid_t obj, const char *name, int64_t v);
 int h5_attr_str(hid_t obj, const char *name, const char *v);
+/* String attribute `name` of obj (fixed or variable length, see h5_read_string), malloc'd; NULL when
+ * absent or not one readable string. */
+char *h5_read_str_attr(hid_t obj, const char *name);
 /* The fixed- or variable-length string held by the open attribute (is_attr) or scalar dataset obj,
  * read whole whatever its padding (NULLTERM, NULLPAD without a terminating NUL as h5py writes
  * numpy bytes, SPACEPAD: trailing pad characters removed) in the file's character set (cset is
@@ -68,6 +71,55 @@ char *h5_read_string(hid_t obj, int is_attr, H5T_cset_t cset);
  * no NaN/Inf.  Messages name the tensor as "<what> '<t->name>'"; shape_hint (in parentheses) follows
  * a shape mismatch, nan_hint (in parentheses, may be NULL) a NaN/Inf. */
 int h5_read_tensor(H5Ctx *c, hid_t d, const Tensor *t, real *dst, const char *what, const char *shape_hint, const char *nan_hint);
+
+/* ---- writing: every HDF5 file deberta.c writes ----
+ * The file is written as "<path>.tmp" and, by h5out_close, flushed, closed, sealed (when asked) and
+ * renamed over path (durable_rename); after any failure the temp file is removed and path is left as
+ * it was.  HDF5's error printing is off from h5out_create to h5out_close.  The writers below are
+ * no-ops after the first failure, whose message ("<what> <path>: ...") h5out_close returns; a caller
+ * adds its own with h5out_fail.  No object carries a timestamp: the same contents make the same
+ * bytes. */
+#define H5OUT_MAX_RANK 8
+/* How a dataset is stored: contiguous when chunk[0] == 0, else in chunks of chunk[] with the
+ * shuffle filter, deflate at that level (0 = none) and the Fletcher-32 checksum as asked. */
+typedef struct H5Store {
+    hsize_t chunk[H5OUT_MAX_RANK];
+    int shuffle, deflate, fletcher32;
+} H5Store;
+typedef struct H5Out {
+    hid_t f;
+    int sealed;
+    const char *hint; /* may be NULL: appended ("; <hint>") to the failure's message, e.g. how to re-make the file */
+    char path[4096], tmp[4100];
+    H5Ctx c;
+    char msg[1024];
+} H5Out;
+/* sealed: with the seal's user block (the files deberta.c trains on); else a plain HDF5 file
+ * (parity weights, dump outputs).  0, or -1 with the message in err. */
+int h5out_create(H5Out *o, const char *what, const char *path, int sealed, char *err, size_t errlen);
+int h5out_fail(H5Out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline int h5out_failed(const H5Out *o) { return o->msg[0] != 0; }
+/* Dataset `name` under loc (H5OUT_ROOT: the file's root; a '/' in name creates the groups on the
+ * way) of ftype in the file, read from data as mtype; rank 0 = scalar; store NULL = contiguous.
+ * Nothing is written for zero elements.  0, or -1 after recording "cannot write dataset ..." */
+#define H5OUT_ROOT ((hid_t)-1)
+int h5out_dataset(H5Out *o, hid_t loc, const char *name, hid_t ftype, hid_t mtype, int rank, const hsize_t *dims, const void *data,
+                  const H5Store *store);
+/* The same of the build's real type (float32, float64 in the double build), shape as ints. */
+int h5out_real(H5Out *o, const char *name, int ndim, const int *shape, const real *data);
+/* A group under loc (H5OUT_ROOT or a group); the caller closes it.  -1 after recording a failure. */
+hid_t h5out_group(H5Out *o, hid_t loc, const char *name);
+/* Scalar attributes of the root: any type; int64; float64; a NUL-terminated string (strlen + 1
+ * bytes, NULLTERM: the training files); a string as numpy bytes_ (strlen bytes, at least 1,
+ * NULLPAD: the parity files, as the reference writes).  0 or -1. */
+int h5out_attr(H5Out *o, const char *name, hid_t ftype, hid_t mtype, const void *val);
+int h5out_attr_i64(H5Out *o, const char *name, int64_t v);
+int h5out_attr_f64(H5Out *o, const char *name, double v);
+int h5out_attr_str(H5Out *o, const char *name, const char *v);
+int h5out_attr_bytes(H5Out *o, const char *name, const char *v);
+/* Finishes the file as above.  0, or -1 with the first failure's message in err (and the temp file
+ * removed). */
+int h5out_close(H5Out *o, char *err, size_t errlen);
 
 /* ---- the seal (docs/FORMATS.md, "Sealed HDF5 files") ----
  * A sealed file starts with a 512-byte HDF5 user block: magic "DBH5SEAL", uint32 version 1,

@@ -27,25 +27,10 @@ struct Shard {
 /* ---------------------------------------------------------------- writing */
 
 
-static int write_dataset(hid_t file, const char *name, hid_t ftype, hid_t mtype, const void *data, hsize_t n,
-                         int compress) {
-    hsize_t dims[1] = {n};
-    hid_t sp = H5Screate_simple(1, dims, NULL);
-    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    H5Pset_obj_track_times(dcpl, 0);
-    if (compress) {
-        hsize_t chunk[1] = {n < SHARD_CHUNK ? n : SHARD_CHUNK};
-        H5Pset_chunk(dcpl, 1, chunk);
-        H5Pset_shuffle(dcpl);
-        H5Pset_deflate(dcpl, 4);
-        H5Pset_fletcher32(dcpl); /* every read verifies each chunk */
-    }
-    hid_t d = H5Dcreate2(file, name, ftype, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    herr_t rc = d < 0 ? -1 : H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
-    if (d >= 0) H5Dclose(d);
-    H5Pclose(dcpl);
-    H5Sclose(sp);
-    return rc < 0 ? -1 : 0;
+/* A 1-D dataset of n values; compressed: chunked, shuffled, deflated and checksummed. */
+static int write_1d(H5Out *o, const char *name, hid_t ftype, hid_t mtype, const void *data, hsize_t n, int compress) {
+    H5Store st = {.chunk = {n < SHARD_CHUNK ? n : SHARD_CHUNK}, .shuffle = 1, .deflate = 4, .fletcher32 = 1};
+    return h5out_dataset(o, H5OUT_ROOT, name, ftype, mtype, 1, &n, data, compress ? &st : NULL);
 }
 
 int shard_write(const char *path, const int32_t *tokens, const int64_t *doc_offsets, int64_t n_docs,
@@ -56,56 +41,33 @@ int shard_write(const char *path, const int32_t *tokens, const int64_t *doc_offs
     }
     int64_t n_tokens = doc_offsets[n_docs], max_id = 0;
     for (int64_t i = 0; i < n_tokens; i++) max_id = MAX(max_id, (int64_t)tokens[i]);
-    size_t tl = strlen(path) + 8;
-    char *tmp = xmalloc(tl);
-    snprintf(tmp, tl, "%s.tmp", path);
-    H5Quiet q;
-    h5_quiet(&q);
-    int rc = -1;
-    hid_t fcpl = h5_sealed_fcpl();
-    hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
-    H5Pclose(fcpl);
-    if (file < 0) { errf(err, errlen, "shard %s: cannot create", tmp); goto out; }
+    H5Out o;
+    if (h5out_create(&o, "shard", path, 1, err, errlen) != 0) return -1;
+    o.hint = "free space and re-run deberta prep";
     char hash[17];
     tokenizer_hash_bytes(info->tokenizer, info->tokenizer_len, hash);
-    int bad = 0;
-    bad |= h5_attr_str(file, "format", SHARD_FORMAT);
-    bad |= h5_attr_i64(file, "version", SHARD_VERSION);
-    bad |= h5_attr_i64(file, "vocab_size", info->vocab_size);
-    bad |= h5_attr_str(file, "tokenizer_hash", hash);
+    h5out_attr_str(&o, "format", SHARD_FORMAT);
+    h5out_attr_i64(&o, "version", SHARD_VERSION);
+    h5out_attr_i64(&o, "vocab_size", info->vocab_size);
+    h5out_attr_str(&o, "tokenizer_hash", hash);
     const SpecialIds sp = info->special ? *info->special : special_ids_bpe();
-    bad |= h5_attr_i64(file, "pad_id", sp.pad);
-    bad |= h5_attr_i64(file, "cls_id", sp.cls);
-    bad |= h5_attr_i64(file, "sep_id", sp.sep);
-    bad |= h5_attr_i64(file, "unk_id", sp.unk);
-    bad |= h5_attr_i64(file, "mask_id", sp.mask);
-    bad |= h5_attr_i64(file, "n_docs", n_docs);
-    bad |= h5_attr_i64(file, "n_tokens", n_tokens);
-    bad |= h5_attr_i64(file, "max_token_id", max_id);
-    bad |= h5_attr_str(file, "split", info->split ? info->split : "");
-    bad |= h5_attr_i64(file, "shard_index", info->index);
+    h5out_attr_i64(&o, "pad_id", sp.pad);
+    h5out_attr_i64(&o, "cls_id", sp.cls);
+    h5out_attr_i64(&o, "sep_id", sp.sep);
+    h5out_attr_i64(&o, "unk_id", sp.unk);
+    h5out_attr_i64(&o, "mask_id", sp.mask);
+    h5out_attr_i64(&o, "n_docs", n_docs);
+    h5out_attr_i64(&o, "n_tokens", n_tokens);
+    h5out_attr_i64(&o, "max_token_id", max_id);
+    h5out_attr_str(&o, "split", info->split ? info->split : "");
+    h5out_attr_i64(&o, "shard_index", info->index);
     int small = info->vocab_size <= 65536;
-    bad |= write_dataset(file, "tokens", small ? H5T_STD_U16LE : H5T_STD_I32LE, H5T_NATIVE_INT32, tokens,
-                         (hsize_t)n_tokens, 1);
+    write_1d(&o, "tokens", small ? H5T_STD_U16LE : H5T_STD_I32LE, H5T_NATIVE_INT32, tokens, (hsize_t)n_tokens, 1);
     /* Test hook (tests/test_shard.c): die here, with the file half-written under its temporary name. */
     if (getenv("DEBERTA_SHARD_CRASH")) raise(SIGKILL);
-    bad |= write_dataset(file, "doc_offsets", H5T_STD_I64LE, H5T_NATIVE_INT64, doc_offsets, (hsize_t)n_docs + 1, 1);
-    bad |= write_dataset(file, "tokenizer", H5T_STD_U8LE, H5T_NATIVE_UINT8, info->tokenizer,
-                         (hsize_t)info->tokenizer_len, 0);
-    if (H5Fclose(file) < 0) bad = 1;
-    if (bad) { errf(err, errlen, "shard %s: cannot write %s (disk full?); free space and re-run deberta prep", path, tmp); goto out; }
-    char serr[512];
-    if (h5_seal(tmp, serr, sizeof serr) != 0) { errf(err, errlen, "shard %s: %s (disk full?); free space and re-run deberta prep", path, serr); goto out; }
-    if (durable_rename(tmp, path) != 0) {
-        errf(err, errlen, "shard %s: fsync or rename failed (%s); free space and re-run deberta prep", path, strerror(errno));
-        goto out;
-    }
-    rc = 0;
-out:
-    if (rc != 0) unlink(tmp);
-    h5_loud(&q);
-    free(tmp);
-    return rc;
+    write_1d(&o, "doc_offsets", H5T_STD_I64LE, H5T_NATIVE_INT64, doc_offsets, (hsize_t)n_docs + 1, 1);
+    write_1d(&o, "tokenizer", H5T_STD_U8LE, H5T_NATIVE_UINT8, info->tokenizer, (hsize_t)info->tokenizer_len, 0);
+    return h5out_close(&o, err, errlen);
 }
 
 /* ---------------------------------------------------------------- reading */
@@ -118,10 +80,7 @@ static int read_attr_i64(hid_t f, const char *name, int64_t *v) { return h5_read
  * strings as NULLPAD without a terminating NUL). */
 static int read_attr_str(hid_t f, const char *name, char *buf, size_t n) {
     if (H5Aexists(f, name) <= 0) return -1;
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    if (a < 0) return -1;
-    char *s = h5_read_string(a, 1, H5T_CSET_ASCII);
-    H5Aclose(a);
+    char *s = h5_read_str_attr(f, name);
     if (!s) return -2;
     snprintf(buf, n, "%s", s);
     free(s);

@@ -151,78 +151,48 @@ int task_build(TaskKind kind, const BrownText *texts, size_t n_texts, int split,
     return 0;
 }
 
-/* ---------------------------------------------------------------- HDF5 helpers */
+/* ---------------------------------------------------------------- writing */
 
-static int write_nd(hid_t file, const char *name, hid_t ftype, hid_t mtype, const void *data, int rank, const hsize_t *dims) {
-    hid_t sp = H5Screate_simple(rank, dims, NULL);
-    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    H5Pset_obj_track_times(dcpl, 0);
+/* A dataset of rank 1 or 2; from 4,096 values on chunked (rows of 256, or 65,536 values), shuffled
+ * and deflated. */
+static int write_nd(H5Out *o, const char *name, hid_t ftype, hid_t mtype, const void *data, int rank, const hsize_t *dims) {
     hsize_t total = 1;
     for (int i = 0; i < rank; i++) total *= dims[i];
-    if (total >= 4096) {
-        hsize_t chunk[2] = {dims[0] < 256 ? dims[0] : 256, rank > 1 ? dims[1] : 1};
-        if (rank == 1) chunk[0] = dims[0] < 65536 ? dims[0] : 65536;
-        H5Pset_chunk(dcpl, rank, chunk);
-        H5Pset_shuffle(dcpl);
-        H5Pset_deflate(dcpl, 4);
-    }
-    hid_t d = H5Dcreate2(file, name, ftype, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    herr_t rc = d < 0 ? -1 : H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
-    if (d >= 0) H5Dclose(d);
-    H5Pclose(dcpl);
-    H5Sclose(sp);
-    return rc < 0 ? -1 : 0;
+    H5Store st = {.chunk = {dims[0] < 256 ? dims[0] : 256, rank > 1 ? dims[1] : 1}, .shuffle = 1, .deflate = 4};
+    if (rank == 1) st.chunk[0] = dims[0] < 65536 ? dims[0] : 65536;
+    return h5out_dataset(o, H5OUT_ROOT, name, ftype, mtype, rank, dims, data, total >= 4096 ? &st : NULL);
 }
 
 int task_write(const char *path, const TaskSet *ts, char *err, size_t errlen) {
-    size_t tl = strlen(path) + 8;
-    char *tmp = xmalloc(tl);
-    snprintf(tmp, tl, "%s.tmp", path);
-    H5Quiet q;
-    h5_quiet(&q);
-    int rc = -1;
-    char *labels = NULL, *docs = NULL;
-    hid_t fcpl = h5_sealed_fcpl();
-    hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
-    H5Pclose(fcpl);
-    if (file < 0) { errf(err, errlen, "task %s: cannot create", tmp); goto out; }
-    labels = xcalloc((size_t)ts->n_labels, TASK_LABEL_LEN + 1);
+    H5Out o;
+    if (h5out_create(&o, "task", path, 1, err, errlen) != 0) return -1;
+    char *labels = xcalloc((size_t)ts->n_labels, TASK_LABEL_LEN + 1);
     for (int l = 0; l < ts->n_labels; l++) { if (l) strcat(labels, "\n"); strcat(labels, ts->label_names[l]); }
-    docs = xcalloc((size_t)ts->n_docs + 1, 9);
+    char *docs = xcalloc((size_t)ts->n_docs + 1, 9);
     for (int d = 0; d < ts->n_docs; d++) { if (d) strcat(docs, " "); strcat(docs, ts->doc_names[d]); }
-    int bad = 0;
-    bad |= h5_attr_str(file, "format", TASK_FORMAT);
-    bad |= h5_attr_i64(file, "version", TASK_VERSION);
-    bad |= h5_attr_str(file, "task", task_kind_name(ts->kind));
-    bad |= h5_attr_str(file, "split", ts->split);
-    bad |= h5_attr_i64(file, "seq_len", ts->T);
-    bad |= h5_attr_i64(file, "n_examples", ts->N);
-    bad |= h5_attr_i64(file, "n_labels", ts->n_labels);
-    bad |= h5_attr_str(file, "label_names", labels);
-    bad |= h5_attr_i64(file, "n_docs", ts->n_docs);
-    bad |= h5_attr_str(file, "doc_names", docs);
-    bad |= h5_attr_i64(file, "vocab_size", ts->vocab_size);
-    bad |= h5_attr_str(file, "tokenizer_hash", ts->tokenizer_hash);
+    h5out_attr_str(&o, "format", TASK_FORMAT);
+    h5out_attr_i64(&o, "version", TASK_VERSION);
+    h5out_attr_str(&o, "task", task_kind_name(ts->kind));
+    h5out_attr_str(&o, "split", ts->split);
+    h5out_attr_i64(&o, "seq_len", ts->T);
+    h5out_attr_i64(&o, "n_examples", ts->N);
+    h5out_attr_i64(&o, "n_labels", ts->n_labels);
+    h5out_attr_str(&o, "label_names", labels);
+    h5out_attr_i64(&o, "n_docs", ts->n_docs);
+    h5out_attr_str(&o, "doc_names", docs);
+    h5out_attr_i64(&o, "vocab_size", ts->vocab_size);
+    h5out_attr_str(&o, "tokenizer_hash", ts->tokenizer_hash);
     hsize_t d2[2] = {(hsize_t)ts->N, (hsize_t)ts->T}, d1[1] = {(hsize_t)ts->N};
-    bad |= write_nd(file, "input_ids", H5T_STD_I32LE, H5T_NATIVE_INT32, ts->ids, 2, d2);
-    bad |= write_nd(file, "labels", H5T_STD_I32LE, H5T_NATIVE_INT32, ts->labels, ts->kind == TASK_POS ? 2 : 1,
-                    ts->kind == TASK_POS ? d2 : d1);
-    bad |= write_nd(file, "doc", H5T_STD_I32LE, H5T_NATIVE_INT32, ts->doc, 1, d1);
+    write_nd(&o, "input_ids", H5T_STD_I32LE, H5T_NATIVE_INT32, ts->ids, 2, d2);
+    write_nd(&o, "labels", H5T_STD_I32LE, H5T_NATIVE_INT32, ts->labels, ts->kind == TASK_POS ? 2 : 1, ts->kind == TASK_POS ? d2 : d1);
+    write_nd(&o, "doc", H5T_STD_I32LE, H5T_NATIVE_INT32, ts->doc, 1, d1);
     hsize_t dd[1] = {(hsize_t)ts->n_docs};
-    bad |= write_nd(file, "doc_fingerprints", H5T_STD_U64LE, H5T_NATIVE_UINT64, ts->doc_fingerprints, 1, dd);
+    write_nd(&o, "doc_fingerprints", H5T_STD_U64LE, H5T_NATIVE_UINT64, ts->doc_fingerprints, 1, dd);
     hsize_t dt[1] = {(hsize_t)ts->tokenizer_len};
-    bad |= write_nd(file, "tokenizer", H5T_STD_U8LE, H5T_NATIVE_UINT8, ts->tokenizer, 1, dt);
-    if (H5Fclose(file) < 0) bad = 1;
-    if (bad) { errf(err, errlen, "task %s: HDF5 write failed (disk full?)", tmp); goto out; }
-    char serr[512];
-    if (h5_seal(tmp, serr, sizeof serr) != 0) { errf(err, errlen, "task %s: %s (disk full?)", path, serr); goto out; }
-    if (durable_rename(tmp, path) != 0) { errf(err, errlen, "task %s: fsync or rename failed (%s)", path, strerror(errno)); goto out; }
-    rc = 0;
-out:
-    h5_loud(&q);
-    if (rc) unlink(tmp);
-    free(tmp); free(labels); free(docs);
-    return rc;
+    write_nd(&o, "tokenizer", H5T_STD_U8LE, H5T_NATIVE_UINT8, ts->tokenizer, 1, dt);
+    free(labels);
+    free(docs);
+    return h5out_close(&o, err, errlen);
 }
 
 /* ---------------------------------------------------------------- reading */
@@ -230,15 +200,6 @@ out:
 /* Attributes through the checked readers of data/h5util (class, size, precision and element count
  * before H5Aread; strings whole whatever their padding). */
 static int read_attr_i64(hid_t f, const char *name, int64_t *v) { return h5_read_int_attr(f, name, H5T_NATIVE_INT64, v) ? -1 : 0; }
-/* A string attribute into a malloc'd buffer (fixed or variable length), NULL if absent or not one string. */
-static char *read_attr_str(hid_t f, const char *name) {
-    if (H5Aexists(f, name) <= 0) return NULL;
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    if (a < 0) return NULL;
-    char *out = h5_read_string(a, 1, H5T_CSET_ASCII);
-    H5Aclose(a);
-    return out;
-}
 
 /* Opens an integer dataset of the given rank and reads it (converted to mtype) into a new buffer.
  * dims[] receives its shape. */
@@ -282,7 +243,7 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
     if (h5_seal_require("task", path, "re-run deberta prep-task", err, errlen) != 0) goto out;
     f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) { errf(err, errlen, "task %s: not an HDF5 file, or truncated (re-run deberta prep-task)", path); goto out; }
-    s = read_attr_str(f, "format");
+    s = h5_read_str_attr(f, "format");
     if (!s || strcmp(s, TASK_FORMAT)) {
         errf(err, errlen, "task %s: format is '%s', expected '%s' (is it a task file of deberta prep-task?)", path, s ? s : "(none)", TASK_FORMAT);
         goto out;
@@ -293,10 +254,10 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
         errf(err, errlen, "task %s: version is not %d (re-run deberta prep-task)", path, TASK_VERSION);
         goto out;
     }
-    s = read_attr_str(f, "task");
+    s = h5_read_str_attr(f, "task");
     if (!s || task_kind_parse(s, &ts->kind)) { errf(err, errlen, "task %s: attribute 'task' is '%s', expected 'pos' or 'genre'", path, s ? s : "(none)"); goto out; }
     free(s);
-    s = read_attr_str(f, "split");
+    s = h5_read_str_attr(f, "split");
     if (!s || strlen(s) >= sizeof ts->split) { errf(err, errlen, "task %s: attribute 'split' is missing", path); goto out; }
     snprintf(ts->split, sizeof ts->split, "%s", s);
     free(s); s = NULL;
@@ -309,7 +270,7 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
     if (read_attr_i64(f, "n_docs", &nd) || nd < 1) { errf(err, errlen, "task %s: attribute 'n_docs' is missing or < 1", path); goto out; }
     if (read_attr_i64(f, "vocab_size", &vocab) || vocab <= TOK_N_SPECIAL) { errf(err, errlen, "task %s: attribute 'vocab_size' is missing or too small", path); goto out; }
     ts->T = (int)T; ts->N = N; ts->n_labels = (int)nl; ts->n_docs = (int)nd; ts->vocab_size = vocab;
-    s = read_attr_str(f, "label_names");
+    s = h5_read_str_attr(f, "label_names");
     {
         int k = 0;
         char *save = NULL;
@@ -320,7 +281,7 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
         if (k != nl) { errf(err, errlen, "task %s: attribute 'label_names' has %d names for %lld labels", path, k, (long long)nl); goto out; }
     }
     free(s);
-    s = read_attr_str(f, "doc_names");
+    s = h5_read_str_attr(f, "doc_names");
     ts->doc_names = xcalloc((size_t)nd, sizeof *ts->doc_names);
     {
         int k = 0;
@@ -332,7 +293,7 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
         if (k != nd) { errf(err, errlen, "task %s: attribute 'doc_names' has %d names for %lld texts", path, k, (long long)nd); goto out; }
     }
     free(s);
-    s = read_attr_str(f, "tokenizer_hash");
+    s = h5_read_str_attr(f, "tokenizer_hash");
     if (!s || strlen(s) != 16) { errf(err, errlen, "task %s: attribute 'tokenizer_hash' is missing", path); goto out; }
     snprintf(ts->tokenizer_hash, sizeof ts->tokenizer_hash, "%s", s);
     free(s); s = NULL;

@@ -13,177 +13,95 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- small HDF5 helpers (return <0 on failure) ---- */
-
-static hid_t make_group(hid_t loc, const char *name) {
-    hid_t p = H5Pcreate(H5P_GROUP_CREATE);
-    H5Pset_obj_track_times(p, 0);
-    hid_t g = H5Gcreate2(loc, name, H5P_DEFAULT, p, H5P_DEFAULT);
-    H5Pclose(p);
-    return g;
-}
-
-static hid_t str_type(size_t len) {
-    hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, len + 1);
-    H5Tset_strpad(t, H5T_STR_NULLTERM);
-    return t;
-}
-
-static herr_t write_str_attr(hid_t obj, const char *name, const char *val) {
-    hid_t t = str_type(strlen(val));
-    herr_t r = h5_write_scalar_attr(obj, name, t, t, val);
-    H5Tclose(t);
-    return r;
-}
-
-/* 1-D or scalar dataset; n may be 0. */
-static herr_t write_array(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int ndim, const hsize_t *dims, const void *buf) {
-    hid_t s = ndim ? H5Screate_simple(ndim, dims, NULL) : H5Screate(H5S_SCALAR);
-    hid_t p = h5_dcpl();
-    hid_t d = H5Dcreate2(loc, name, ftype, s, H5P_DEFAULT, p, H5P_DEFAULT);
-    hsize_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= dims[i];
-    herr_t r = d < 0 ? -1 : (n ? H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) : 0);
-    if (d >= 0) H5Dclose(d);
-    H5Pclose(p);
-    H5Sclose(s);
-    return r;
-}
-
-/* A parameter or moment (ndim >= 1, no zero dimension): chunked by rows (chunks of at most 16 MiB)
- * with HDF5's Fletcher-32 filter, so that every read verifies the data against its checksum. */
-static herr_t write_checked(hid_t loc, const char *name, int ndim, const hsize_t *dims, const void *buf) {
-    hsize_t chunk[TENSOR_MAX_DIMS], row = sizeof(real);
-    for (int i = 0; i < ndim; i++) {
-        if (dims[i] == 0) return write_array(loc, name, H5T_REAL_FILE, H5T_REAL_NATIVE, ndim, dims, buf);
-        chunk[i] = dims[i];
-        if (i) row *= dims[i];
-    }
-    if (ndim == 0) return write_array(loc, name, H5T_REAL_FILE, H5T_REAL_NATIVE, ndim, dims, buf);
-    const hsize_t max_rows = MAX((hsize_t)1, ((hsize_t)16 << 20) / row);
-    if (chunk[0] > max_rows) chunk[0] = max_rows;
-    hid_t s = H5Screate_simple(ndim, dims, NULL);
-    hid_t p = h5_dcpl();
-    H5Pset_chunk(p, ndim, chunk);
-    H5Pset_fletcher32(p);
-    hid_t d = H5Dcreate2(loc, name, H5T_REAL_FILE, s, H5P_DEFAULT, p, H5P_DEFAULT);
-    herr_t r = d < 0 ? -1 : H5Dwrite(d, H5T_REAL_NATIVE, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
-    if (d >= 0 && H5Dclose(d) < 0) r = -1;
-    H5Pclose(p);
-    H5Sclose(s);
-    return r;
-}
-
-static herr_t write_str_dataset(hid_t loc, const char *name, const char *val) {
-    hid_t t = str_type(strlen(val));
-    herr_t r = write_array(loc, name, t, t, 0, NULL, val);
-    H5Tclose(t);
-    return r;
-}
-
 /* ---- write ---- */
 
-static int write_tensors(H5Ctx *c, hid_t grp, const ParamSet *ps, const real *base, const char *what, long *n_written, long crash_after) {
+/* A parameter or moment: with no zero dimension (ndim >= 1) chunked by rows (chunks of at most
+ * 16 MiB) with HDF5's Fletcher-32 filter, so that every read verifies the data against its
+ * checksum; otherwise contiguous. */
+static int write_checked(H5Out *o, hid_t loc, const char *name, int ndim, const hsize_t *dims, const void *buf) {
+    H5Store st = {.fletcher32 = 1};
+    hsize_t row = sizeof(real);
+    int chunked = ndim > 0;
+    for (int i = 0; i < ndim; i++) {
+        chunked &= dims[i] > 0;
+        st.chunk[i] = dims[i];
+        if (i) row *= dims[i];
+    }
+    const hsize_t max_rows = MAX((hsize_t)1, ((hsize_t)16 << 20) / (row ? row : 1));
+    if (st.chunk[0] > max_rows) st.chunk[0] = max_rows;
+    return h5out_dataset(o, loc, name, H5T_REAL_FILE, H5T_REAL_NATIVE, ndim, dims, buf, chunked ? &st : NULL);
+}
+
+/* A NUL-terminated string as a scalar dataset (strlen + 1 bytes, NULLTERM). */
+static int write_str_dataset(H5Out *o, const char *name, const char *val) {
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, strlen(val) + 1);
+    H5Tset_strpad(t, H5T_STR_NULLTERM);
+    const int r = h5out_dataset(o, H5OUT_ROOT, name, t, t, 0, NULL, val, NULL);
+    H5Tclose(t);
+    return r;
+}
+
+static int write_tensors(H5Out *o, hid_t grp, const ParamSet *ps, const real *base, long *n_written, long crash_after) {
     for (int i = 0; i < ps->n; i++) {
         const Tensor *t = ps->params[i];
-        if (strchr(t->name, '/')) return h5ctx_fail(c, "parameter name '%s' contains '/'", t->name);
+        if (strchr(t->name, '/')) return h5out_fail(o, "parameter name '%s' contains '/'", t->name);
         hsize_t dims[TENSOR_MAX_DIMS];
         for (int k = 0; k < t->ndim; k++) dims[k] = (hsize_t)t->shape[k];
-        if (write_checked(grp, t->name, t->ndim, dims, base + ps->offset[i]) < 0)
-            return h5ctx_fail(c, "cannot write %s '%s' (disk full?)", what, t->name);
+        if (write_checked(o, grp, t->name, t->ndim, dims, base + ps->offset[i]) < 0) return -1;
         ++*n_written;
         if (crash_after >= 0 && *n_written >= crash_after) raise(SIGKILL); /* crash-safety test hook */
     }
     return 0;
 }
 
-static int write_file(H5Ctx *c, hid_t f, const ParamSet *ps, const real *m, const real *v, const CheckpointState *st) {
+static int write_file(H5Out *o, const ParamSet *ps, const real *m, const real *v, const CheckpointState *st) {
     const char *env = getenv(CHECKPOINT_CRASH_ENV);
     const long crash_after = env && *env ? atol(env) : -1;
     const int64_t step = st->step, np = ps->n;
     const uint64_t seed = st->seed;
     const int32_t version = CHECKPOINT_VERSION;
-    if (write_str_attr(f, "format", CHECKPOINT_FORMAT) < 0 ||
-        h5_write_scalar_attr(f, "version", H5T_STD_I32LE, H5T_NATIVE_INT32, &version) < 0 || write_str_attr(f, "real", REAL_NAME) < 0 ||
-        h5_write_scalar_attr(f, "step", H5T_STD_I64LE, H5T_NATIVE_INT64, &step) < 0 ||
-        h5_write_scalar_attr(f, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, &seed) < 0 ||
-        h5_write_scalar_attr(f, "n_params", H5T_STD_I64LE, H5T_NATIVE_INT64, &np) < 0)
-        return h5ctx_fail(c, "cannot write the root attributes");
+    h5out_attr_str(o, "format", CHECKPOINT_FORMAT);
+    h5out_attr(o, "version", H5T_STD_I32LE, H5T_NATIVE_INT32, &version);
+    h5out_attr_str(o, "real", REAL_NAME);
+    h5out_attr(o, "step", H5T_STD_I64LE, H5T_NATIVE_INT64, &step);
+    h5out_attr(o, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, &seed);
+    h5out_attr_i64(o, "n_params", np);
     if (st->tokenizer && st->n_tokenizer) {
         char hash[17];
         tokenizer_hash_bytes(st->tokenizer, st->n_tokenizer, hash);
-        if (write_str_attr(f, "tokenizer_hash", hash) < 0) return h5ctx_fail(c, "cannot write the root attributes");
+        h5out_attr_str(o, "tokenizer_hash", hash);
     }
-    int rc = 0;
     long n_written = 0;
-    hid_t gp = make_group(f, "params"), go = make_group(f, "optim");
-    hid_t gm = go >= 0 ? make_group(go, "m") : -1, gv = go >= 0 ? make_group(go, "v") : -1;
-    hid_t gs = go >= 0 ? make_group(go, "step") : -1;
-    if (gp < 0 || go < 0 || gm < 0 || gv < 0 || gs < 0) rc = h5ctx_fail(c, "cannot create the groups");
-    if (!rc) rc = write_tensors(c, gp, ps, ps->data, "parameter", &n_written, crash_after);
-    if (!rc) rc = write_tensors(c, gm, ps, m, "moment m of", &n_written, -1);
-    if (!rc) rc = write_tensors(c, gv, ps, v, "moment v of", &n_written, -1);
-    for (int i = 0; !rc && i < st->n_groups; i++) {
-        if (!st->group_name[i][0] || strchr(st->group_name[i], '/')) {
-            rc = h5ctx_fail(c, "bad optimizer group name '%s'", st->group_name[i]);
-            break;
-        }
-        if (write_array(gs, st->group_name[i], H5T_STD_I64LE, H5T_NATIVE_INT64, 0, NULL, &st->group_step[i]) < 0)
-            rc = h5ctx_fail(c, "cannot write the step of optimizer group '%s'", st->group_name[i]);
+    hid_t gp = h5out_group(o, H5OUT_ROOT, "params"), go = h5out_group(o, H5OUT_ROOT, "optim");
+    hid_t gm = h5out_group(o, go, "m"), gv = h5out_group(o, go, "v"), gs = h5out_group(o, go, "step");
+    write_tensors(o, gp, ps, ps->data, &n_written, crash_after);
+    write_tensors(o, gm, ps, m, &n_written, -1);
+    write_tensors(o, gv, ps, v, &n_written, -1);
+    for (int i = 0; i < st->n_groups; i++) {
+        if (!st->group_name[i][0] || strchr(st->group_name[i], '/')) h5out_fail(o, "bad optimizer group name '%s'", st->group_name[i]);
+        h5out_dataset(o, gs, st->group_name[i], H5T_STD_I64LE, H5T_NATIVE_INT64, 0, NULL, &st->group_step[i], NULL);
     }
-    if (!rc) {
-        hsize_t n = (hsize_t)(st->loader_state ? st->n_loader_state : 0);
-        if (write_array(f, "loader_state", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, &n, st->loader_state) < 0)
-            rc = h5ctx_fail(c, "cannot write the loader state");
-    }
-    if (!rc && write_str_dataset(f, "config", st->config ? st->config : "") < 0) rc = h5ctx_fail(c, "cannot write the config");
-    if (!rc) {
-        hsize_t n = (hsize_t)(st->tokenizer ? st->n_tokenizer : 0);
-        if (write_array(f, "tokenizer", H5T_STD_U8LE, H5T_NATIVE_UCHAR, 1, &n, st->tokenizer) < 0)
-            rc = h5ctx_fail(c, "cannot write the tokenizer");
-    }
-    if (gs >= 0) H5Gclose(gs);
-    if (gv >= 0) H5Gclose(gv);
-    if (gm >= 0) H5Gclose(gm);
-    if (go >= 0) H5Gclose(go);
-    if (gp >= 0) H5Gclose(gp);
-    return rc;
+    hsize_t n = (hsize_t)(st->loader_state ? st->n_loader_state : 0);
+    h5out_dataset(o, H5OUT_ROOT, "loader_state", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, &n, st->loader_state, NULL);
+    write_str_dataset(o, "config", st->config ? st->config : "");
+    n = (hsize_t)(st->tokenizer ? st->n_tokenizer : 0);
+    h5out_dataset(o, H5OUT_ROOT, "tokenizer", H5T_STD_U8LE, H5T_NATIVE_UCHAR, 1, &n, st->tokenizer, NULL);
+    const hid_t groups[] = {gs, gv, gm, go, gp};
+    for (int i = 0; i < 5; i++)
+        if (groups[i] >= 0) H5Gclose(groups[i]);
+    return h5out_failed(o) ? -1 : 0;
 }
 
 int checkpoint_write(const char *path, const ParamSet *ps, const OptimMoments *mo, const CheckpointState *st, char *err, size_t errlen) {
-    H5Ctx c;
-    h5ctx_begin(&c, "checkpoint", path, err, errlen);
-    if (!ps->finalized) return h5ctx_end(&c, h5ctx_fail(&c, "the parameter set is not finalized"));
-    if (mo && mo->total != ps->total) return h5ctx_end(&c, h5ctx_fail(&c, "the moments are not those of this parameter set"));
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) return h5ctx_end(&c, h5ctx_fail(&c, "path too long"));
-    /* Create the temp file ourselves first: gives a clear errno message (no directory, read-only...). */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return h5ctx_end(&c, h5ctx_fail(&c, "cannot create %s: %s", tmp, strerror(errno)));
-    close(fd);
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fcpl = h5_sealed_fcpl();
-    H5Pset_libver_bounds(fapl, H5F_LIBVER_EARLIEST, H5F_LIBVER_LATEST);
-    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl);
-    H5Pclose(fcpl);
-    H5Pclose(fapl);
-    if (f < 0) {
-        unlink(tmp);
-        return h5ctx_end(&c, h5ctx_fail(&c, "cannot create the HDF5 file %s", tmp));
-    }
+    if (!ps->finalized) return errf(err, errlen, "checkpoint %s: the parameter set is not finalized", path);
+    if (mo && mo->total != ps->total) return errf(err, errlen, "checkpoint %s: the moments are not those of this parameter set", path);
+    H5Out o;
+    if (h5out_create(&o, "checkpoint", path, 1, err, errlen) != 0) return -1;
     real *zeros = mo ? NULL : xcalloc_aligned((size_t)(ps->total ? ps->total : 1) * sizeof(real));
-    int rc = write_file(&c, f, ps, mo ? mo->m : zeros, mo ? mo->v : zeros, st);
+    write_file(&o, ps, mo ? mo->m : zeros, mo ? mo->v : zeros, st);
     free(zeros);
-    if (!rc && H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) rc = h5ctx_fail(&c, "cannot flush %s (disk full?)", tmp);
-    if (H5Fclose(f) < 0 && !rc) rc = h5ctx_fail(&c, "cannot close %s (disk full?)", tmp);
-    char serr[512];
-    if (!rc && h5_seal(tmp, serr, sizeof serr) != 0) rc = h5ctx_fail(&c, "%s (disk full?)", serr);
-    if (rc) {
-        unlink(tmp);
-        return h5ctx_end(&c, rc);
-    }
-    if (durable_rename(tmp, path) < 0) return h5ctx_end(&c, h5ctx_fail(&c, "cannot fsync or rename %s to %s: %s", tmp, path, strerror(errno)));
-    return h5ctx_end(&c, 0);
+    return h5out_close(&o, err, errlen);
 }
 
 int checkpoint_save(const char *rundir, const ParamSet *ps, const OptimMoments *mo, const CheckpointState *st, int keep_numbered,

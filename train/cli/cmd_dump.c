@@ -19,6 +19,7 @@
 #include "train/checkpoint.h"
 #include "train/step.h"
 #include "train/cli/cli.h"
+#include "data/h5util.h"
 #include "train/cli/h5io.h"
 #include "train/cli/model_source.h"
 
@@ -45,13 +46,13 @@ static void usage(FILE *f) {
             "rtd_lambda * RTD; joint: all grads of their sum.\n");
 }
 
-static void write_enc(H5Writer *w, const char *who, const EncoderOut *e, int n_layers) {
+static void write_enc(H5Out *w, const char *who, const EncoderOut *e, int n_layers) {
     char name[128];
     snprintf(name, sizeof name, "%s/embedding_output", who);
-    h5w_real(w, name, e->emb->ndim, e->emb->shape, e->emb->data);
+    h5out_real(w, name, e->emb->ndim, e->emb->shape, e->emb->data);
     for (int n = 0; n < n_layers; n++) {
         snprintf(name, sizeof name, "%s/hidden_states/layer_%d", who, n);
-        h5w_real(w, name, e->layers[n]->ndim, e->layers[n]->shape, e->layers[n]->data);
+        h5out_real(w, name, e->layers[n]->ndim, e->layers[n]->shape, e->layers[n]->data);
     }
 }
 
@@ -59,30 +60,30 @@ static void write_enc(H5Writer *w, const char *who, const EncoderOut *e, int n_l
  * the attributes that say how they were computed. */
 static void write_dump(const char *out, const ModelConfig *c, const Electra *m, const GenOut *g, const DiscOut *d) {
     char err[1024];
-    H5Writer w;
-    if (h5w_open(&w, out, err, sizeof err)) fatal("%s", err);
+    H5Out w;
+    if (h5out_create(&w, "output", out, 0, err, sizeof err)) fatal("%s", err);
     write_enc(&w, "generator", &g->enc, m->gen.n_layers);
     if (c->use_emd) {
-        h5w_real(&w, "generator/emd/pass_1", g->emd[0]->ndim, g->emd[0]->shape, g->emd[0]->data);
-        h5w_real(&w, "generator/emd/pass_2", g->emd[1]->ndim, g->emd[1]->shape, g->emd[1]->data);
+        h5out_real(&w, "generator/emd/pass_1", g->emd[0]->ndim, g->emd[0]->shape, g->emd[0]->data);
+        h5out_real(&w, "generator/emd/pass_2", g->emd[1]->ndim, g->emd[1]->shape, g->emd[1]->data);
     }
-    h5w_real(&w, "generator/mlm_logits", g->logits->ndim, g->logits->shape, g->logits->data);
-    h5w_real(&w, "generator/loss", 0, NULL, g->loss->data);
+    h5out_real(&w, "generator/mlm_logits", g->logits->ndim, g->logits->shape, g->logits->data);
+    h5out_real(&w, "generator/loss", 0, NULL, g->loss->data);
     write_enc(&w, "discriminator", &d->enc, m->disc.n_layers);
-    h5w_real(&w, "discriminator/rtd_logits", d->logits->ndim, d->logits->shape, d->logits->data);
-    h5w_real(&w, "discriminator/loss", 0, NULL, d->loss->data);
+    h5out_real(&w, "discriminator/rtd_logits", d->logits->ndim, d->logits->shape, d->logits->data);
+    h5out_real(&w, "discriminator/loss", 0, NULL, d->loss->data);
     char name[600];
     for (int i = 0; i < m->ps.n; i++) {
         const Tensor *p = m->ps.params[i];
         snprintf(name, sizeof name, "grad/%s", p->name);
-        h5w_real(&w, name, p->ndim, p->shape, m->ps.grad + m->ps.offset[i]);
+        h5out_real(&w, name, p->ndim, p->shape, m->ps.grad + m->ps.offset[i]);
     }
-    h5w_attr_str(&w, "producer", "deberta dump");
-    h5w_attr_str(&w, "dtype", REAL_IS_DOUBLE ? "float64" : "float32");
-    h5w_attr_str(&w, "embedding_sharing", config_sharing_str(c->embedding_sharing));
-    h5w_attr_str(&w, "training_mode", config_mode_str(c->training_mode));
-    h5w_attr_int(&w, "use_emd", c->use_emd);
-    if (h5w_close(&w, err, sizeof err)) fatal("%s", err);
+    h5out_attr_bytes(&w, "producer", "deberta dump");
+    h5out_attr_bytes(&w, "dtype", REAL_IS_DOUBLE ? "float64" : "float32");
+    h5out_attr_bytes(&w, "embedding_sharing", config_sharing_str(c->embedding_sharing));
+    h5out_attr_bytes(&w, "training_mode", config_mode_str(c->training_mode));
+    h5out_attr_i64(&w, "use_emd", c->use_emd);
+    if (h5out_close(&w, err, sizeof err)) fatal("%s", err);
 }
 
 int cmd_dump(int argc, char **argv) {

@@ -26,12 +26,6 @@
 #include "train/cli/cli.h"
 #include "train/cli/h5io.h"
 
-#if REAL_IS_DOUBLE
-#define H5_REAL H5T_NATIVE_DOUBLE
-#else
-#define H5_REAL H5T_NATIVE_FLOAT
-#endif
-
 static void usage(FILE *f) {
     fprintf(f, "usage: deberta dump-encoder --init --out W.h5 [--preset tiny|xsmall|test] [--KEY VALUE ...] [--seed N] [--perturb]\n"
                "                                  [--head token|sequence --num-labels L]\n"
@@ -44,65 +38,27 @@ static void usage(FILE *f) {
 
 /* ---------------- weights writer ---------------- */
 
-static int attr_i(hid_t f, const char *name, long long v) {
-    hid_t s = H5Screate(H5S_SCALAR), a = H5Acreate2(f, name, H5T_STD_I64LE, s, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = a < 0 || H5Awrite(a, H5T_NATIVE_LLONG, &v) < 0;
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(s);
-    return rc;
-}
-
-static int attr_d(hid_t f, const char *name, double v) {
-    hid_t s = H5Screate(H5S_SCALAR), a = H5Acreate2(f, name, H5T_IEEE_F64LE, s, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = a < 0 || H5Awrite(a, H5T_NATIVE_DOUBLE, &v) < 0;
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(s);
-    return rc;
-}
-
-static int attr_s(hid_t f, const char *name, const char *v) {
-    hid_t ty = H5Tcopy(H5T_C_S1);
-    H5Tset_size(ty, strlen(v) ? strlen(v) : 1);
-    hid_t s = H5Screate(H5S_SCALAR), a = H5Acreate2(f, name, ty, s, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = a < 0 || H5Awrite(a, ty, v) < 0;
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(s);
-    H5Tclose(ty);
-    return rc;
-}
-
 static int write_weights(const char *path, const ParamSet *ps, const ModelConfig *c) {
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (f < 0) return -1;
-    int bad = 0;
-    for (int i = 0; i < ps->n && !bad; i++) {
-        const Tensor *p = ps->params[i];
-        hsize_t dims[TENSOR_MAX_DIMS];
-        for (int d = 0; d < p->ndim; d++) dims[d] = (hsize_t)p->shape[d];
-        hid_t s = H5Screate_simple(p->ndim, dims, NULL);
-        hid_t ds = H5Dcreate2(f, p->name, REAL_IS_DOUBLE ? H5T_IEEE_F64LE : H5T_IEEE_F32LE, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-        bad |= ds < 0 || H5Dwrite(ds, H5_REAL, H5S_ALL, H5S_ALL, H5P_DEFAULT, p->data) < 0;
-        if (ds >= 0) H5Dclose(ds);
-        H5Sclose(s);
-    }
+    H5Out o;
+    char err[1024];
+    if (h5out_create(&o, "weights", path, 0, err, sizeof err) != 0) return -1;
+    for (int i = 0; i < ps->n; i++) h5out_real(&o, ps->params[i]->name, ps->params[i]->ndim, ps->params[i]->shape, ps->params[i]->data);
     /* the root attributes the reference reads (docs/FORMATS.md, Weights file) */
-    bad |= attr_i(f, "hidden_size", c->hidden_size) | attr_i(f, "num_hidden_layers", c->num_hidden_layers) |
-           attr_i(f, "num_attention_heads", c->num_attention_heads) | attr_i(f, "attention_head_size", c->attention_head_size) |
-           attr_i(f, "intermediate_size", c->intermediate_size) | attr_i(f, "vocab_size", c->vocab_size) |
-           attr_i(f, "max_position_embeddings", c->max_position_embeddings) | attr_i(f, "position_buckets", c->position_buckets) |
-           attr_i(f, "max_relative_positions", c->max_relative_positions) | attr_d(f, "layer_norm_eps", c->layer_norm_eps) |
-           attr_s(f, "pos_att_type", config_terms_str(c->att_terms)) | attr_d(f, "hidden_dropout_prob", c->hidden_dropout_prob) |
-           attr_d(f, "attention_probs_dropout_prob", c->attention_probs_dropout_prob) |
-           attr_s(f, "producer", "deberta dump-encoder --init");
-    if (H5Fclose(f) < 0) bad = 1;
-    if (bad) {
-        remove(tmp);
-        return -1;
-    }
-    if (durable_rename(tmp, path) != 0) return -1;
-    return 0;
+    h5out_attr_i64(&o, "hidden_size", c->hidden_size);
+    h5out_attr_i64(&o, "num_hidden_layers", c->num_hidden_layers);
+    h5out_attr_i64(&o, "num_attention_heads", c->num_attention_heads);
+    h5out_attr_i64(&o, "attention_head_size", c->attention_head_size);
+    h5out_attr_i64(&o, "intermediate_size", c->intermediate_size);
+    h5out_attr_i64(&o, "vocab_size", c->vocab_size);
+    h5out_attr_i64(&o, "max_position_embeddings", c->max_position_embeddings);
+    h5out_attr_i64(&o, "position_buckets", c->position_buckets);
+    h5out_attr_i64(&o, "max_relative_positions", c->max_relative_positions);
+    h5out_attr_f64(&o, "layer_norm_eps", c->layer_norm_eps);
+    h5out_attr_bytes(&o, "pos_att_type", config_terms_str(c->att_terms));
+    h5out_attr_f64(&o, "hidden_dropout_prob", c->hidden_dropout_prob);
+    h5out_attr_f64(&o, "attention_probs_dropout_prob", c->attention_probs_dropout_prob);
+    h5out_attr_bytes(&o, "producer", "deberta dump-encoder --init");
+    return h5out_close(&o, err, sizeof err);
 }
 
 /* ---------------- inputs ---------------- */
@@ -120,7 +76,7 @@ static void *read_ds(hid_t f, const char *path, const char *name, int ndim, hsiz
     long n = 1;
     for (int i = 0; i < ndim; i++) n *= (long)dims[i];
     void *buf = xmalloc((size_t)(n ? n : 1) * (want_float ? sizeof(real) : sizeof(int32_t)));
-    if (H5Dread(d, want_float ? H5_REAL : H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+    if (H5Dread(d, want_float ? H5T_REAL_NATIVE : H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
         fatal("inputs %s: cannot read dataset '%s'", path, name);
     H5Tclose(ty);
     H5Sclose(s);
@@ -201,23 +157,23 @@ static int run_encoder(const char *wpath, const char *ipath, const char *opath) 
         tape_backward_from(&t, last, lw);
     }
 
-    H5Writer w;
-    if (h5w_open(&w, opath, err, sizeof err)) fatal("%s", err);
-    h5w_real(&w, "embedding_output", 3, out.emb->shape, out.emb->data);
+    H5Out w;
+    if (h5out_create(&w, "output", opath, 0, err, sizeof err)) fatal("%s", err);
+    h5out_real(&w, "embedding_output", 3, out.emb->shape, out.emb->data);
     char name[600];
     for (int l = 0; l < e.n_layers; l++) {
         snprintf(name, sizeof name, "hidden_states/layer_%d", l);
-        h5w_real(&w, name, 3, out.layers[l]->shape, out.layers[l]->data);
+        h5out_real(&w, name, 3, out.layers[l]->shape, out.layers[l]->data);
     }
     const real lv = (real)loss;
-    h5w_real(&w, "loss", 0, NULL, &lv);
-    if (has_head) h5w_real(&w, "logits", 2, ho.logits->shape, ho.logits->data);
+    h5out_real(&w, "loss", 0, NULL, &lv);
+    if (has_head) h5out_real(&w, "logits", 2, ho.logits->shape, ho.logits->data);
     for (int i = 0; i < ps.n; i++) {
         snprintf(name, sizeof name, "grad/%s", ps.params[i]->name);
-        h5w_real(&w, name, ps.params[i]->ndim, ps.params[i]->shape, ps.params[i]->grad);
+        h5out_real(&w, name, ps.params[i]->ndim, ps.params[i]->shape, ps.params[i]->grad);
     }
-    h5w_attr_str(&w, "producer", "deberta dump-encoder");
-    if (h5w_close(&w, err, sizeof err)) fatal("%s", err);
+    h5out_attr_bytes(&w, "producer", "deberta dump-encoder");
+    if (h5out_close(&w, err, sizeof err)) fatal("%s", err);
     printf("dump-encoder: B=%d T=%d layers=%d terms=%s loss=%.9g -> %s\n", B, T, e.n_layers, config_terms_str(cfg.att_terms),
            (double)loss, opath);
     tape_free(&t);

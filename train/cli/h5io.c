@@ -1,4 +1,4 @@
-/* h5io.c — plain-HDF5 parity files: weights, full-model batch, dump writer.  See h5io.h. */
+/* h5io.c — plain-HDF5 parity files: weights and the full-model batch.  See h5io.h. */
 #include "train/cli/h5io.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,79 +293,4 @@ int h5io_read_batch(const char *path, int vocab, int max_pos, Batch *b, int32_t 
     *replaced = rep;
     *position_ids = pos;
     return h5ctx_end(&c, 0);
-}
-
-/* ---- writer ---- */
-
-static int wfail(H5Writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int wfail(H5Writer *w, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    h5_vfail(w->err, sizeof w->err, "output", w->path, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-int h5w_open(H5Writer *w, const char *path, char *err, size_t errlen) {
-    memset(w, 0, sizeof *w);
-    w->f = -1;
-    snprintf(w->path, sizeof w->path, "%s", path);
-    snprintf(w->tmp, sizeof w->tmp, "%s.tmp", path);
-    H5Quiet q;
-    h5_quiet(&q);
-    hid_t f = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    h5_loud(&q);
-    if (f < 0) {
-        snprintf(err, errlen, "output %s: cannot create %s (does the directory exist and is it writable?)", path, w->tmp);
-        return -1;
-    }
-    w->f = f;
-    return 0;
-}
-
-void h5w_real(H5Writer *w, const char *name, int ndim, const int *shape, const real *data) {
-    if (w->err[0] || w->f < 0) return;
-    hsize_t dims[TENSOR_MAX_DIMS];
-    for (int i = 0; i < ndim; i++) dims[i] = (hsize_t)shape[i];
-    H5Quiet q;
-    h5_quiet(&q);
-    hid_t s = ndim ? H5Screate_simple(ndim, dims, NULL) : H5Screate(H5S_SCALAR);
-    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE), dcpl = h5_dcpl();
-    H5Pset_create_intermediate_group(lcpl, 1);
-    hid_t d = H5Dcreate2((hid_t)w->f, name, H5T_REAL_FILE, s, lcpl, dcpl, H5P_DEFAULT);
-    if (d < 0) wfail(w, "cannot create dataset '%s' (duplicate name?)", name);
-    else if (H5Dwrite(d, H5T_REAL_NATIVE, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) wfail(w, "cannot write dataset '%s' (disk full?)", name);
-    if (d >= 0) H5Dclose(d);
-    H5Pclose(lcpl);
-    H5Pclose(dcpl);
-    H5Sclose(s);
-    h5_loud(&q);
-}
-
-static void write_attr(H5Writer *w, const char *name, hid_t ftype, hid_t mtype, const void *val) {
-    if (w->err[0] || w->f < 0) return;
-    if (h5_write_scalar_attr((hid_t)w->f, name, ftype, mtype, val) < 0) wfail(w, "cannot write attribute '%s'", name);
-}
-
-void h5w_attr_str(H5Writer *w, const char *name, const char *value) {
-    /* fixed-length NULLPAD ASCII, as the reference writes (numpy bytes_) */
-    hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, strlen(value) ? strlen(value) : 1);
-    H5Tset_strpad(t, H5T_STR_NULLPAD);
-    write_attr(w, name, t, t, value);
-    H5Tclose(t);
-}
-
-void h5w_attr_int(H5Writer *w, const char *name, long long value) { write_attr(w, name, H5T_STD_I64LE, H5T_NATIVE_LLONG, &value); }
-
-int h5w_close(H5Writer *w, char *err, size_t errlen) {
-    if (w->f >= 0 && H5Fclose((hid_t)w->f) < 0) wfail(w, "closing the file failed (disk full?)");
-    w->f = -1;
-    if (!w->err[0] && durable_rename(w->tmp, w->path) != 0) wfail(w, "cannot fsync or rename %s to %s", w->tmp, w->path);
-    if (w->err[0]) {
-        unlink(w->tmp);
-        snprintf(err, errlen, "%s", w->err);
-        return -1;
-    }
-    return 0;
 }

@@ -1,6 +1,7 @@
-/* h5io.h — plain-HDF5 parity files (docs/FORMATS.md "Parity and dump files"): the weights file
- * (config as root attributes, one dataset per parameter), the full-model batch, and a small writer
- * of float datasets for dump outputs.  Shared by `deberta dump` and any encoder parity tool.
+/* h5io.h — reading plain-HDF5 parity files (docs/FORMATS.md "Parity and dump files"): the weights
+ * file (config as root attributes, one dataset per parameter) and the full-model batch.  Shared by
+ * `deberta dump`, `dump-encoder` and `export`; their outputs are written through data/h5util.h's
+ * H5Out.
  *
  * Every function returns 0 on success or -1 with one line in err (no "error: " prefix) naming the
  * file and the problem, e.g.
@@ -40,20 +41,4 @@ int h5io_read_params(const char *path, ParamSet *ps, char *err, size_t errlen);
 int h5io_read_batch(const char *path, int vocab, int max_pos, Batch *b, int32_t **replaced, int32_t **position_ids, char *err,
                     size_t errlen);
 
-/* Writer: datasets in the build's real type (float32, float64 in the double build).  A '/' in a
- * name creates groups.  Written to "<path>.tmp" and renamed by h5w_close.  After the first failure
- * the writer keeps the message and ignores further calls; h5w_close returns it. */
-typedef struct H5Writer {
-    long long f;          /* hid_t */
-    char path[1024], tmp[1040];
-    char err[512];
-} H5Writer;
-
-int h5w_open(H5Writer *w, const char *path, char *err, size_t errlen);
-/* ndim 0 = scalar. */
-void h5w_real(H5Writer *w, const char *name, int ndim, const int *shape, const real *data);
-void h5w_attr_str(H5Writer *w, const char *name, const char *value);
-void h5w_attr_int(H5Writer *w, const char *name, long long value);
-/* Closes and renames; on an earlier failure removes the temp file.  Returns 0 or -1 with err. */
-int h5w_close(H5Writer *w, char *err, size_t errlen);
 #endif
