@@ -5,7 +5,7 @@
 #include "tests/testutil.h"
 #include <string.h>
 #include <unistd.h>
-#include "model/safetensors.h"
+#include "train/interop/safetensors.h"
 
 static char g_dir[256];
 
