@@ -1,4 +1,4 @@
-/* test_safetensors.c — the safetensors reader (model/safetensors.c): values of F32/F16/BF16 files
+/* test_safetensors.c — the safetensors reader (train/interop/safetensors.c): values of F32/F16/BF16 files
  * written byte by byte here (subnormals, infinities, NaN, negative zero), a round trip through the
  * writer (and a changed byte caught by its crc32 metadata), and one test per bad file (each must be
  * refused with its own message). */
