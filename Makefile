@@ -26,18 +26,19 @@ HDF5_LIBS   := $(shell pkg-config --libs hdf5-serial 2>/dev/null || pkg-config -
 OPT     ?= -O3 -march=native
 CFLAGS  += $(OPT) -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp \
            -I. -I$(BLASINC) $(HDF5_CFLAGS) $(PFLAGS) $(MPIFLAGS) $(EXTRA_CFLAGS)
-LDLIBS  += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas $(HDF5_LIBS) -lm -fopenmp $(EXTRA_LDFLAGS)
+LDLIBS  += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas $(HDF5_LIBS) -ljansson -lm -fopenmp $(EXTRA_LDFLAGS)
 
-# The library (build/libdeberta.a): autograd/, model/, data/ and the training library train/*.c.
+# The library (build/libdeberta.a): autograd/, model/, data/, the training library train/*.c and the
+# Hugging Face interop room train/interop/ (safetensors, config.json, the import / export tensor maps).
 # The command line (train/cli/) and the benchmarks (train/bench/) are linked only into build/deberta;
 # train/bench/bench_data.c is a program of its own, built by scripts/bench-tokenizer.sh.
-LIB_SRC  := $(wildcard autograd/*.c model/*.c data/*.c train/*.c)
+LIB_SRC  := $(wildcard autograd/*.c model/*.c data/*.c train/*.c train/interop/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_SRC  := $(filter-out train/cli/main.c,$(wildcard train/cli/*.c))
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_SRC := $(filter-out train/bench/bench_data.c,$(wildcard train/bench/*.c))
 BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
-HDRS     := $(wildcard autograd/*.h model/*.h data/*.h train/*.h train/cli/*.h train/bench/*.h)
+HDRS     := $(wildcard autograd/*.h model/*.h data/*.h train/*.h train/interop/*.h train/cli/*.h train/bench/*.h)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 

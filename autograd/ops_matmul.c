@@ -42,7 +42,7 @@ static MMGeom mm_geometry(const Tensor *a, const Tensor *b, int ta, int tb) {
 }
 
 /* C[b] (+)= op(A[b])·op(B[b]) for every batch item b.  C: [batch, M, N]. */
-void matmul_forward(real *c, const real *a, const real *b, const MMGeom *g, int ta, int tb) {
+static void matmul_forward(real *c, const real *a, const real *b, const MMGeom *g, int ta, int tb) {
     if (g->shared_b && !ta) { /* one big GEMM over all rows */
         gemm(0, tb, g->batch * g->M, g->N, g->K, 1, a, g->lda, b, g->ldb, 0, c, g->N);
         return;
@@ -140,7 +140,7 @@ static void linear_check(const Tensor *x, const Tensor *w, const Tensor *b) {
 }
 
 /* y[R, OUT] = x[R, IN] · W[OUT, IN]^T + b[OUT] */
-void linear_forward(real *y, const real *x, const real *w, const real *b, long R, int IN, int OUT) {
+static void linear_forward(real *y, const real *x, const real *w, const real *b, long R, int IN, int OUT) {
     if (b) {
 #pragma omp parallel for schedule(static)
         for (long r = 0; r < R; r++) memcpy(y + r * OUT, b, OUT * sizeof(real));

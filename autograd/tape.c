@@ -30,6 +30,9 @@ void tape_free(Tape *t) {
     memset(t, 0, sizeof *t);
 }
 
+/* Profiling: start a forward interval now (no-op when t->prof is NULL). */
+static void tape_prof_mark(Tape *t);
+
 void tape_reset(Tape *t) {
     arena_reset(&t->arena);
     t->pool.n = 0;
@@ -42,7 +45,7 @@ void tape_reset(Tape *t) {
 
 static size_t arena_taken(const Arena *a) { return a->used + a->overflow_used; }
 
-void tape_prof_mark(Tape *t) {
+static void tape_prof_mark(Tape *t) {
     if (t->prof) {
         t->prof->mark = now_seconds();
         t->prof->mark_bytes = arena_taken(&t->arena);

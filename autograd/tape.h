@@ -23,8 +23,8 @@ typedef struct TapeNode {
 } TapeNode;
 
 /* Optional per-op-kind timing (deberta bench): attach with t->prof = &p (zeroed), detach with NULL.
- * Forward time of an op = wall time since the previous mark (the previous op's record, tape_reset or
- * tape_prof_mark), taken when the op records itself, so it includes the glue code before the op;
+ * Forward time of an op = wall time since the previous mark (the previous op's record or
+ * tape_reset), taken when the op records itself, so it includes the glue code before the op;
  * backward time = the op's backward call.  Off (NULL), it costs one pointer test per op. */
 typedef struct TapeProfile {
     double fwd[OP_COUNT], bwd[OP_COUNT];  /* seconds */
@@ -72,8 +72,6 @@ Tensor *tape_view(Tape *t, const Tensor *src, int ndim, const int *shape);
  * out->requires_grad accordingly.  Returns the node (to fill ctx/args) or NULL if nothing recorded. */
 TapeNode *tape_record(Tape *t, int op, Tensor *out, int nin, Tensor *const *in);
 
-/* Profiling: start a forward interval now (no-op when t->prof is NULL). */
-void tape_prof_mark(Tape *t);
 
 /* The gradient buffer of x, zeroed on first use: a recycled buffer of the same size if the pool
  * has one, else fresh arena memory. */

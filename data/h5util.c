@@ -31,7 +31,8 @@ int h5ctx_end(H5Ctx *c, int rc) {
     return rc;
 }
 
-int h5_vfail(char *err, size_t errlen, const char *what, const char *path, const char *fmt, va_list ap) {
+/* "<what> <path>: <message>" into err; nothing when err already holds a message. */
+static int h5_vfail(char *err, size_t errlen, const char *what, const char *path, const char *fmt, va_list ap) {
     if (!err || !errlen || err[0]) return -1;
     int k = snprintf(err, errlen, "%s %s: ", what, path);
     if (k < 0 || (size_t)k >= errlen) return -1;

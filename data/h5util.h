@@ -38,8 +38,6 @@ typedef struct H5Ctx {
 void h5ctx_begin(H5Ctx *c, const char *what, const char *path, char *err, size_t errlen);
 int h5ctx_end(H5Ctx *c, int rc);
 int h5ctx_fail(H5Ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The formatting of h5ctx_fail for a caller's own buffer: nothing when err already holds a message. */
-int h5_vfail(char *err, size_t errlen, const char *what, const char *path, const char *fmt, va_list ap);
 
 /* "float32", "uint8", "int64", "string", or "HDF5 class N". */
 void h5_dtype_str(char *buf, size_t len, hid_t type);

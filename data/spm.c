@@ -467,18 +467,12 @@ const char *spm_piece(const SpmModel *m, int id, size_t *len) {
     if (len) *len = m->plen[id];
     return m->piece[id];
 }
-float spm_score(const SpmModel *m, int id) { return id >= 0 && id < m->n ? m->score[id] : 0.0f; }
 int spm_type(const SpmModel *m, int id) { return id >= 0 && id < m->n ? m->type[id] : 0; }
 int spm_piece_to_id(const SpmModel *m, const char *piece, size_t len) {
     int64_t *v = strmap_find(&m->ids, piece, len);
     return v ? (int)*v : -1;
 }
 int spm_unk_id(const SpmModel *m) { return m->unk_id; }
-int spm_bos_id(const SpmModel *m) { return m->bos_id; }
-int spm_eos_id(const SpmModel *m) { return m->eos_id; }
-int spm_pad_id(const SpmModel *m) { return m->pad_id; }
-int spm_byte_fallback(const SpmModel *m) { return m->byte_fallback; }
-const char *spm_normalizer_name(const SpmModel *m) { return m->norm_name ? m->norm_name : ""; }
 const uint8_t *spm_bytes(const SpmModel *m, size_t *len) {
     *len = m->file_len;
     return m->file;
@@ -623,15 +617,6 @@ static void normalize_into(const SpmModel *m, const char *text, size_t len, Str 
         while (o->len >= sl && memcmp(o->s + o->len - sl, sp, sl) == 0) o->len -= sl;
     }
     if (m->ws_suffix && m->add_dummy_prefix) str_put(o, m->escape_ws ? WS : " ", m->escape_ws ? 3 : 1);
-}
-
-char *spm_normalize(const SpmModel *m, const char *text, size_t len, size_t *out_len) {
-    Str o = {0};
-    normalize_into(m, text, len, &o);
-    str_put(&o, "", 0);
-    o.s[o.len] = 0;
-    *out_len = o.len;
-    return o.s;
 }
 
 /* ---- Viterbi ---- */

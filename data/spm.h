@@ -39,19 +39,11 @@ void spm_free(SpmModel *m);
 
 int spm_vocab_size(const SpmModel *m);
 const char *spm_piece(const SpmModel *m, int id, size_t *len); /* NULL for a bad id */
-float spm_score(const SpmModel *m, int id);
 int spm_type(const SpmModel *m, int id);
 int spm_piece_to_id(const SpmModel *m, const char *piece, size_t len); /* -1 when absent */
 int spm_unk_id(const SpmModel *m);
-int spm_bos_id(const SpmModel *m); /* -1 when the model has none */
-int spm_eos_id(const SpmModel *m);
-int spm_pad_id(const SpmModel *m);
-int spm_byte_fallback(const SpmModel *m);
-const char *spm_normalizer_name(const SpmModel *m);
 const uint8_t *spm_bytes(const SpmModel *m, size_t *len); /* the file's bytes */
 
-/* Normalised text (step 1), malloc'd, NUL-terminated; *out_len bytes. */
-char *spm_normalize(const SpmModel *m, const char *text, size_t len, size_t *out_len);
 /* Ids of text (steps 1-3), malloc'd (NULL when empty); thread-safe on a shared model. */
 int32_t *spm_encode(const SpmModel *m, const char *text, size_t len, size_t *n_ids);
 #endif

@@ -8,9 +8,8 @@
 
 static const char BPE_MAGIC[8] = {'D', 'B', 'T', 'O', 'K', 'E', 'N', 'Z'};
 
-int tokfile_is_bpe(const uint8_t *buf, size_t len) { return len >= 8 && !memcmp(buf, BPE_MAGIC, 8); }
-
-const char *tokfile_file_name(TokFileKind kind) { return kind == TOKFILE_SPM ? "spm.model" : "tokenizer.bin"; }
+/* 1 when the bytes start with our tokenizer file's magic (else they are read as a SentencePiece model). */
+static int tokfile_is_bpe(const uint8_t *buf, size_t len) { return len >= 8 && !memcmp(buf, BPE_MAGIC, 8); }
 
 static int cmp_i32(const void *a, const void *b) {
     const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;

@@ -42,8 +42,6 @@ typedef struct TokFile {
     char hash[17];          /* the tokenizer identity: FNV-1a 64 of the file's bytes */
 } TokFile;
 
-/* 1 when the bytes start with our tokenizer file's magic (else they are read as a SentencePiece model). */
-int tokfile_is_bpe(const uint8_t *buf, size_t len);
 /* Parses and validates a tokenizer file of either kind (what names it in messages).  NULL + one line
  * in err on any problem, e.g. "tokenizer m.model: the SentencePiece model has no piece '[CLS]' (...)". */
 TokFile *tokfile_from_bytes(const uint8_t *buf, size_t len, const char *what, char *err, size_t errlen);
@@ -52,6 +50,4 @@ TokFile *tokfile_load(const char *path, char *err, size_t errlen);
 TokFile *tokfile_from_bpe(Tokenizer *tk);
 void tokfile_free(TokFile *t);
 const uint8_t *tokfile_bytes(const TokFile *t, size_t *len);
-/* The name prep gives the file in its output folder: "tokenizer.bin" or "spm.model". */
-const char *tokfile_file_name(TokFileKind kind);
 #endif

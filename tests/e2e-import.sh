@@ -11,6 +11,8 @@
 #   * (the small `test` shape from here on, to keep the test short) bfloat16 imports; a discriminator
 #     alone imports (generator of the default depth initialised; the summary line says so);
 #   * export warns about the distance clamp exactly when max_relative_positions < max_position_embeddings;
+#   * a folder as DebertaV2Model.save_pretrained writes it (no "deberta." prefix, no heads) imports as
+#     the same tensors prefixed do, its config.json read as full JSON (\u escapes, long strings);
 #   * scripts/convert-to-safetensors.py turns a PyTorch pickle into a file import reads;
 #   * bad input: config shapes that disagree with the tensors, a truncated safetensors file, a header
 #     that lies about a tensor's size, an unknown dtype, a missing tensor, a pickle-only folder: one
@@ -95,6 +97,39 @@ grep -q "generator 1 layers (initialised)" "$T/disc.log" || fail "import without
 "$BIN" dump --weights "$T/run-disc/checkpoint.h5" --batch "$T/s-in.h5" --out "$T/ours-disc.h5" > /dev/null || fail "dump of a discriminator-only import"
 "$BIN" export "$T/run-disc/checkpoint.h5" "$T/exp-disc" > /dev/null 2> "$T/exp-disc.err" || fail "export of the test shape"
 grep -q "max_relative_positions 16 < max_position_embeddings 32" "$T/exp-disc.err" || fail "export did not warn about the clamp of the test shape: $(cat "$T/exp-disc.err")"
+
+# a folder as DebertaV2Model.save_pretrained writes it (transformers is not installed here, so made by
+# renaming: the encoder without the "deberta." prefix, no head): imports exactly as the same tensors
+# under their prefixed names do (the heads initialised alike), and config.json is read as JSON (a \u
+# escape in model_type, a string longer than 255 bytes)
+"$PY" - "$T" <<'PYEOF' || fail "writing the save_pretrained folders"
+import json, os, struct, sys
+import numpy as np
+sys.path.insert(0, "scripts/reference"); import refio
+T = sys.argv[1]
+def write_safetensors(path, tensors):  # F32, in the given order
+    header, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
+    for k, v in tensors.items():
+        b = np.ascontiguousarray(v, "<f4").tobytes()
+        header[k] = {"dtype": "F32", "shape": list(v.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b); off += len(b)
+    h = json.dumps(header).encode(); h += b" " * (-len(h) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+st = refio.read_safetensors(T + "/s32/discriminator/model.safetensors")
+enc = {k: v for k, v in st.items() if k.startswith("deberta.")}
+cfg = json.load(open(T + "/s32/discriminator/config.json"))
+for name, tensors in (("bare", {k[len("deberta."):]: v for k, v in enc.items()}), ("prefixed", enc)):
+    os.makedirs(T + "/" + name, exist_ok=True)
+    write_safetensors(T + "/" + name + "/model.safetensors", tensors)
+    text = json.dumps(dict(cfg, _name_or_path="x" * 300), indent=2)
+    open(T + "/" + name + "/config.json", "w").write(text.replace('"deberta-v2"', '"deberta\\u002dv2"'))
+PYEOF
+grep -q 'deberta\\u002dv2' "$T/bare/config.json" || fail "the save_pretrained config.json has no \\u escape"
+for n in bare prefixed; do
+    "$BIN" import "$T/$n" --out "$T/run-$n" --seed 7 > "$T/$n.log" 2>&1 || { cat "$T/$n.log"; fail "import of the $n folder"; }
+done
+grep -q "tensors initialised (discriminator.mask_predictions.\*" "$T/bare.log" || fail "bare import: the RTD head not reported initialised: $(cat "$T/bare.log")"
+cmp -s "$T/run-bare/checkpoint.h5" "$T/run-prefixed/checkpoint.h5" || fail "the save_pretrained folder imports differently from the same tensors prefixed"
 
 # a PyTorch pickle, converted
 mkdir -p "$T/pt"

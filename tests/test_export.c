@@ -52,7 +52,7 @@ static char *slurp(const char *path, size_t *n) {
     return b;
 }
 
-/* ---- minimal safetensors reader (independent of model/safetensors.c) ---- */
+/* ---- minimal safetensors reader (independent of train/interop/safetensors.c) ---- */
 
 typedef struct {
     char name[160];

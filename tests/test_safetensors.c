@@ -1,11 +1,11 @@
-/* test_safetensors.c — the safetensors reader (model/safetensors.c): values of F32/F16/BF16 files
+/* test_safetensors.c — the safetensors reader (train/interop/safetensors.c): values of F32/F16/BF16 files
  * written byte by byte here (subnormals, infinities, NaN, negative zero), a round trip through the
  * writer (and a changed byte caught by its crc32 metadata), and one test per bad file (each must be
  * refused with its own message). */
 #include "tests/testutil.h"
 #include <string.h>
 #include <unistd.h>
-#include "model/safetensors.h"
+#include "train/interop/safetensors.h"
 
 static char g_dir[256];
 

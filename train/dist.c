@@ -11,7 +11,6 @@
 #endif
 
 static int g_init, g_rank, g_world = 1, g_local = 1;
-static double g_comm;
 
 int dist_launched(void) {
     return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
@@ -21,12 +20,6 @@ uint64_t dist_hash(uint64_t h, const void *data, size_t n) {
     const unsigned char *p = data;
     for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
     return h;
-}
-
-double dist_comm_seconds_take(void) {
-    const double s = g_comm;
-    g_comm = 0;
-    return s;
 }
 
 int dist_rank(void) { return g_rank; }
@@ -97,7 +90,6 @@ void dist_exit(int code) {
 
 void dist_allreduce_real(real *buf, long n) {
     if (g_world == 1) return;
-    const double t0 = now_seconds();
     /* In pieces of 8 MB: on this machine's shared-memory transport (Open MPI 4.1.4, 2 ranks) one
      * allreduce of 32 MB or more ran at 0.3-0.5 GB/s against 4-8 GB/s for pieces of 16 MB or less
      * (xsmall's 157 MB: 427 ms as one call, 29-36 ms in 8-16 MB pieces; docs/PERFORMANCE.md).
@@ -105,7 +97,6 @@ void dist_allreduce_real(real *buf, long n) {
     const long chunk = (8L << 20) / (long)sizeof(real);
     for (long i = 0; i < n; i += chunk)
         check(MPI_Allreduce(MPI_IN_PLACE, buf + i, (int)MIN(chunk, n - i), MPI_REAL_T, MPI_SUM, MPI_COMM_WORLD), "allreduce");
-    g_comm += now_seconds() - t0;
 }
 
 /* int counts and displacements of the regions (MPI counts are int) */
@@ -121,51 +112,41 @@ static void regions(const long *counts, int *ic, int *id) {
 
 void dist_reduce_scatter_real(real *buf, const long *counts) {
     if (g_world == 1) return;
-    const double t0 = now_seconds();
     int *ic = xmalloc((size_t)g_world * sizeof(int)), *id = xmalloc((size_t)g_world * sizeof(int));
     regions(counts, ic, id);
     check(MPI_Reduce_scatter(MPI_IN_PLACE, buf, ic, MPI_REAL_T, MPI_SUM, MPI_COMM_WORLD), "reduce_scatter");
     memmove(buf + id[g_rank], buf, (size_t)ic[g_rank] * sizeof(real)); /* MPI leaves the result at the start */
     free(ic);
     free(id);
-    g_comm += now_seconds() - t0;
 }
 
 void dist_allgather_real(real *buf, const long *counts) {
     if (g_world == 1) return;
-    const double t0 = now_seconds();
     int *ic = xmalloc((size_t)g_world * sizeof(int)), *id = xmalloc((size_t)g_world * sizeof(int));
     regions(counts, ic, id);
     check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, ic, id, MPI_REAL_T, MPI_COMM_WORLD), "allgather");
     free(ic);
     free(id);
-    g_comm += now_seconds() - t0;
 }
 
 void dist_gather_real(real *buf, const long *counts) {
     if (g_world == 1) return;
-    const double t0 = now_seconds();
     int *ic = xmalloc((size_t)g_world * sizeof(int)), *id = xmalloc((size_t)g_world * sizeof(int));
     regions(counts, ic, id);
     if (g_rank == 0) check(MPI_Gatherv(MPI_IN_PLACE, 0, MPI_REAL_T, buf, ic, id, MPI_REAL_T, 0, MPI_COMM_WORLD), "gather");
     else check(MPI_Gatherv(buf + id[g_rank], ic[g_rank], MPI_REAL_T, NULL, NULL, NULL, MPI_REAL_T, 0, MPI_COMM_WORLD), "gather");
     free(ic);
     free(id);
-    g_comm += now_seconds() - t0;
 }
 
 void dist_allreduce_double(double *buf, int n) {
     if (g_world == 1) return;
-    const double t0 = now_seconds();
     check(MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "allreduce");
-    g_comm += now_seconds() - t0;
 }
 
 void dist_allreduce_i64(int64_t *buf, int n) {
     if (g_world == 1) return;
-    const double t0 = now_seconds();
     check(MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD), "allreduce");
-    g_comm += now_seconds() - t0;
 }
 
 void dist_allgather_i64(const int64_t *mine, int n, int64_t *all) {
@@ -173,9 +154,7 @@ void dist_allgather_i64(const int64_t *mine, int n, int64_t *all) {
         memcpy(all, mine, (size_t)n * sizeof *all);
         return;
     }
-    const double t0 = now_seconds();
     check(MPI_Allgather(mine, n, MPI_INT64_T, all, n, MPI_INT64_T, MPI_COMM_WORLD), "allgather");
-    g_comm += now_seconds() - t0;
 }
 
 void *dist_gather_bytes(const void *mine, size_t n, size_t *total) {
@@ -185,7 +164,6 @@ void *dist_gather_bytes(const void *mine, size_t n, size_t *total) {
         *total = n;
         return p;
     }
-    const double t0 = now_seconds();
     if (n > (size_t)1 << 30) fatal("gather of %zu bytes per rank is too large", n);
     int mine_n = (int)n, *counts = NULL, *displs = NULL;
     char *all = NULL;
@@ -205,16 +183,13 @@ void *dist_gather_bytes(const void *mine, size_t n, size_t *total) {
     check(MPI_Gatherv(mine, mine_n, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, MPI_COMM_WORLD), "gather");
     free(counts);
     free(displs);
-    g_comm += now_seconds() - t0;
     return all;
 }
 
 void dist_bcast(void *buf, size_t bytes, int root) {
     if (g_world == 1) return;
     if (bytes > (size_t)1 << 30) fatal("broadcast of %zu bytes is too large", bytes);
-    const double t0 = now_seconds();
     check(MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD), "broadcast");
-    g_comm += now_seconds() - t0;
 }
 
 void dist_barrier(void) {

@@ -65,7 +65,4 @@ void dist_agree_text(const char *what, const char *text, const char *hint);
 /* FNV-1a 64 over bytes, chained through h (start with DIST_HASH_INIT). */
 #define DIST_HASH_INIT 0xcbf29ce484222325ULL
 uint64_t dist_hash(uint64_t h, const void *data, size_t n);
-
-/* Seconds spent inside the collectives above since the last call (then reset to 0). */
-double dist_comm_seconds_take(void);
 #endif

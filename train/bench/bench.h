@@ -26,7 +26,4 @@ typedef struct {
  * unknown argument). */
 int bench_parse_flags(const BenchFlags *f, ModelConfig *cfg, int argc, char **argv);
 
-double bench_model_flops(const ModelConfig *c, int B, int T, long n_masked); /* matmul FLOPs of one step */
-/* Best GFLOP/s of an n^3 product: the larger of one threaded BLAS call (*blas) and gemm.h's gemm (*split). */
-double bench_gemm_peak(int n, int reps, double *blas, double *split);
 #endif

@@ -47,7 +47,7 @@ static void usage(FILE *f) {
  * P·V + 2TH for c2c + 2RH per position term; per layer application: 2RH² per position term (the
  * table projections, once per forward); LM head at the masked rows: 2H² + 2HV; RTD head per
  * token: 2H² + 2H. */
-double bench_model_flops(const ModelConfig *c, int B, int T, long n_masked) {
+static double bench_model_flops(const ModelConfig *c, int B, int T, long n_masked) {
     const double H = c->hidden_size, FF = c->intermediate_size, V = c->vocab_size;
     const double AD = (double)c->num_attention_heads * c->attention_head_size;
     const double R = config_rel_rows(c);
@@ -68,7 +68,7 @@ double bench_model_flops(const ModelConfig *c, int B, int T, long n_masked) {
  * can call it (after one warm-up): one BLAS call threaded by the library, and autograd/gemm.h's
  * split among the OpenMP threads (with the own AVX-512 kernel where it runs), alternating.  The better
  * one is the peak the step is measured against. */
-double bench_gemm_peak(int n, int reps, double *blas, double *split) {
+static double bench_gemm_peak(int n, int reps, double *blas, double *split) {
     real *a = xcalloc_aligned((size_t)n * n * sizeof(real)), *b = xcalloc_aligned((size_t)n * n * sizeof(real)),
          *c = xcalloc_aligned((size_t)n * n * sizeof(real));
     for (long i = 0; i < (long)n * n; i++) {

@@ -2,18 +2,8 @@
  * Face DebertaV2 folders, OUTDIR/generator and OUTDIR/discriminator, each with config.json (the keys
  * and types of spec §7.2), model.safetensors (F32, little-endian) and, when the checkpoint carries
  * the tokenizer, tokenizer.json (ours) or spm.model (a SentencePiece model, as the published DeBERTa-V3
- * folders hold it).  Layout and names: docs/FORMATS.md "Export".
- *
- * Names: our parameters are the HF ones with a "generator." / "discriminator." prefix; the prefix
- * is dropped.  The generator's MLM head is written as the transformers class will look for it:
- * cls.predictions.{transform.dense, transform.LayerNorm, bias} (default, config legacy=true: what
- * DebertaV2ForMaskedLM of every transformers version reads), lm_predictions.lm_head.* (--mlm-head
- * official, legacy=false: the official layout, read by transformers releases that know `legacy`), or
- * both (--mlm-head both); the decoder weight is tied to the word embeddings and omitted.  The RTD head
- * (mask_predictions.*, which no transformers class has) is written only with --rtd-head, so that
- * DebertaV2Model reports no unused weights by default.  The discriminator's word and
- * position tables are written as plain `.weight`: E_G + E_Δ and P_G + P_Δ under GDES (spec §5.1; the
- * deltas themselves are not written), the generator's tables under ES, its own under NES.
+ * folders hold it); a fine-tuned model as one folder.  Layout and names: docs/FORMATS.md "Export";
+ * the tensor map: train/interop/hf_export.h.
  */
 #include <errno.h>
 #include <math.h>
@@ -25,13 +15,13 @@
 #include "data/tokenizer.h"
 #include "data/tokfile.h"
 #include "model/electra.h"
-#include "model/safetensors.h"
 #include "data/task.h"
 #include "train/checkpoint.h"
 #include "train/finetune.h"
 #include "train/cli/cli.h"
 #include "train/cli/h5io.h"
 #include "train/cli/model_source.h"
+#include "train/interop/hf_export.h"
 
 /* The checkpoint's tokenizer into each of dirs[0..n): ours as tokenizer.json, a SentencePiece model
  * as a copy of its spm.model.  Returns the note for the summary line. */
@@ -77,91 +67,6 @@ static void usage(FILE *f) {
             "  --help           this text\n");
 }
 
-/* Shortest decimal that round-trips, always with a '.' or exponent (a JSON float, not an int). */
-static void json_double(FILE *f, double v) {
-    char buf[64];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (strtod(buf, NULL) == v) break;
-    }
-    if (!strpbrk(buf, ".eEn")) strcat(buf, ".0");
-    fputs(buf, f);
-}
-
-/* config.json of spec §7.2 for one of the pair (n_layers: its depth). */
-static int write_config_json(const char *path, const ModelConfig *c, int n_layers, const char *arch, const char *extra, int legacy,
-                             char *err, size_t errlen) {
-    AtomicFile af;
-    if (atomic_open(&af, path) != 0) {
-        snprintf(err, errlen, "export: cannot create %.900s.tmp (%s)", path, strerror(errno));
-        return -1;
-    }
-    FILE *f = af.f;
-    fprintf(f, "{\n  \"model_type\": \"deberta-v2\",\n  \"architectures\": [\"%s\"],\n", arch);
-    fprintf(f, "  \"vocab_size\": %d,\n  \"hidden_size\": %d,\n  \"num_hidden_layers\": %d,\n", c->vocab_size, c->hidden_size, n_layers);
-    fprintf(f, "  \"num_attention_heads\": %d,\n  \"intermediate_size\": %d,\n", c->num_attention_heads, c->intermediate_size);
-    if (c->attention_head_size * c->num_attention_heads != c->hidden_size)
-        fprintf(f, "  \"attention_head_size\": %d,\n", c->attention_head_size); /* HF reads it when present */
-    fprintf(f, "  \"hidden_act\": \"gelu\",\n  \"hidden_dropout_prob\": ");
-    json_double(f, c->hidden_dropout_prob);
-    fprintf(f, ",\n  \"attention_probs_dropout_prob\": ");
-    json_double(f, c->attention_probs_dropout_prob);
-    fprintf(f, ",\n  \"max_position_embeddings\": %d,\n  \"type_vocab_size\": 0,\n  \"initializer_range\": ", c->max_position_embeddings);
-    json_double(f, c->initializer_range);
-    fprintf(f, ",\n  \"layer_norm_eps\": ");
-    json_double(f, c->layer_norm_eps);
-    fprintf(f, ",\n  \"relative_attention\": true,\n  \"max_relative_positions\": %d,\n  \"position_buckets\": %d,\n",
-            c->max_relative_positions, c->position_buckets > 0 ? c->position_buckets : -1);
-    fprintf(f, "  \"norm_rel_ebd\": \"%s\",\n  \"share_att_key\": true,\n  \"pos_att_type\": [", c->norm_rel_ebd ? "layer_norm" : "none");
-    int k = 0;
-    if (c->att_terms & ATT_P2C) fprintf(f, "%s\"p2c\"", k++ ? ", " : "");
-    if (c->att_terms & ATT_C2P) fprintf(f, "%s\"c2p\"", k++ ? ", " : "");
-    fprintf(f, "],\n  \"position_biased_input\": false,\n  \"pad_token_id\": %d,\n", c->pad_id);
-    fprintf(f, "  \"pooler_hidden_size\": %d,\n  \"pooler_dropout\": 0,\n  \"pooler_hidden_act\": \"gelu\",\n%s  \"legacy\": %s\n}\n",
-            c->hidden_size, extra ? extra : "", legacy ? "true" : "false");
-    if (atomic_commit(&af) != 0) {
-        snprintf(err, errlen, "export: cannot write %.900s (%s)", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-typedef struct Entries {
-    StEntry *e;
-    int n, cap;
-    real **owned; /* buffers to free (sums) */
-    int n_owned;
-} Entries;
-
-static void add_entry(Entries *es, const char *name, const Tensor *t, const real *data) {
-    if (es->n == es->cap) {
-        es->cap = es->cap ? 2 * es->cap : 64;
-        es->e = xrealloc(es->e, (size_t)es->cap * sizeof(StEntry));
-    }
-    StEntry *e = &es->e[es->n++];
-    memset(e, 0, sizeof *e);
-    e->name = xstrdup(name);
-    e->ndim = t->ndim;
-    memcpy(e->shape, t->shape, sizeof e->shape);
-    e->data = data ? data : t->data;
-}
-
-static const real *sum_of(Entries *es, const Tensor *a, const Tensor *b) {
-    real *s = xmalloc((size_t)a->n * sizeof(real));
-    for (long i = 0; i < a->n; i++) s[i] = a->data[i] + b->data[i];
-    es->owned = xrealloc(es->owned, (size_t)(es->n_owned + 1) * sizeof(real *));
-    es->owned[es->n_owned++] = s;
-    return s;
-}
-
-static void entries_free(Entries *es) {
-    for (int i = 0; i < es->n; i++) free((char *)es->e[i].name);
-    for (int i = 0; i < es->n_owned; i++) free(es->owned[i]);
-    free(es->e);
-    free(es->owned);
-    memset(es, 0, sizeof *es);
-}
-
 /* ---- a fine-tuned model (deberta finetune): one folder OUTDIR with the head's HF class ---- */
 
 typedef struct { char head[16]; char labels[TASK_MAX_LABELS * (TASK_LABEL_LEN + 1)]; } FtKeys;
@@ -172,18 +77,8 @@ static int ft_key(const char *key, const char *v, void *ctx) {
     return 0;
 }
 
-static void json_str(char *buf, size_t cap, size_t *k, const char *s) {
-    *k += (size_t)snprintf(buf + *k, cap - *k, "\"");
-    for (; *s && *k + 8 < cap; s++) {
-        if (*s == '"' || *s == '\\') *k += (size_t)snprintf(buf + *k, cap - *k, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20) *k += (size_t)snprintf(buf + *k, cap - *k, "\\u%04x", *s);
-        else buf[(*k)++] = *s;
-    }
-    *k += (size_t)snprintf(buf + *k, cap - *k, "\"");
-}
-
 static int export_finetuned(const char *src, const char *outdir, CheckpointState *st, ModelConfig *cfg) {
-    char err[1024], path[4200];
+    char err[1024];
     FtKeys keys = {"", ""};
     config_text_each(st->config, ft_key, &keys);
     HeadKind kind;
@@ -204,31 +99,13 @@ static int export_finetuned(const char *src, const char *outdir, CheckpointState
     memset(&st2, 0, sizeof st2);
     if (checkpoint_load(src, &m.ps, NULL, &st2, err, sizeof err)) fatal("%s", err);
     if (mkdir_p(outdir)) fatal("export: cannot create %s (%s)", outdir, strerror(errno));
-    Entries es = {0};
-    for (int i = 0; i < m.ps.n; i++) add_entry(&es, m.ps.params[i]->name, m.ps.params[i], NULL);
-    snprintf(path, sizeof path, "%s/model.safetensors", outdir);
-    if (safetensors_write(path, es.e, es.n, err, sizeof err)) fatal("export: %s", err);
-    size_t cap = 256 + (size_t)L * 2 * (2 * TASK_LABEL_LEN + 16), k = 0;
-    char *extra = xmalloc(cap);
-    k += (size_t)snprintf(extra + k, cap - k, "  \"num_labels\": %d,\n  \"id2label\": {", L);
-    for (int l = 0; l < L; l++) {
-        k += (size_t)snprintf(extra + k, cap - k, "%s\"%d\": ", l ? ", " : "", l);
-        json_str(extra, cap, &k, names[l]);
-    }
-    k += (size_t)snprintf(extra + k, cap - k, "},\n  \"label2id\": {");
-    for (int l = 0; l < L; l++) {
-        if (l) k += (size_t)snprintf(extra + k, cap - k, ", ");
-        json_str(extra, cap, &k, names[l]);
-        k += (size_t)snprintf(extra + k, cap - k, ": %d", l);
-    }
-    snprintf(extra + k, cap - k, "},\n");
+    const char *labels[TASK_MAX_LABELS];
+    for (int l = 0; l < L; l++) labels[l] = names[l];
+    int n_tensors = 0;
+    if (hf_export_classifier(&m.ps, cfg, kind, labels, L, outdir, &n_tensors, err, sizeof err)) fatal("%s", err);
     const char *arch = kind == HEAD_TOKEN ? "DebertaV2ForTokenClassification" : "DebertaV2ForSequenceClassification";
-    snprintf(path, sizeof path, "%s/config.json", outdir);
-    if (write_config_json(path, cfg, cfg->num_hidden_layers, arch, extra, 1, err, sizeof err)) fatal("%s", err);
-    free(extra);
     const char *tok_note = write_tokenizer(st2.tokenizer, st2.n_tokenizer, src, cfg->vocab_size, &outdir, 1);
-    printf("export: %s (fine-tuned, %s, %d labels) -> %s: %d tensors; %s\n", src, arch, L, outdir, es.n, tok_note);
-    entries_free(&es);
+    printf("export: %s (fine-tuned, %s, %d labels) -> %s: %d tensors; %s\n", src, arch, L, outdir, n_tensors, tok_note);
     checkpoint_state_free(&st2);
     ft_model_free(&m);
     return 0;
@@ -313,50 +190,13 @@ int cmd_export(int argc, char **argv) {
              "export at every length)",
              cfg.max_relative_positions, cfg.max_position_embeddings, cfg.max_relative_positions - 1, cfg.max_relative_positions);
 
-    char gdir[4096], ddir[4096], path[4200];
+    char gdir[4096], ddir[4096];
     snprintf(gdir, sizeof gdir, "%s/generator", outdir);
     snprintf(ddir, sizeof ddir, "%s/discriminator", outdir);
     if (mkdir_p(gdir) || mkdir_p(ddir)) fatal("export: cannot create %s and %s (%s)", gdir, ddir, strerror(errno));
-
-    /* generator: backbone + the MLM head under the chosen name(s) */
-    Entries ge = {0}, de = {0};
-    const size_t gp = strlen("generator."), dp = strlen("discriminator.");
-    for (int i = 0; i < m.n_gen_params; i++) {
-        const char *n = m.ps.params[i]->name + gp;
-        if (!head_official && !strncmp(n, "lm_predictions.", 15)) continue;
-        add_entry(&ge, n, m.ps.params[i], NULL);
-    }
-    if (head_cls) {
-        add_entry(&ge, "cls.predictions.transform.dense.weight", m.lm.dense_w, NULL);
-        add_entry(&ge, "cls.predictions.transform.dense.bias", m.lm.dense_b, NULL);
-        add_entry(&ge, "cls.predictions.transform.LayerNorm.weight", m.lm.ln_g, NULL);
-        add_entry(&ge, "cls.predictions.transform.LayerNorm.bias", m.lm.ln_b, NULL);
-        add_entry(&ge, "cls.predictions.bias", m.lm.bias, NULL);
-    }
-
-    /* discriminator: plain word/position tables first, then everything but the GDES deltas */
-    if (cfg.embedding_sharing == SHARE_GDES) {
-        add_entry(&de, "deberta.embeddings.word_embeddings.weight", m.gen.word, sum_of(&de, m.gen.word, m.word_delta));
-        add_entry(&de, "deberta.embeddings.position_embeddings.weight", m.gen.position, sum_of(&de, m.gen.position, m.pos_delta));
-    } else if (cfg.embedding_sharing == SHARE_ES) {
-        add_entry(&de, "deberta.embeddings.word_embeddings.weight", m.gen.word, NULL);
-        add_entry(&de, "deberta.embeddings.position_embeddings.weight", m.gen.position, NULL);
-    }
-    for (int i = m.n_gen_params; i < m.ps.n; i++) {
-        const Tensor *t = m.ps.params[i];
-        if (t == m.word_delta || t == m.pos_delta) continue;
-        if (!rtd_head && !strncmp(t->name + dp, "mask_predictions.", 17)) continue;
-        add_entry(&de, t->name + dp, t, NULL);
-    }
-
-    snprintf(path, sizeof path, "%s/model.safetensors", gdir);
-    if (safetensors_write(path, ge.e, ge.n, err, sizeof err)) fatal("export: %s", err);
-    snprintf(path, sizeof path, "%s/model.safetensors", ddir);
-    if (safetensors_write(path, de.e, de.n, err, sizeof err)) fatal("export: %s", err);
-    snprintf(path, sizeof path, "%s/config.json", gdir);
-    if (write_config_json(path, &cfg, m.gen.n_layers, "DebertaV2ForMaskedLM", NULL, head_cls, err, sizeof err)) fatal("%s", err);
-    snprintf(path, sizeof path, "%s/config.json", ddir);
-    if (write_config_json(path, &cfg, m.disc.n_layers, "DebertaV2Model", NULL, head_cls, err, sizeof err)) fatal("%s", err);
+    int n_gen = 0, n_disc = 0;
+    const HfExportHeads heads = {.mlm_cls = head_cls, .mlm_official = head_official, .rtd = rtd_head};
+    if (hf_export_electra(&m, heads, gdir, ddir, &n_gen, &n_disc, err, sizeof err)) fatal("%s", err);
 
     const char *tok_note = "no tokenizer in the source: tokenizer.json not written";
     if (ckpt && st->n_tokenizer > 0) {
@@ -364,10 +204,7 @@ int cmd_export(int argc, char **argv) {
         tok_note = write_tokenizer(st->tokenizer, st->n_tokenizer, src, cfg.vocab_size, dirs, 2);
     }
     printf("export: %s (%s, %s, emd=%d) -> %s: %d tensors, %s: %d tensors; %s\n", src, config_sharing_str(cfg.embedding_sharing),
-           ckpt ? "checkpoint" : "weights file", cfg.use_emd, gdir, ge.n, ddir, de.n, tok_note);
-
-    entries_free(&ge);
-    entries_free(&de);
+           ckpt ? "checkpoint" : "weights file", cfg.use_emd, gdir, n_gen, ddir, n_disc, tok_note);
     model_source_free(&ms);
     electra_free(&m);
     return 0;

@@ -1,15 +1,8 @@
 /* cmd_import.c — `deberta import HF_DIR --out RUN [--generator GEN_DIR]`: a Hugging Face DebertaV2
  * checkpoint (config.json + model.safetensors, F32/F16/BF16) as a run directory (checkpoint.h5 at step
  * 0 + config.txt) that eval, dump, export and pretrain --init-from read.  Layout: docs/FORMATS.md
- * "Import".
- *
- * HF_DIR is the discriminator (the published V3 folders are): deberta.* and, when present,
- * mask_predictions.* (the RTD head; initialised when absent).  The generator comes from GEN_DIR
- * (deberta.* + lm_predictions.lm_head.* or cls.predictions.*); without it, a generator of
- * gen_num_hidden_layers (default: half the discriminator's depth, at least 1) is initialised from the
- * config with its word and position tables copied from the discriminator and its MLM head taken from
- * HF_DIR when HF_DIR has one.  Sharing: nes (default; each model keeps its tables, the export gives
- * them back bit for bit) or gdes (E_Δ = E_D − E_G; zero when the generator was initialised here).
+ * "Import"; the tensor map: train/interop/hf_import.h.  Sharing: nes (default; each model keeps its
+ * tables, the export gives them back bit for bit) or gdes.
  *
  * The tokenizer (--tokenizer FILE, by default HF_DIR/spm.model when there is one) gives the special
  * ids of the run's config ([PAD] [CLS] [SEP] [UNK] [MASK], data/tokfile.h) and travels in the
@@ -23,10 +16,9 @@
 #include "autograd/util.h"
 #include "data/tokfile.h"
 #include "model/electra.h"
-#include "model/safetensors.h"
 #include "train/checkpoint.h"
 #include "train/cli/cli.h"
-#include "train/cli/hf_config.h"
+#include "train/interop/hf_import.h"
 #include "train/metrics.h"
 
 static void usage(FILE *f) {
@@ -47,95 +39,6 @@ static void usage(FILE *f) {
             "  --sharing nes|gdes   embedding sharing of the run (default nes)\n"
             "  --seed N             seed of the initialisation of what the files do not hold (default 0)\n"
             "  --KEY VALUE          any config key not in config.json (rtd_lambda, use_emd, max_seq_len, ...)\n");
-}
-
-typedef struct Src {
-    const char *dir;
-    StFile *st;
-    unsigned char *used;
-} Src;
-
-static void open_src(Src *s, const char *dir, ModelConfig *c) {
-    char path[4200], err[1600];
-    s->dir = dir;
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    if (c && hf_config_read(path, c, err, sizeof err)) fatal("import: %s", err);
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    s->st = safetensors_open(path, err, sizeof err);
-    if (!s->st) {
-        snprintf(path, sizeof path, "%s/pytorch_model.bin", dir);
-        FILE *f = fopen(path, "rb");
-        if (f) {
-            fclose(f);
-            fatal("import: %s has pytorch_model.bin but no model.safetensors: convert it with "
-                  "/usr/bin/python3 scripts/convert-to-safetensors.py %s",
-                  dir, dir);
-        }
-        fatal("import: %s", err);
-    }
-    s->used = xcalloc((size_t)s->st->n + 1, 1);
-}
-
-/* Copies tensor name of s into t (shape checked); 1 if found, 0 if absent. */
-static int take(Src *s, const char *name, Tensor *t) {
-    const StTensor *e = safetensors_find(s->st, name);
-    if (!e) return 0;
-    if (e->dtype == ST_OTHER)
-        fatal("import: %s/model.safetensors: tensor '%s' has dtype %s, expected a float (F32, F16, BF16 or F64)", s->dir, name, e->dtype_name);
-    int ok = e->ndim == t->ndim;
-    for (int d = 0; ok && d < t->ndim; d++) ok = e->shape[d] == t->shape[d];
-    if (!ok) {
-        char a[128] = "", b[128] = "";
-        for (int d = 0; d < e->ndim; d++) snprintf(a + strlen(a), sizeof a - strlen(a), d ? ", %lld" : "%lld", (long long)e->shape[d]);
-        for (int d = 0; d < t->ndim; d++) snprintf(b + strlen(b), sizeof b - strlen(b), d ? ", %d" : "%d", t->shape[d]);
-        fatal("import: %s/model.safetensors: tensor '%s' has shape [%s] but %s/config.json implies [%s] (config and weights disagree)",
-              s->dir, name, a, s->dir, b);
-    }
-    safetensors_read(s->st, e, t->data);
-    for (long i = 0; i < t->n; i++)
-        if (!(t->data[i] - t->data[i] == 0)) fatal("import: %s/model.safetensors: tensor '%s' holds NaN or Inf", s->dir, name);
-    s->used[e - s->st->t] = 1;
-    return 1;
-}
-
-/* The MLM head under the official name or the cls.predictions one. */
-static int take_head(Src *s, const char *suffix, Tensor *t) {
-    char n[256];
-    snprintf(n, sizeof n, "lm_predictions.lm_head.%s", suffix);
-    int a = take(s, n, t);
-    static const char *from[5] = {"dense.weight", "dense.bias", "LayerNorm.weight", "LayerNorm.bias", "bias"};
-    static const char *to[5] = {"cls.predictions.transform.dense.weight", "cls.predictions.transform.dense.bias",
-                                "cls.predictions.transform.LayerNorm.weight", "cls.predictions.transform.LayerNorm.bias",
-                                "cls.predictions.bias"};
-    for (int k = 0; k < 5; k++)
-        if (!strcmp(suffix, from[k])) {
-            if (a) { /* both present (older exports of this project write both): they must agree */
-                const StTensor *e = safetensors_find(s->st, to[k]);
-                if (e) {
-                    real *tmp = xmalloc((size_t)t->n * sizeof(real));
-                    safetensors_read(s->st, e, tmp);
-                    if (e->numel != t->n || memcmp(tmp, t->data, (size_t)t->n * sizeof(real)))
-                        fatal("import: %s: '%s' and '%s' are both present and differ", s->dir, n, to[k]);
-                    free(tmp);
-                    s->used[e - s->st->t] = 1;
-                }
-                return 1;
-            }
-            return take(s, to[k], t);
-        }
-    return a;
-}
-
-static void report_unused(const Src *s) {
-    int n = 0;
-    char list[600] = "";
-    for (int i = 0; i < s->st->n; i++) {
-        if (s->used[i]) continue;
-        const char *nm = s->st->t[i].name;
-        if (!strcmp(nm, "cls.predictions.decoder.weight") || !strcmp(nm, "lm_predictions.lm_head.decoder.weight")) continue; /* tied */
-        if (n++ < 4) snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", n > 1 ? ", " : "", nm);
-    }
-    if (n) warn("import: %s: %d tensor(s) not used (%s%s)", s->dir, n, list, n > 4 ? ", ..." : "");
 }
 
 /* The tokenizer of the model: *path, or HF_DIR/spm.model (written into def, *path then points to it)
@@ -195,12 +98,12 @@ int cmd_import(int argc, char **argv) {
     }
     if (strcmp(sharing, "nes") && strcmp(sharing, "gdes")) fatal("import: --sharing must be nes or gdes, not '%s'", sharing);
 
-    Src d = {0}, g = {0};
-    open_src(&d, hf, &cfg);
+    HfFolder d, g;
+    if (hf_folder_open(&d, hf, &cfg, err, sizeof err)) fatal("%s", err);
     if (gen_dir) {
         ModelConfig gc;
         config_defaults(&gc);
-        open_src(&g, gen_dir, &gc);
+        if (hf_folder_open(&g, gen_dir, &gc, err, sizeof err)) fatal("%s", err);
         if (gc.hidden_size != cfg.hidden_size || gc.vocab_size != cfg.vocab_size || gc.num_attention_heads != cfg.num_attention_heads ||
             gc.intermediate_size != cfg.intermediate_size || gc.max_position_embeddings != cfg.max_position_embeddings ||
             gc.position_buckets != cfg.position_buckets || gc.max_relative_positions != cfg.max_relative_positions ||
@@ -225,83 +128,12 @@ int cmd_import(int argc, char **argv) {
 
     Electra m;
     electra_build(&m, &cfg, seed);
-    const size_t gp = strlen("generator."), dp = strlen("discriminator.");
-    int n_init = 0;
-    char init_list[400] = "";
-#define NOTE_INIT(nm)                                                                                                 \
-    do {                                                                                                              \
-        if (n_init++ < 3) snprintf(init_list + strlen(init_list), sizeof init_list - strlen(init_list), "%s%s", n_init > 1 ? ", " : "", nm); \
-    } while (0)
-    /* discriminator */
-    int rtd_found = 0, rtd_n = 0;
-    for (int i = m.n_gen_params; i < m.ps.n; i++) {
-        Tensor *t = m.ps.params[i];
-        if (t == m.word_delta || t == m.pos_delta) continue;
-        const char *name = t->name + dp;
-        if (!strncmp(name, "mask_predictions.", 17)) {
-            rtd_n++;
-            rtd_found += take(&d, name, t);
-            continue;
-        }
-        if (!take(&d, name, t)) {
-            if (!strcmp(name, "deberta.embeddings.position_embeddings.weight")) NOTE_INIT(t->name);
-            else fatal("import: %s/model.safetensors has no tensor '%s' (is it a DebertaV2 model of this config?)", hf, name);
-        }
-    }
-    if (rtd_found && rtd_found != rtd_n) fatal("import: %s/model.safetensors has only %d of the %d mask_predictions.* tensors", hf, rtd_found, rtd_n);
-    if (!rtd_found) NOTE_INIT("discriminator.mask_predictions.*");
-    /* the discriminator's tables, as NES would hold them (under GDES they live in the generator + deltas) */
-    Tensor *dword = NULL, *dpos = NULL;
-    const StTensor *ew = safetensors_find(d.st, "deberta.embeddings.word_embeddings.weight");
-    const StTensor *ep = safetensors_find(d.st, "deberta.embeddings.position_embeddings.weight");
-    real *dw_buf = NULL, *dp_buf = NULL;
-    if (cfg.embedding_sharing == SHARE_GDES) {
-        Tensor tmp = *m.gen.word;
-        dw_buf = xmalloc((size_t)tmp.n * sizeof(real));
-        tmp.data = dw_buf;
-        if (!take(&d, "deberta.embeddings.word_embeddings.weight", &tmp))
-            fatal("import: %s/model.safetensors has no tensor 'deberta.embeddings.word_embeddings.weight'", hf);
-        Tensor tp = *m.gen.position;
-        dp_buf = xmalloc((size_t)tp.n * sizeof(real));
-        tp.data = dp_buf;
-        if (!take(&d, "deberta.embeddings.position_embeddings.weight", &tp)) memcpy(dp_buf, m.gen.position->data, (size_t)tp.n * sizeof(real));
-    } else {
-        for (int i = m.n_gen_params; i < m.ps.n; i++) {
-            if (!strcmp(m.ps.params[i]->name, "discriminator.deberta.embeddings.word_embeddings.weight")) dword = m.ps.params[i];
-            if (!strcmp(m.ps.params[i]->name, "discriminator.deberta.embeddings.position_embeddings.weight")) dpos = m.ps.params[i];
-        }
-    }
-    (void)ew, (void)ep;
-    /* generator */
-    for (int i = 0; i < m.n_gen_params; i++) {
-        Tensor *t = m.ps.params[i];
-        const char *name = t->name + gp;
-        const int is_head = !strncmp(name, "lm_predictions.lm_head.", 23);
-        const int is_word = !strcmp(name, "deberta.embeddings.word_embeddings.weight");
-        const int is_pos = !strcmp(name, "deberta.embeddings.position_embeddings.weight");
-        int got = 0;
-        if (gen_dir) {
-            got = is_head ? take_head(&g, name + 23, t) : take(&g, name, t);
-            if (!got && !is_pos && !is_head)
-                fatal("import: %s/model.safetensors has no tensor '%s' (is it a DebertaV2 model of this config?)", gen_dir, name);
-        } else if (is_head) {
-            got = take_head(&d, name + 23, t);
-        } else if (is_word || is_pos) {
-            const real *src = cfg.embedding_sharing == SHARE_GDES ? (is_word ? dw_buf : dp_buf) : (is_word ? dword : dpos)->data;
-            memcpy(t->data, src, (size_t)t->n * sizeof(real));
-            got = 1;
-        }
-        if (!got && (gen_dir || is_head)) NOTE_INIT(t->name);
-    }
-    if (cfg.embedding_sharing == SHARE_GDES) { /* E_Δ = E_D − E_G */
-        for (long k = 0; k < m.word_delta->n; k++) m.word_delta->data[k] = dw_buf[k] - m.gen.word->data[k];
-        for (long k = 0; k < m.pos_delta->n; k++) m.pos_delta->data[k] = dp_buf[k] - m.gen.position->data[k];
-        if (gen_dir) warn("import: gdes with a separate generator stores E_D - E_G; E_G + (E_D - E_G) may differ from E_D in the last bit");
-    }
-    free(dw_buf);
-    free(dp_buf);
-    report_unused(&d);
-    if (gen_dir) report_unused(&g);
+    HfImported imp;
+    if (hf_import_electra(&m, &d, gen_dir ? &g : NULL, &imp, err, sizeof err)) fatal("%s", err);
+    if (gen_dir && cfg.embedding_sharing == SHARE_GDES)
+        warn("import: gdes with a separate generator stores E_D - E_G; E_G + (E_D - E_G) may differ from E_D in the last bit");
+    hf_folder_warn_unused(&d);
+    if (gen_dir) hf_folder_warn_unused(&g);
 
     /* the run directory */
     if (run_check_fresh(out, err, sizeof err) || run_mkdir(out, err, sizeof err)) fatal("%s", err);
@@ -328,8 +160,8 @@ int cmd_import(int argc, char **argv) {
     printf("import: %s%s%s -> %s/checkpoint.h5: hidden %d, discriminator %d layers, generator %d layers%s, vocab %d, %s; "
            "%d tensors initialised%s%s%s\n",
            hf, gen_dir ? " + " : "", gen_dir ? gen_dir : "", out, cfg.hidden_size, cfg.num_hidden_layers, cfg.gen_num_hidden_layers,
-           gen_dir ? "" : " (initialised)", cfg.vocab_size, config_sharing_str(cfg.embedding_sharing), n_init, n_init ? " (" : "",
-           init_list, n_init > 3 ? ", ...)" : n_init ? ")" : "");
+           gen_dir ? "" : " (initialised)", cfg.vocab_size, config_sharing_str(cfg.embedding_sharing), imp.n_init,
+           imp.n_init ? " (" : "", imp.init_list, imp.n_init > 3 ? ", ...)" : imp.n_init ? ")" : "");
     if (tok)
         printf("import: tokenizer %s (%d ids, tokenizer %s): [PAD] %d [CLS] %d [SEP] %d [UNK] %d [MASK] %d\n", tok_path, tok->vocab_size,
                tok->hash, cfg.pad_id, cfg.cls_id, cfg.sep_id, cfg.unk_id, cfg.mask_id);
@@ -339,9 +171,7 @@ int cmd_import(int argc, char **argv) {
     tokfile_free(tok);
     free(text);
     electra_free(&m);
-    safetensors_close(d.st);
-    free(d.used);
-    if (g.st) safetensors_close(g.st);
-    free(g.used);
+    hf_folder_close(&d);
+    if (gen_dir) hf_folder_close(&g);
     return 0;
 }

@@ -1,4 +1,6 @@
-/* hf_config.h — a Hugging Face DebertaV2 config.json as a ModelConfig (`deberta import`).
+/* hf_config.h — a Hugging Face DebertaV2 config.json: read into a ModelConfig (`deberta import`),
+ * written from one (`deberta export`).  Parsed with libjansson (docs/ARCHITECTURE.md, "Dependencies
+ * outside the C library"): full JSON, \u escapes and strings of any length.
  *
  * Read: vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size,
  * max_position_embeddings, attention_head_size (optional), position_buckets (-1/absent: none),
@@ -8,11 +10,18 @@
  * model_type, relative_attention not true, position_biased_input true, share_att_key false,
  * hidden_act other than gelu, type_vocab_size or conv_kernel_size non-zero.  Other keys are ignored.
  */
-#ifndef DEBERTA_CLI_HF_CONFIG_H
-#define DEBERTA_CLI_HF_CONFIG_H
+#ifndef DEBERTA_INTEROP_HF_CONFIG_H
+#define DEBERTA_INTEROP_HF_CONFIG_H
 #include <stddef.h>
 #include "model/config.h"
 
 /* Applies path's keys to c (which holds the defaults).  0, or -1 with "config PATH: what" in err. */
 int hf_config_read(const char *path, ModelConfig *c, char *err, size_t errlen);
+
+/* Writes config.json (spec §7.2) for one model of depth n_layers: architectures [arch], extra (may
+ * be NULL: lines of further keys, each ending ",\n") before "legacy".  0, or -1 with a message. */
+int hf_config_write(const char *path, const ModelConfig *c, int n_layers, const char *arch, const char *extra, int legacy, char *err,
+                    size_t errlen);
+/* The extra keys of a classification model: num_labels, id2label, label2id; malloc'd. */
+char *hf_config_labels(const char *const *names, int n_labels);
 #endif

@@ -1,5 +1,5 @@
 /* safetensors.c — see safetensors.h */
-#include "model/safetensors.h"
+#include "train/interop/safetensors.h"
 #include "autograd/util.h"
 #include <errno.h>
 #include <stdio.h>
@@ -287,9 +287,6 @@ static int dtype_bytes(const StTensor *t) {
     int b = 0;
     dtype_of(t->dtype_name, &b);
     return b;
-}
-const char *safetensors_dtype_name(int d) {
-    return d == ST_F32 ? "F32" : d == ST_F16 ? "F16" : d == ST_BF16 ? "BF16" : d == ST_F64 ? "F64" : "non-float";
 }
 
 void safetensors_close(StFile *f) {

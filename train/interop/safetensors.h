@@ -58,6 +58,5 @@ const StTensor *safetensors_find(const StFile *f, const char *name); /* NULL whe
 /* Converts tensor t (not ST_OTHER) into out[numel] (float16/bfloat16 exactly, including subnormals,
  * inf, NaN; float64 rounded to real). */
 void safetensors_read(const StFile *f, const StTensor *t, real *out);
-const char *safetensors_dtype_name(int dtype);
 void safetensors_close(StFile *f);
 #endif

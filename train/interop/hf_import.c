@@ -1,0 +1,190 @@
+/* hf_import.c — see hf_import.h. */
+#include "train/interop/hf_import.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "autograd/util.h"
+#include "train/interop/hf_config.h"
+
+int hf_folder_open(HfFolder *f, const char *dir, ModelConfig *c, char *err, size_t errlen) {
+    char path[4200], msg[1600];
+    memset(f, 0, sizeof *f);
+    f->dir = dir;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (c && hf_config_read(path, c, msg, sizeof msg)) return errf(err, errlen, "import: %s", msg);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    f->st = safetensors_open(path, msg, sizeof msg);
+    if (!f->st) {
+        snprintf(path, sizeof path, "%s/pytorch_model.bin", dir);
+        if (access(path, F_OK) == 0)
+            return errf(err, errlen, "import: %s has pytorch_model.bin but no model.safetensors: convert it with "
+                        "/usr/bin/python3 scripts/convert-to-safetensors.py %s", dir, dir);
+        return errf(err, errlen, "import: %s", msg);
+    }
+    f->used = xcalloc((size_t)f->st->n + 1, 1);
+    /* DebertaV2Model.save_pretrained: the encoder without its "deberta." prefix */
+    f->bare = !safetensors_find(f->st, "deberta.embeddings.word_embeddings.weight") &&
+              safetensors_find(f->st, "embeddings.word_embeddings.weight");
+    return 0;
+}
+
+void hf_folder_close(HfFolder *f) {
+    if (f->st) safetensors_close(f->st);
+    free(f->used);
+    memset(f, 0, sizeof *f);
+}
+
+/* Copies tensor `name` (our name, "deberta." for the encoder) of f into t: 1 read, 0 absent, -1 on
+ * an error (err). */
+static int take(HfFolder *f, const char *name, Tensor *t, char *err, size_t errlen) {
+    const char *stored = f->bare && !strncmp(name, "deberta.", 8) ? name + 8 : name;
+    const StTensor *e = safetensors_find(f->st, stored);
+    if (!e) return 0;
+    if (e->dtype == ST_OTHER)
+        return errf(err, errlen, "import: %s/model.safetensors: tensor '%s' has dtype %s, expected a float (F32, F16, BF16 or F64)",
+                    f->dir, stored, e->dtype_name);
+    int ok = e->ndim == t->ndim;
+    for (int d = 0; ok && d < t->ndim; d++) ok = e->shape[d] == t->shape[d];
+    if (!ok) {
+        char a[128] = "", b[128] = "";
+        for (int d = 0; d < e->ndim; d++) snprintf(a + strlen(a), sizeof a - strlen(a), d ? ", %lld" : "%lld", (long long)e->shape[d]);
+        for (int d = 0; d < t->ndim; d++) snprintf(b + strlen(b), sizeof b - strlen(b), d ? ", %d" : "%d", t->shape[d]);
+        return errf(err, errlen, "import: %s/model.safetensors: tensor '%s' has shape [%s] but %s/config.json implies [%s] (config and "
+                    "weights disagree)", f->dir, stored, a, f->dir, b);
+    }
+    safetensors_read(f->st, e, t->data);
+    for (long i = 0; i < t->n; i++)
+        if (!(t->data[i] - t->data[i] == 0)) return errf(err, errlen, "import: %s/model.safetensors: tensor '%s' holds NaN or Inf", f->dir, stored);
+    f->used[e - f->st->t] = 1;
+    return 1;
+}
+
+/* The MLM head (suffix after "lm_predictions.lm_head.") under the official name or the
+ * cls.predictions one; both present (older exports of this project write both): they must agree. */
+static int take_head(HfFolder *f, const char *suffix, Tensor *t, char *err, size_t errlen) {
+    static const char *from[5] = {"dense.weight", "dense.bias", "LayerNorm.weight", "LayerNorm.bias", "bias"};
+    static const char *to[5] = {"cls.predictions.transform.dense.weight", "cls.predictions.transform.dense.bias",
+                                "cls.predictions.transform.LayerNorm.weight", "cls.predictions.transform.LayerNorm.bias",
+                                "cls.predictions.bias"};
+    char n[256];
+    snprintf(n, sizeof n, "lm_predictions.lm_head.%s", suffix);
+    const int a = take(f, n, t, err, errlen);
+    if (a < 0) return -1;
+    for (int k = 0; k < 5; k++) {
+        if (strcmp(suffix, from[k])) continue;
+        if (!a) return take(f, to[k], t, err, errlen);
+        const StTensor *e = safetensors_find(f->st, to[k]);
+        if (e) {
+            real *tmp = xmalloc((size_t)t->n * sizeof(real));
+            if (e->numel == t->n) safetensors_read(f->st, e, tmp);
+            const int same = e->numel == t->n && !memcmp(tmp, t->data, (size_t)t->n * sizeof(real));
+            free(tmp);
+            if (!same) return errf(err, errlen, "import: %s: '%s' and '%s' are both present and differ", f->dir, n, to[k]);
+            f->used[e - f->st->t] = 1;
+        }
+        return 1;
+    }
+    return a;
+}
+
+void hf_folder_warn_unused(const HfFolder *f) {
+    int n = 0;
+    char list[600] = "";
+    for (int i = 0; i < f->st->n; i++) {
+        if (f->used[i]) continue;
+        const char *nm = f->st->t[i].name;
+        if (!strcmp(nm, "cls.predictions.decoder.weight") || !strcmp(nm, "lm_predictions.lm_head.decoder.weight")) continue; /* tied */
+        if (n++ < 4) snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", n > 1 ? ", " : "", nm);
+    }
+    if (n) warn("import: %s: %d tensor(s) not used (%s%s)", f->dir, n, list, n > 4 ? ", ..." : "");
+}
+
+static void note_init(HfImported *r, const char *name) {
+    if (r->n_init++ < 3)
+        snprintf(r->init_list + strlen(r->init_list), sizeof r->init_list - strlen(r->init_list), "%s%s", r->n_init > 1 ? ", " : "", name);
+}
+
+static Tensor *param(const Electra *m, const char *name) {
+    for (int i = 0; i < m->ps.n; i++)
+        if (!strcmp(m->ps.params[i]->name, name)) return m->ps.params[i];
+    return NULL;
+}
+
+#define TRY(x) do { if ((x) < 0) goto fail; } while (0)
+
+int hf_import_electra(Electra *m, HfFolder *d, HfFolder *g, HfImported *r, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    const int gdes = m->cfg.embedding_sharing == SHARE_GDES;
+    const size_t gp = strlen("generator."), dp = strlen("discriminator.");
+    real *dw_buf = NULL, *dp_buf = NULL;
+    int got;
+    /* discriminator */
+    int rtd_found = 0, rtd_n = 0;
+    for (int i = m->n_gen_params; i < m->ps.n; i++) {
+        Tensor *t = m->ps.params[i];
+        if (t == m->word_delta || t == m->pos_delta) continue;
+        const char *name = t->name + dp;
+        TRY(got = take(d, name, t, err, errlen));
+        if (!strncmp(name, "mask_predictions.", 17)) {
+            rtd_n++;
+            rtd_found += got;
+        } else if (!got) {
+            if (strcmp(name, "deberta.embeddings.position_embeddings.weight"))
+                return errf(err, errlen, "import: %s/model.safetensors has no tensor '%s' (is it a DebertaV2 model of this config?)", d->dir, name);
+            note_init(r, t->name);
+        }
+    }
+    if (rtd_found && rtd_found != rtd_n)
+        return errf(err, errlen, "import: %s/model.safetensors has only %d of the %d mask_predictions.* tensors", d->dir, rtd_found, rtd_n);
+    if (!rtd_found) note_init(r, "discriminator.mask_predictions.*");
+    /* the discriminator's tables, as NES would hold them (under GDES they live in the generator + deltas) */
+    const Tensor *dword = param(m, "discriminator.deberta.embeddings.word_embeddings.weight");
+    const Tensor *dpos = param(m, "discriminator.deberta.embeddings.position_embeddings.weight");
+    if (gdes) {
+        Tensor tw = *m->gen.word, tp = *m->gen.position;
+        tw.data = dw_buf = xmalloc((size_t)tw.n * sizeof(real));
+        tp.data = dp_buf = xmalloc((size_t)tp.n * sizeof(real));
+        TRY(got = take(d, "deberta.embeddings.word_embeddings.weight", &tw, err, errlen));
+        if (!got) {
+            errf(err, errlen, "import: %s/model.safetensors has no tensor 'deberta.embeddings.word_embeddings.weight'", d->dir);
+            goto fail;
+        }
+        TRY(got = take(d, "deberta.embeddings.position_embeddings.weight", &tp, err, errlen));
+        if (!got) memcpy(dp_buf, m->gen.position->data, (size_t)tp.n * sizeof(real));
+    }
+    /* generator */
+    for (int i = 0; i < m->n_gen_params; i++) {
+        Tensor *t = m->ps.params[i];
+        const char *name = t->name + gp;
+        const int is_head = !strncmp(name, "lm_predictions.lm_head.", 23);
+        const int is_word = !strcmp(name, "deberta.embeddings.word_embeddings.weight");
+        const int is_pos = !strcmp(name, "deberta.embeddings.position_embeddings.weight");
+        got = 0;
+        if (g) {
+            TRY(got = is_head ? take_head(g, name + 23, t, err, errlen) : take(g, name, t, err, errlen));
+            if (!got && !is_pos && !is_head) {
+                errf(err, errlen, "import: %s/model.safetensors has no tensor '%s' (is it a DebertaV2 model of this config?)", g->dir, name);
+                goto fail;
+            }
+        } else if (is_head) {
+            TRY(got = take_head(d, name + 23, t, err, errlen));
+        } else if (is_word || is_pos) {
+            const real *src = gdes ? (is_word ? dw_buf : dp_buf) : (is_word ? dword : dpos)->data;
+            memcpy(t->data, src, (size_t)t->n * sizeof(real));
+            got = 1;
+        }
+        if (!got && (g || is_head)) note_init(r, t->name);
+    }
+    if (gdes) { /* E_Δ = E_D − E_G */
+        for (long k = 0; k < m->word_delta->n; k++) m->word_delta->data[k] = dw_buf[k] - m->gen.word->data[k];
+        for (long k = 0; k < m->pos_delta->n; k++) m->pos_delta->data[k] = dp_buf[k] - m->gen.position->data[k];
+    }
+    free(dw_buf);
+    free(dp_buf);
+    return 0;
+fail:
+    free(dw_buf);
+    free(dp_buf);
+    return -1;
+}
