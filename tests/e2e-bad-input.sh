@@ -12,8 +12,6 @@
 #             SentencePiece model, parity weights and batch files, tagged Brown texts, text inputs
 #   a byte changed in the middle of a shard, a checkpoint, a task file, tokenizer.bin and a
 #   model.safetensors: one error line, exit 1
-#   a full disk (small tmpfs mounts, as root; otherwise skipped with a message) under prep-task,
-#   finetune, import, dump and seal, the writers e2e-full-disk.sh does not cover
 . "$(dirname "$0")/lib-e2e.sh"
 e2e_need_bin
 e2e_tmpdir W deberta-e2e-bad-input
@@ -233,34 +231,4 @@ for s in fetch-corpus fetch-hf-tokenizers; do
 done
 ok "$cases bad inputs: one error line each, the right exit status, nothing lost"
 
-# ---- a full disk under the writers that e2e-full-disk.sh does not cover (root only)
-FS=$W/fs
-mkdir -p "$FS"
-trap 'umount "$FS" 2>/dev/null; rm -rf "$W"' EXIT
-mount_fs() { umount "$FS" 2>/dev/null; mount -t tmpfs -o "size=${1}k" tmpfs "$FS" 2>"$W/mount.err"; }
-if ! mount_fs 64; then
-    echo "SKIPPED part: cannot mount a tmpfs ($(cat "$W/mount.err")); run the tests as root to check the full-disk cases"
-    echo "e2e-bad-input: all checks passed ($cases cases)"
-    exit 0
-fi
-# full KBYTES PATTERN COMMAND...: on a fresh tmpfs of KBYTES, one error line matching PATTERN, exit 1, no .tmp
-full() {
-    kb=$1; shift
-    mount_fs "$kb" || fail "mount"
-    bad 1 "$@"
-    [ -z "$(find "$FS" -name '*.tmp')" ] || { find "$FS" -name '*.tmp'; fail "'$*' on a full disk left a .tmp"; }
-}
-full 24 "disk full\|No space\|write failed" $D prep-task --task pos --brown "$C/brown-tagged" --shards "$W/bd" --out "$FS/task" --seq-len 24
-full 24 "disk full\|No space\|write failed\|cannot write" $D finetune --init scratch --preset test $FT --out "$FS/ft"
-full 24 "disk full\|No space\|write failed\|cannot write" $D import "$W/hf/discriminator" --out "$FS/imp"
-full 16 "cannot write (disk full" $D dump-encoder --init --preset test --out "$FS/w.h5"
-mount_fs 64
-cp "$W/d-tok/tokenizer.bin" "$FS/"  # a file to leave almost no room
-tail -c +513 "$W/d/val-00000.h5" > "$FS/old.h5"
-head -c $(( $(df -k --output=avail "$FS" | tail -1) * 1024 - 4096 )) /dev/zero > "$FS/filler" 2>/dev/null
-cp "$FS/old.h5" "$W/old.h5"
-bad 1 "disk full\|No space\|cannot write" $D seal "$FS/old.h5"
-cmp -s "$FS/old.h5" "$W/old.h5" || fail "a seal on a full disk changed the file"
-[ -z "$(find "$FS" -name '*.tmp')" ] || fail "a seal on a full disk left a .tmp"
-ok "full disk under prep-task, finetune, import, dump-encoder and seal: one error line, exit 1, no .tmp, the file intact"
 echo "e2e-bad-input: all checks passed ($cases cases)"
