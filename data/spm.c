@@ -313,7 +313,7 @@ SpmModel *spm_from_bytes(const uint8_t *buf, size_t len, const char *what, char 
     char msg[1100];
     snprintf(msg, sizeof msg, "sentencepiece model %.1000s", what);
     if (len == 0) {
-        snprintf(err, errlen, "%s: the file is empty", msg);
+        snprintf(err, errlen, "%s: " FILE_EMPTY, msg);
         return fail(m);
     }
 

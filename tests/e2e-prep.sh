@@ -40,6 +40,8 @@ expect 2 "--input is required" -- "$BIN" prep --out "$T/o"
 # ---- bad inputs: unreadable path, empty input, invalid JSON, bad tokenizer file
 expect 1 "$T/nope.txt" -- "$BIN" prep --input "$T/nope.txt" --out "$T/o"
 mkdir -p "$T/empty"; : >"$T/empty/e.txt"; printf '\n \n\n' >"$T/empty/blank.txt"
+expect 1 "e.txt: the file is empty (0 bytes)" -- "$BIN" prep --input "$T/empty" --out "$T/o"
+rm "$T/empty/e.txt"
 expect 1 "no documents" -- "$BIN" prep --input "$T/empty" --out "$T/o"
 mkdir -p "$T/nofiles"
 expect 1 "no .txt or .jsonl files" -- "$BIN" prep --input "$T/nofiles" --out "$T/o"

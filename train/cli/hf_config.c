@@ -131,6 +131,11 @@ int hf_config_read(const char *path, ModelConfig *c, char *err, size_t errlen) {
         snprintf(err, errlen, "config %.900s: cannot read (%s)", path, strerror(errno));
         return -1;
     }
+    if (len == 0) {
+        free(text);
+        snprintf(err, errlen, "config %.900s: " FILE_EMPTY, path);
+        return -1;
+    }
     JR r = {text, text + len, 0};
     jr_ws(&r);
     if (r.p >= r.end || *r.p != '{') {
