@@ -87,17 +87,19 @@ sanitize:
 	    EXTRA_LDFLAGS="-fsanitize=address,undefined" test-one
 
 # libFuzzer targets (clang -fsanitize=fuzzer,address) of the shard, checkpoint, tokenizer and config
-# readers, each run for FUZZ_SECONDS on a seed corpus made from build/deberta's own files.
+# readers and of the importers' safetensors, config.json and spm.model readers, each run for
+# FUZZ_SECONDS on a seed corpus made from build/deberta's own files and tests/fuzz/seeds/.
 FUZZ_SECONDS ?= 20
-FUZZ_TARGETS := shard checkpoint tokenizer config
+FUZZ_TARGETS ?= shard checkpoint tokenizer config safetensors hf_config spm
 FUZZ_FLAGS := -O1 -g -fno-omit-frame-pointer
 fuzz:
 	@sh scripts/install-deps.sh --fuzz
 	@$(MAKE) --no-print-directory PRECISION=float build/deberta
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang OPT="$(FUZZ_FLAGS)" EXTRA_CFLAGS="-fsanitize=address,fuzzer-no-link" build-fuzz/libdeberta.a
 	@for t in $(FUZZ_TARGETS); do \
+	    extra=; [ $$t = hf_config ] && extra=train/cli/hf_config.c; \
 	    clang $(FUZZ_FLAGS) -std=c11 -D_GNU_SOURCE -fopenmp -I. -I$(BLASINC) $(HDF5_CFLAGS) -fsanitize=fuzzer,address \
-	        tests/fuzz/fuzz_$$t.c build-fuzz/libdeberta.a -o build-fuzz/fuzz_$$t $(LDLIBS) || exit 1; done
+	        tests/fuzz/fuzz_$$t.c $$extra build-fuzz/libdeberta.a -o build-fuzz/fuzz_$$t $(LDLIBS) || exit 1; done
 	@sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 demo:
