@@ -100,9 +100,10 @@ sanitize:
 	    EXTRA_LDFLAGS="-fsanitize=address,undefined" test-one
 
 # libFuzzer targets (clang -fsanitize=fuzzer,address) of the shard, checkpoint, tokenizer and config
-# readers, each run for FUZZ_SECONDS on a seed corpus made from build/deberta's own files.
+# readers and of the importers' safetensors, config.json and spm.model readers, each run for
+# FUZZ_SECONDS on a seed corpus made from build/deberta's own files and tests/fuzz/seeds/.
 FUZZ_SECONDS ?= 20
-FUZZ_TARGETS := shard checkpoint tokenizer config
+FUZZ_TARGETS ?= shard checkpoint tokenizer config safetensors hf_config spm
 FUZZ_FLAGS := -O1 -g -fno-omit-frame-pointer
 fuzz:
 	@sh scripts/install-deps.sh --fuzz

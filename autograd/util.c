@@ -170,6 +170,11 @@ char *read_file(const char *path, size_t *len) {
     return b;
 }
 
+int file_is_empty(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0;
+}
+
 static int fsync_path(const char *path, int dir) {
     int fd = open(path, O_RDONLY | (dir ? O_DIRECTORY : 0));
     if (fd < 0) return -1;

@@ -49,6 +49,11 @@ double now_seconds(void);
 int mkdir_p(const char *path);
 /* The whole file in a malloc'd buffer with a NUL after its *len bytes; NULL with errno on failure. */
 char *read_file(const char *path, size_t *len);
+/* Every reader names a 0-byte file (an interrupted copy or download, a disk that was full) as
+ * such: "<what> <path>: " FILE_EMPTY ", then the reader's hint.  file_is_empty: 1 when path is a
+ * regular file of 0 bytes, else 0 (also when it cannot be stat'ed: the reader then says why). */
+#define FILE_EMPTY "the file is empty (0 bytes)"
+int file_is_empty(const char *path);
 /* fsync of the directory that holds path (best effort). */
 void fsync_dir_of(const char *path);
 /* fsync(tmp), rename(tmp, path), fsync of the directory: for files written by another library

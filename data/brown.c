@@ -251,6 +251,7 @@ int brown_read_dir(const char *dir, BrownText **texts, size_t *n, char *err, siz
         int bad = ferror(f);
         fclose(f);
         if (bad) { errf(err, errlen, "brown %s: read error", path); free(buf); rc = -1; break; }
+        if (len == 0) { errf(err, errlen, "brown %s: " FILE_EMPTY, path); free(buf); rc = -1; break; }
         if (brown_parse(names[done], buf, len, &t[done], err, errlen) != 0) rc = -1;
         free(buf);
         if (rc) break;

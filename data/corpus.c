@@ -319,6 +319,7 @@ int corpus_read_file(const char *path, DocSet *ds, char *err, size_t errlen) {
     size_t n;
     char *b = read_file(path, &n);
     if (!b) return errf(err, errlen, "input %s: cannot open (%s)", path, strerror(errno));
+    if (n == 0) return free(b), errf(err, errlen, "input %s: " FILE_EMPTY, path);
     int jsonl = ends_with(path, ".jsonl");
     size_t i = 0, line_no = 0;
     size_t doc_start = 0, doc_end = 0;

@@ -404,6 +404,8 @@ int h5_seal_check(const char *path, char *msg, size_t len) {
     ssize_t got;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         snprintf(msg, len, "not a regular file");
+    } else if (sb.st_size == 0) {
+        snprintf(msg, len, FILE_EMPTY);
     } else if ((got = read_full(fd, b, sizeof b)) < 0) {
         snprintf(msg, len, "cannot read (%s)", strerror(errno));
     } else if ((size_t)got < sizeof SEAL_MAGIC || memcmp(b, SEAL_MAGIC, sizeof SEAL_MAGIC)) {
@@ -464,7 +466,8 @@ int h5_seal_require(const char *what, const char *path, const char *hint, char *
     char msg[512];
     const int rc = h5_seal_check(path, msg, sizeof msg);
     if (rc == H5_SEAL_OK) return 0;
-    if (rc == H5_SEAL_NONE) errf(err, errlen, "%s %s: %s; %s, or if it is intact: deberta seal %s", what, path, msg, hint, path);
+    if (file_is_empty(path)) errf(err, errlen, "%s %s: %s; %s", what, path, msg, hint);
+    else if (rc == H5_SEAL_NONE) errf(err, errlen, "%s %s: %s; %s, or if it is intact: deberta seal %s", what, path, msg, hint, path);
     else errf(err, errlen, "%s %s: %s; %s, or if it was changed on purpose: deberta seal %s", what, path, msg, hint, path);
     return -1;
 }
@@ -472,7 +475,8 @@ int h5_seal_require(const char *what, const char *path, const char *hint, char *
 int h5_seal_verify_if_present(const char *path, char *msg, size_t len) {
     char why[512];
     if (h5_seal_check(path, why, sizeof why) != H5_SEAL_BAD) return 0;
-    errf(msg, len, "%s; if it was changed on purpose: deberta seal %s", why, path);
+    if (file_is_empty(path)) errf(msg, len, "%s", why);
+    else errf(msg, len, "%s; if it was changed on purpose: deberta seal %s", why, path);
     return -1;
 }
 
@@ -481,6 +485,10 @@ int h5_seal_file(const char *path, char *err, size_t errlen) {
     const int fd = open(path, O_RDONLY);
     if (fd < 0) return errf(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
     const ssize_t got = read_full(fd, head, sizeof head);
+    if (got == 0) {
+        close(fd);
+        return errf(err, errlen, "%s: " FILE_EMPTY, path);
+    }
     if (got == (ssize_t)sizeof head && !memcmp(head, SEAL_MAGIC, sizeof head)) { /* sealed before: seal again in place */
         close(fd);
         unsigned char v[8];

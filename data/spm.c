@@ -301,6 +301,14 @@ static SpmModel *fail(SpmModel *m) {
     return NULL;
 }
 
+/* The value of a hex digit (either case), or -1. */
+static int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
 SpmModel *spm_from_bytes(const uint8_t *buf, size_t len, const char *what, char *err, size_t errlen) {
     SpmModel *m = xcalloc(1, sizeof *m);
     m->file = xmalloc(len ? len : 1);
@@ -313,7 +321,7 @@ SpmModel *spm_from_bytes(const uint8_t *buf, size_t len, const char *what, char 
     char msg[1100];
     snprintf(msg, sizeof msg, "sentencepiece model %.1000s", what);
     if (len == 0) {
-        snprintf(err, errlen, "%s: the file is empty", msg);
+        snprintf(err, errlen, "%s: " FILE_EMPTY, msg);
         return fail(m);
     }
 
@@ -405,17 +413,18 @@ SpmModel *spm_from_bytes(const uint8_t *buf, size_t len, const char *what, char 
             }
         }
         if (t == SPM_BYTE) {
-            unsigned v;
-            char tail;
             if (!m->byte_fallback) {
                 snprintf(err, errlen, "%s: piece %d '%s' is a byte piece but byte_fallback is off", msg, i, m->piece[i]);
                 return fail(m);
             }
-            if (m->plen[i] != 6 || sscanf(m->piece[i], "<0x%2X%c", &v, &tail) != 2 || tail != '>') {
+            /* exactly "<0x" two hex digits ">" (sscanf's %X took a sign or spaces: "<0x-6>" made v huge) */
+            const char *pc = m->piece[i];
+            const int hi = m->plen[i] == 6 ? hex_digit(pc[3]) : -1, lo = m->plen[i] == 6 ? hex_digit(pc[4]) : -1;
+            if (hi < 0 || lo < 0 || memcmp(pc, "<0x", 3) || pc[5] != '>') {
                 snprintf(err, errlen, "%s: byte piece %d '%s' is not of the form <0xNN>", msg, i, m->piece[i]);
                 return fail(m);
             }
-            m->byte_id[v] = i;
+            m->byte_id[hi * 16 + lo] = i;
         }
     }
     if (n_unk != 1 || m->unk_id < 0 || m->unk_id >= n) {

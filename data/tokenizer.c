@@ -157,6 +157,7 @@ static uint8_t *serialize(int n_chars, const uint8_t *char_utf8, const uint8_t *
 
 Tokenizer *tokenizer_from_bytes(const uint8_t *buf, size_t len, const char *what, char *err, size_t errlen) {
     if (!what) what = "tokenizer";
+    if (len == 0) return errf(err, errlen, "%s: " FILE_EMPTY, what), NULL;
     if (len < 8 + 20 + 8 || memcmp(buf, TOK_MAGIC, 8) != 0) {
         errf(err, errlen, "%s: not a deberta.c tokenizer file (bad magic or too short)", what);
         return NULL;

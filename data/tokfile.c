@@ -88,6 +88,7 @@ static int spm_specials(TokFile *t, const char *what, char *err, size_t errlen) 
 }
 
 TokFile *tokfile_from_bytes(const uint8_t *buf, size_t len, const char *what, char *err, size_t errlen) {
+    if (len == 0) return errf(err, errlen, "%s: " FILE_EMPTY, what), NULL;
     if (tokfile_is_bpe(buf, len)) {
         Tokenizer *tk = tokenizer_from_bytes(buf, len, what, err, errlen);
         return tk ? tokfile_from_bpe(tk) : NULL;

@@ -205,6 +205,7 @@ int config_from_text(ModelConfig *c, const char *text, const char *what, char *e
 int config_load(ModelConfig *c, const char *path, char *err, size_t errlen) {
     FILE *f = fopen(path, "r");
     if (!f) return errf(err, errlen, "config %s: cannot open (%s)", path, strerror(errno));
+    if (file_is_empty(path)) return fclose(f), errf(err, errlen, "config %s: " FILE_EMPTY, path);
     char line[1024], msg[512];
     int ln = 0;
     while (fgets(line, sizeof line, f)) {

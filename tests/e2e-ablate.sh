@@ -6,7 +6,7 @@
 # Float build only (the double build would repeat the same logic).
 set -u
 BUILD=${BUILD:-build}
-if [ "${PRECISION:-float}" = "double" ]; then echo "e2e-ablate: float build only; skipped in the double run (not counted)"; exit 0; fi
+if [ "${PRECISION:-float}" = "double" ]; then echo "SKIPPED: e2e-ablate: float build only (the double run has nothing of its own to check here)"; exit 77; fi
 PY=/usr/bin/python3
 if ! "$PY" -c 'import numpy, h5py' 2>/dev/null; then echo "e2e-ablate: needs python3-numpy and python3-h5py"; exit 77; fi
 D=$BUILD/deberta

@@ -12,8 +12,7 @@
 #             SentencePiece model, parity weights and batch files, tagged Brown texts, text inputs
 #   a byte changed in the middle of a shard, a checkpoint, a task file, tokenizer.bin and a
 #   model.safetensors: one error line, exit 1
-#   a full disk (small tmpfs mounts, as root; otherwise skipped with a message) under prep-task,
-#   finetune, import, dump and seal, the writers e2e-full-disk.sh does not cover
+#   an empty (0-byte) file of every kind: one error line "<what> <file>: the file is empty (0 bytes)"
 . "$(dirname "$0")/lib-e2e.sh"
 e2e_need_bin
 e2e_tmpdir W deberta-e2e-bad-input
@@ -219,6 +218,49 @@ bad 1 "inputs .*text.h5" $D dump-encoder --weights "$W/enc.w.h5" --inputs "$W/te
 bad 1 "text.h5: not an HDF5 file" $D export "$W/text.h5" "$W/x4"
 [ ! -e "$W/x.h5" ] && [ ! -e "$W/x4" ] || fail "a refused dump or export wrote its output"
 
+# ---- empty (0-byte) files, one of each kind: named as empty, with the reader's hint
+E="the file is empty (0 bytes)"
+: > "$W/empty.h5"
+mkd d-e0 "$W/d"; : > "$W/d-e0/train-00000.h5"
+bad 1 "shard .*d-e0/train-00000.h5: $E; re-run deberta prep$" $D pretrain $RUN --steps 1 --data "$W/d-e0" --out "$W/x1"
+mkd d-e1 "$W/d"; : > "$W/d-e1/val-00000.h5"
+bad 1 "shard .*d-e1/val-00000.h5: $E" $D eval "$W/run/checkpoint.h5" --data "$W/d-e1"
+mkd d-e2 "$W/d"; : > "$W/d-e2/tokenizer.bin"
+bad 1 "d-e2/tokenizer.bin: $E" $D pretrain $RUN --steps 1 --data "$W/d-e2" --out "$W/x1"
+bad 1 "checkpoint .*empty.h5: $E; use an earlier checkpoint$" $D eval "$W/empty.h5" --data "$W/d"
+bad 1 "checkpoint .*empty.h5: $E" $D finetune --init "$W/empty.h5" $FT --out "$W/x3"
+bad 1 "empty.h5: $E" $D export "$W/empty.h5" "$W/x4"
+mkd run-e "$W/run"; : > "$W/run-e/checkpoint.h5"
+bad 1 "run-e/checkpoint.h5: $E" $D pretrain --resume "$W/run-e" --data "$W/d"
+mkd run-ec "$W/run"; : > "$W/run-ec/config.txt"
+bad 1 "run-ec/config.txt: $E" $D pretrain --resume "$W/run-ec" --data "$W/d"
+mkd task-e "$W/task"; : > "$W/task-e/dev.h5"
+bad 1 "task .*task-e/dev.h5: $E; re-run deberta prep-task$" $D finetune --init scratch --preset test $FT --data "$W/task-e" --out "$W/x3"
+bad 1 "tokenizer .*empty.bin: $E" $D encode --tokenizer "$W/empty.bin" "$W/corpus.txt"
+bad 1 "tokenizer .*empty.bin: $E" $D prep --input "$W/corpus.txt" --out "$W/x7" --tokenizer "$W/empty.bin"
+: > "$W/empty.model"
+bad 1 "empty.model: $E" $D encode --tokenizer "$W/empty.model" "$W/corpus.txt"
+mkd d-e3 "$W/d"; : > "$W/d-e3/spm.model"
+bad 1 "d-e3/spm.model: $E" $D pretrain $RUN --steps 1 --data "$W/d-e3" --out "$W/x1"
+: > "$W/empty.txt"
+bad 1 "input .*empty.txt: $E" $D prep --input "$W/corpus.txt" "$W/empty.txt" --out "$W/x7" --vocab-size 300
+: > "$W/empty.cfg"
+bad 1 "config .*empty.cfg: $E" $D pretrain $RUN --steps 1 --data "$W/d" --out "$W/x1" --config "$W/empty.cfg"
+mkd hf-e1 "$W/hf/discriminator"; : > "$W/hf-e1/model.safetensors"
+bad 1 "hf-e1/model.safetensors: $E" $D import "$W/hf-e1" --out "$W/x5"
+mkd hf-e2 "$W/hf/discriminator"; : > "$W/hf-e2/config.json"
+bad 1 "hf-e2/config.json: $E" $D import "$W/hf-e2" --out "$W/x5"
+mkd brown-e "$C/brown-tagged"; : > "$W/brown-e/ca02"
+bad 1 "brown .*brown-e/ca02: $E" $D prep-task --task pos --brown "$W/brown-e" --shards "$W/bd" --out "$W/x6" --seq-len 24
+bad 1 "empty.h5: $E" $D dump --weights "$W/empty.h5" --batch "$W/d/val-00000.h5" --out "$W/x.h5"
+bad 1 "batch .*empty.h5: $E" $D dump --weights "$W/run/checkpoint.h5" --batch "$W/empty.h5" --out "$W/x.h5"
+bad 1 "empty.h5: $E" $D dump-encoder --weights "$W/empty.h5" --inputs "$W/empty.h5" --out "$W/x.h5"
+bad 1 "inputs .*empty.h5: $E" $D dump-encoder --weights "$W/enc.w.h5" --inputs "$W/empty.h5" --out "$W/x.h5"
+bad 1 "empty.h5: $E" $D seal "$W/empty.h5"
+bad 1 "empty.h5: $E" $D seal --check "$W/empty.h5"
+for x in x1 x3 x4 x5 x6 x7 x.h5; do [ ! -e "$W/$x" ] || fail "a command refusing an empty file wrote $W/$x"; done
+ok "empty files (shard, val shard, tokenizer.bin, spm.model, checkpoint, config.txt, task file, encode's tokenizers, text input, --config, model.safetensors, config.json, Brown text, parity weights and batches, seal): one error line naming the file as empty"
+
 # ---- seal, gradcheck (command-line mistakes are exit status 2)
 bad 1 "neither sealed nor an HDF5 file" $D seal "$W/text.h5"
 bad 1 "train-00000.h5: does not match its seal" $D seal --check "$W/d/val-00000.h5" "$W/d-flip/train-00000.h5"
@@ -236,34 +278,4 @@ for s in fetch-corpus fetch-hf-tokenizers; do
 done
 ok "$cases bad inputs: one error line each, the right exit status, nothing lost"
 
-# ---- a full disk under the writers that e2e-full-disk.sh does not cover (root only)
-FS=$W/fs
-mkdir -p "$FS"
-trap 'umount "$FS" 2>/dev/null; rm -rf "$W"' EXIT
-mount_fs() { umount "$FS" 2>/dev/null; mount -t tmpfs -o "size=${1}k" tmpfs "$FS" 2>"$W/mount.err"; }
-if ! mount_fs 64; then
-    echo "SKIPPED part: cannot mount a tmpfs ($(cat "$W/mount.err")); run the tests as root to check the full-disk cases"
-    echo "e2e-bad-input: all checks passed ($cases cases)"
-    exit 0
-fi
-# full KBYTES PATTERN COMMAND...: on a fresh tmpfs of KBYTES, one error line matching PATTERN, exit 1, no .tmp
-full() {
-    kb=$1; shift
-    mount_fs "$kb" || fail "mount"
-    bad 1 "$@"
-    [ -z "$(find "$FS" -name '*.tmp')" ] || { find "$FS" -name '*.tmp'; fail "'$*' on a full disk left a .tmp"; }
-}
-full 24 "disk full\|No space\|write failed" $D prep-task --task pos --brown "$C/brown-tagged" --shards "$W/bd" --out "$FS/task" --seq-len 24
-full 24 "disk full\|No space\|write failed\|cannot write" $D finetune --init scratch --preset test $FT --out "$FS/ft"
-full 24 "disk full\|No space\|write failed\|cannot write" $D import "$W/hf/discriminator" --out "$FS/imp"
-full 16 "cannot write (disk full" $D dump-encoder --init --preset test --out "$FS/w.h5"
-mount_fs 64
-cp "$W/d-tok/tokenizer.bin" "$FS/"  # a file to leave almost no room
-tail -c +513 "$W/d/val-00000.h5" > "$FS/old.h5"
-head -c $(( $(df -k --output=avail "$FS" | tail -1) * 1024 - 4096 )) /dev/zero > "$FS/filler" 2>/dev/null
-cp "$FS/old.h5" "$W/old.h5"
-bad 1 "disk full\|No space\|cannot write" $D seal "$FS/old.h5"
-cmp -s "$FS/old.h5" "$W/old.h5" || fail "a seal on a full disk changed the file"
-[ -z "$(find "$FS" -name '*.tmp')" ] || fail "a seal on a full disk left a .tmp"
-ok "full disk under prep-task, finetune, import, dump-encoder and seal: one error line, exit 1, no .tmp, the file intact"
 echo "e2e-bad-input: all checks passed ($cases cases)"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # A full disk at every kind of write: prep (tokenizer files, shards), pretrain (a checkpoint with
 # room for one but not the next, --resume on the still-full disk, then --resume with room again),
-# export.  Each failure must be one error line and exit 1, with the previous good file intact and no
+# export, prep-task, finetune, import, dump-encoder and seal.  Each failure must be one error line and exit 1, with the previous good file intact and no
 # .tmp left; the resumed run must end exactly where an uninterrupted one does.
 # Needs to mount small tmpfs file systems (root); skipped with a message otherwise.
 set -u
@@ -82,4 +82,26 @@ ok "pretrain with room for one checkpoint: one error line, exit 1, step-2 checkp
 mount_fs 16
 expect_full_disk "export: .*" $D export "$W/ref/checkpoint.h5" "$FS/export"
 ok "export on a full disk: one error line, exit 1, no .tmp"
+# ---- prep-task, finetune, import, dump-encoder and seal
+. "$(dirname "$0")/lib-brown.sh"
+make_brown_corpus "$W/brown"
+$D prep --input "$W/brown/brown.txt" "$W/brown/other.txt" --out "$W/bd" --vocab-size 300 --holdout-brown "$W/brown/brown-tagged" > "$W/log" 2>&1 ||
+    { cat "$W/log"; fail "prep --holdout-brown"; }
+$D prep-task --task pos --brown "$W/brown/brown-tagged" --shards "$W/bd" --out "$W/task" --seq-len 24 > "$W/log" 2>&1 || { cat "$W/log"; fail "prep-task"; }
+$D export "$W/ref/checkpoint.h5" "$W/hf" --rtd-head > "$W/log" 2>&1 || { cat "$W/log"; fail "export"; }
+FT="--task pos --data $W/task --steps 4 --batch 2 --eval-every 2 --save-every 2"
+# full KBYTES PATTERN COMMAND...: on a fresh tmpfs of KBYTES
+full() { kb=$1; shift; mount_fs "$kb" || fail "mount"; expect_full_disk "$@"; }
+full 24 "disk full\|No space\|write failed" $D prep-task --task pos --brown "$W/brown/brown-tagged" --shards "$W/bd" --out "$FS/task" --seq-len 24
+full 24 "disk full\|No space\|write failed\|cannot write" $D finetune --init scratch --preset test $FT --out "$FS/ft"
+full 24 "disk full\|No space\|write failed\|cannot write" $D import "$W/hf/discriminator" --out "$FS/imp"
+full 16 "cannot write (disk full" $D dump-encoder --init --preset test --out "$FS/w.h5"
+mount_fs 64
+cp "$W/bd/tokenizer.bin" "$FS/"  # a file to leave almost no room
+tail -c +513 "$W/shards/val-00000.h5" > "$FS/old.h5"  # without its seal
+head -c $(( $(df -k --output=avail "$FS" | tail -1) * 1024 - 4096 )) /dev/zero > "$FS/filler" 2>/dev/null
+cp "$FS/old.h5" "$W/old.h5"
+expect_full_disk "disk full\|No space\|cannot write" $D seal "$FS/old.h5"
+cmp -s "$FS/old.h5" "$W/old.h5" || fail "a seal on a full disk changed the file"
+ok "full disk under prep-task, finetune, import, dump-encoder and seal: one error line, exit 1, no .tmp, the file intact"
 echo "e2e-full-disk: all checks passed"

@@ -1,8 +1,8 @@
 #!/bin/sh
 # e2e-hf-tokenizer.sh — the exported tokenizer.json, loaded by Hugging Face tokenizers (official Rust
-# library via its Node binding), must give exactly our ids and decode back to the text, on a corpus of
-# hard strings (runs of spaces, tabs, CRLF, CJK, emoji, ZWJ, combining marks, NBSP, digits,
-# punctuation, control characters, a long word).  Needs node and scripts/fetch-hf-tokenizers.sh
+# library via its Node binding), must encode each input text to exactly our ids and decode them back
+# to that text, on a corpus of hard strings (runs of spaces, tabs, CRLF, CJK, emoji, ZWJ, combining
+# marks, NBSP, digits, punctuation, control characters, a long word).  Needs node and scripts/fetch-hf-tokenizers.sh
 # (network); skipped (77) without them.
 BIN=${BUILD:-build}/deberta
 PY=/usr/bin/python3
@@ -30,9 +30,10 @@ with open(sys.argv[1], "w") as f:
     for d in docs: f.write(json.dumps({"text": d}) + "\n")
 EOF
 "$BIN" prep --input "$T/in" --out "$T/out" --vocab-size 600 --val-fraction 0 >/dev/null || { echo "FAIL: prep"; exit 1; }
-$PY - "$T/out" "$T/sample.json" <<'EOF' || { echo "FAIL: reading shards"; exit 1; }
+[ ! -e "$T/out/train-00001.h5" ] || { echo "FAIL: prep wrote more than one shard: the documents' order is not checked"; exit 1; }
+$PY - "$T/out" "$T/sample.json" "$T/in/h.jsonl" <<'EOF' || { echo "FAIL: reading shards"; exit 1; }
 import h5py, json, struct, sys
-out, dst = sys.argv[1], sys.argv[2]
+out, dst, src = sys.argv[1], sys.argv[2], sys.argv[3]
 tb = open(out + "/tokenizer.bin", "rb").read()
 ver, vocab, nspec, nch, nm = struct.unpack("<5I", tb[8:28])
 pieces = [b"[PAD]", b"[CLS]", b"[SEP]", b"[UNK]", b"[MASK]"] + [bytes([i]) for i in range(256)]
@@ -43,8 +44,11 @@ for _ in range(nm):
     a, b = struct.unpack("<II", tb[p:p + 8]); pieces.append(pieces[a] + pieces[b]); p += 8
 h = h5py.File(out + "/train-00000.h5", "r")
 off, t = h["doc_offsets"][:], h["tokens"][:]
-res = [{"text": b"".join(pieces[x] for x in t[off[i]:off[i + 1]]).decode("utf-8"),
-        "ids": [int(x) for x in t[off[i]:off[i + 1]]]} for i in range(len(off) - 1)]
+# the input documents, in order (one shard, no val split): HF must encode each text to our ids and
+# decode our ids back to the text
+docs = [json.loads(l)["text"] for l in open(src, encoding="utf-8")]
+if len(docs) != len(off) - 1: sys.exit("%d documents in, %d in the shard" % (len(docs), len(off) - 1))
+res = [{"text": docs[i], "ids": [int(x) for x in t[off[i]:off[i + 1]]]} for i in range(len(off) - 1)]
 json.dump(res, open(dst, "w"))
 EOF
 NODE_PATH="$NPM_DIR/node_modules" node scripts/check-hf-tokenizer.js "$T/out/tokenizer.json" "$T/sample.json"

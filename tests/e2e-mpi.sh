@@ -60,11 +60,11 @@ worst, worst_name, dd, xx = 0.0, "", 0.0, 0.0
 for n in names:
     x, y = fa["params"][n][()].astype(np.float64), fb["params"][n][()].astype(np.float64)
     r = np.abs(x - y).max() / max(np.abs(x).max(), 1e-30)
-    if r > worst: worst, worst_name = r, n
+    if not r <= worst: worst, worst_name = (r if r == r else math.inf), n  # NaN counts as the worst
     dd += ((x - y) ** 2).sum(); xx += (x ** 2).sum()
 rel_all = math.sqrt(dd / xx)
 print("params: %d tensors, worst tensor %.2g (%s), whole vector %.2g" % (len(names), worst, worst_name, rel_all))
-bad = worst > tol_tensor or rel_all > tol_all
+bad = not (worst <= tol_tensor and rel_all <= tol_all)  # NaN-safe
 la = [json.loads(l) for l in open(a_dir + "/metrics.jsonl")]
 lb = [json.loads(l) for l in open(b_dir + "/metrics.jsonl")]
 if len(la) != len(lb): print("metrics: %d lines vs %d" % (len(la), len(lb))); sys.exit(1)

@@ -40,6 +40,8 @@ expect 2 "--input is required" -- "$BIN" prep --out "$T/o"
 # ---- bad inputs: unreadable path, empty input, invalid JSON, bad tokenizer file
 expect 1 "$T/nope.txt" -- "$BIN" prep --input "$T/nope.txt" --out "$T/o"
 mkdir -p "$T/empty"; : >"$T/empty/e.txt"; printf '\n \n\n' >"$T/empty/blank.txt"
+expect 1 "e.txt: the file is empty (0 bytes)" -- "$BIN" prep --input "$T/empty" --out "$T/o"
+rm "$T/empty/e.txt"
 expect 1 "no documents" -- "$BIN" prep --input "$T/empty" --out "$T/o"
 mkdir -p "$T/nofiles"
 expect 1 "no .txt or .jsonl files" -- "$BIN" prep --input "$T/nofiles" --out "$T/o"
@@ -184,11 +186,25 @@ awk 'BEGIN { srand(7); split("the a one every some that this my our your", det, 
         printf "\n\n" } }' > "$T/fuzz-corpus.txt"
 "$BIN" prep --input "$T/fuzz-corpus.txt" --out "$T/fz" --vocab-size 280 --val-fraction 0.2 >/dev/null 2>&1 || fail "fuzz seed prep"
 # offset (1-based) and new byte value (octal), as `cmp -l` prints them
-for pv in "134 375" "1473 0" "1474 14" "4642 256" "5333 11" "6173 160" "6174 141" "6175 144" "6176 137" "6177 151" "6178 144"; do
-    set -- $pv
-    printf "\\$2" | dd of="$T/fz/val-00000.h5" bs=1 seek=$(($1 - 1 + 512)) conv=notrunc 2>/dev/null
-done
-[ "$(cmp -l "$T/fz/val-00000.h5" "$T/fz/train-00000.h5" 2>/dev/null | wc -l)" -gt 0 ] || fail "fuzz regression: the patched shard was not written"
+PATCH="134 375
+1473 0
+1474 14
+4642 256
+5333 11
+6173 160
+6174 141
+6175 144
+6176 137
+6177 151
+6178 144"
+cp "$T/fz/val-00000.h5" "$T/fz-val-before.h5"
+echo "$PATCH" | while read -r o v; do printf "\\$v" | dd of="$T/fz/val-00000.h5" bs=1 seek=$((o - 1 + 512)) conv=notrunc 2>/dev/null; done
+# the patch was written: every byte holds its new value, and the shard differs from before
+echo "$PATCH" | while read -r o v; do
+    [ "$(od -An -to1 -j $((o - 1 + 512)) -N1 "$T/fz/val-00000.h5" | tr -d ' ')" = "$(printf %03o $((0$v)))" ] ||
+        { echo "byte $o is not $v (octal)"; exit 1; }
+done || fail "fuzz regression: the patch was not written"
+cmp -s "$T/fz/val-00000.h5" "$T/fz-val-before.h5" && fail "fuzz regression: the patched shard was not written"
 "$BIN" pretrain --preset test --max_seq_len 16 --batch 2 --steps 1 --data "$T/fz" --out "$T/fzrun" >"$T/fz.log" 2>&1
 rc=$?
 if [ $rc -ne 1 ] || [ "$(grep -c '^error:' "$T/fz.log")" -ne 1 ] || ! grep -q "val-00000.h5: does not match its seal" "$T/fz.log"; then

@@ -68,7 +68,7 @@ static void check_one(Tape *t, Ctx *ctx, Tensor **leaves, int n, const char *wha
                   config_sharing_str(ctx->m->cfg.embedding_sharing), ctx->m->cfg.use_emd, ctx->m->cfg.disc_position_biased_input, what,
                   rd.max_err, rd.n_checked,
                   re.max_err, re.n_checked);
-    if (rd.max_err > tol || re.max_err > tol)
+    if (!(rd.max_err <= tol && re.max_err <= tol))
         fail_msg("electra %s emd=%d %s: gradient error %.3e / %.3e above %.1e", config_sharing_str(ctx->m->cfg.embedding_sharing),
                  ctx->m->cfg.use_emd, what, rd.max_err, re.max_err, tol);
 }

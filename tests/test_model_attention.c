@@ -142,7 +142,7 @@ static void fused_matches_formula(void **state) {
         Tensor *p = op_disentangled_attention_probs(&T, in.q, in.k, in.qr, in.kr, in.c, terms, (real)scale, in.qm, in.km);
         naive_probs(P, &in, terms, scale);
         for (long e = 0; e < p->n; e++)
-            if (fabs(p->data[e] - P[e]) > TOL) fail_msg("terms %s: P[%ld] = %.9g, formula %.9g", config_terms_str(terms), e, (double)p->data[e], P[e]);
+            if (!(fabs(p->data[e] - P[e]) <= TOL)) fail_msg("terms %s: P[%ld] = %.9g, formula %.9g", config_terms_str(terms), e, (double)p->data[e], P[e]);
         /* padded query rows are all zeros, kept rows sum to 1 */
         for (int a = 0; a < A; a++) {
             double s = 0;
@@ -265,7 +265,7 @@ static void block_fused_equals_unfused(void **state) {
         }
         for (long i = 0; i < y->n; i++) assert_true(fabs(y->data[i] - out0[i]) < 10 * TOL);
         for (long i = 0; i < ps.total; i++)
-            if (fabs(ps.grad[i] - g0[i]) > 100 * TOL) fail_msg("grad element %ld: fused %.9g unfused %.9g", i, (double)g0[i], (double)ps.grad[i]);
+            if (!(fabs(ps.grad[i] - g0[i]) <= 100 * TOL)) fail_msg("grad element %ld: fused %.9g unfused %.9g", i, (double)g0[i], (double)ps.grad[i]);
     }
     g_attention_unfused = 0;
     free(g0);

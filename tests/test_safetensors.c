@@ -152,6 +152,10 @@ static void bad_files(void **state) {
     fputs("abc", f);
     fclose(f);
     expect_refused(p, "shorter than the 8-byte header length");
+    f = fopen(p, "wb"); /* 0 bytes: named as empty */
+    assert_non_null(f);
+    fclose(f);
+    expect_refused(p, "the file is empty (0 bytes)");
     expect_refused(write_st("empty-header", "", 0, NULL, 0), "not a JSON object");
     snprintf(p, sizeof p, "%s/none", g_dir);
     expect_refused(p, "cannot open");

@@ -174,8 +174,8 @@ static void test_truncated_extended_short(void **state) {
     expect_seal(p, H5_SEAL_BAD, "extended after it was written");
     assert_int_equal(truncate(p, 100), 0); /* the magic, but not the whole block */
     expect_seal(p, H5_SEAL_BAD, "shorter than its seal block");
-    assert_int_equal(truncate(p, 0), 0);
-    expect_seal(p, H5_SEAL_NONE, "has no seal");
+    assert_int_equal(truncate(p, 0), 0); /* empty: said so, not "has no seal" */
+    expect_seal(p, H5_SEAL_BAD, "the file is empty (0 bytes)");
     /* a seal of an unknown version */
     write_h5(p, 1000, 1);
     f = fopen(p, "r+b");
@@ -209,6 +209,15 @@ static void test_require_and_verify(void **state) {
     assert_non_null(strstr(err, "does not match its seal"));
     assert_int_equal(h5_seal_require("checkpoint", s, "use an earlier checkpoint", err, sizeof err), -1);
     assert_non_null(strstr(err, "use an earlier checkpoint, or if it was changed on purpose: deberta seal "));
+    /* an empty file: named as empty, with the hint but no "deberta seal" (nothing to seal) */
+    assert_int_equal(truncate(s, 0), 0);
+    assert_int_equal(h5_seal_require("shard", s, "re-run deberta prep", err, sizeof err), -1);
+    assert_true(strstr(err, "shard ") == err && strstr(err, s) && strstr(err, ": the file is empty (0 bytes); re-run deberta prep") &&
+                !strstr(err, "deberta seal"));
+    assert_int_equal(h5_seal_verify_if_present(s, err, sizeof err), -1);
+    assert_string_equal(err, "the file is empty (0 bytes)");
+    assert_int_equal(h5_seal_file(s, err, sizeof err), -1);
+    assert_true(strstr(err, s) == err && strstr(err, ": the file is empty (0 bytes)"));
 }
 
 /* deberta seal: a file without a block gets one in front (libhdf5 still reads it); a file changed

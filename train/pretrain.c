@@ -152,6 +152,7 @@ static void check_saved_config(const char *rundir, const char *ckpt, const char 
     size_t n;
     char *text = read_file(path, &n);
     if (!text) return;
+    if (n == 0) fatal("--resume %s: %s: " FILE_EMPTY " (restore it, or remove it: a run directory without config.txt is accepted)", rundir, path);
     /* the per-rank batch and the rank count follow a resume on other ranks (reshape_ranks: config.txt is
      * rewritten when it starts, the checkpoint at its first save); runs started before the tokenizer
      * identity was written have none in config.txt */
@@ -234,6 +235,7 @@ static void check_data_tokenizer(const Run *r) {
         size_t n;
         char *bytes = read_file(path, &n);
         if (!bytes) continue;
+        if (n == 0) fatal("data %s: %s: " FILE_EMPTY " (replace it by the one prep wrote with these shards, or re-run deberta prep)", r->o.data, path);
         tokenizer_hash_bytes((const uint8_t *)bytes, n, file_hash);
         free(bytes);
         if (strcmp(file_hash, h))

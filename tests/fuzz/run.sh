@@ -1,8 +1,10 @@
 #!/bin/sh
 # Runs each libFuzzer target of build-fuzz/ for SECONDS: tests/fuzz/run.sh SECONDS TARGET...
 # The seed corpus is made the way the tests make their files (build/deberta prep, a 2-step
-# pretrain of the test preset): a shard, a checkpoint, tokenizer.bin and config.txt; libFuzzer adds
-# its finds to build-fuzz/corpus/<target>/.  A crash is kept in build-fuzz/crashes/<target>/ and
+# pretrain of the test preset, its export): a shard, a checkpoint, tokenizer.bin, config.txt,
+# model.safetensors and config.json; with the small files of tests/fuzz/seeds/<target>/ (made by
+# tests/fuzz/seeds/make-seeds.py: every safetensors dtype, config.json variants, SentencePiece
+# models).  libFuzzer adds its finds to build-fuzz/corpus/<target>/.  A crash is kept in build-fuzz/crashes/<target>/ and
 # makes the run fail; turn it into a regression test (tests/test_shard.c, test_checkpoint.c, ...).
 set -u
 S=$1; shift
@@ -18,11 +20,17 @@ awk 'BEGIN { srand(7); split("the a one every some that this my our your", det, 
 $D prep --input "$W/corpus.txt" --out "$W/shards" --vocab-size 280 --val-fraction 0.2 > /dev/null 2>&1 || { echo "FAIL: seed prep"; exit 1; }
 OMP_NUM_THREADS=1 $D pretrain --preset test --max_seq_len 16 --batch 2 --steps 2 --eval-every 0 --eval-batches 1 \
     --data "$W/shards" --out "$W/run" > /dev/null 2>&1 || { echo "FAIL: seed pretrain"; exit 1; }
-for t in shard checkpoint tokenizer config; do mkdir -p "$F/corpus/$t" "$F/crashes/$t"; done
+$D export "$W/run/checkpoint.h5" "$W/hf" > /dev/null 2>&1 || { echo "FAIL: seed export"; exit 1; }
+for t in shard checkpoint tokenizer config safetensors hf_config spm; do
+    mkdir -p "$F/corpus/$t" "$F/crashes/$t"
+    [ -d "tests/fuzz/seeds/$t" ] && cp tests/fuzz/seeds/$t/* "$F/corpus/$t/"
+done
 cp "$W/shards/val-00000.h5" "$F/corpus/shard/seed-val.h5"
 cp "$W/run/checkpoint.h5" "$F/corpus/checkpoint/seed.h5"
 cp "$W/shards/tokenizer.bin" "$F/corpus/tokenizer/seed.bin"
 cp "$W/run/config.txt" "$F/corpus/config/seed.txt"
+cp "$W/hf/discriminator/model.safetensors" "$F/corpus/safetensors/seed-export.safetensors"
+cp "$W/hf/discriminator/config.json" "$F/corpus/hf_config/seed-export.json"
 failed=0
 for t in "$@"; do
     # HDF5 keeps free lists for the life of the process (leak checking is left to make sanitize), and
@@ -32,7 +40,7 @@ for t in "$@"; do
     rc=$?
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$F/fuzz_$t.log")
     if [ $rc -eq 0 ]; then
-        echo "fuzz $t: ${runs:-?} inputs in ${S} s, no crash (corpus: $(ls "$F/corpus/$t" | wc -l) files)"
+        echo "fuzz $t: ${runs:-?} inputs executed in ${S} s, no finding (corpus: $(ls "$F/corpus/$t" | wc -l) files)"
     else
         echo "FAIL: fuzz $t: exit $rc after ${runs:-?} inputs; see $F/fuzz_$t.log and $F/crashes/$t/"
         grep -m1 -A12 "ERROR: \|deadly signal\|fuzz target exited" "$F/fuzz_$t.log"

@@ -71,6 +71,7 @@ int cmd_encode(int argc, char **argv) {
     if (!f) fatal("encode: cannot open tokenizer %s", tok);
     size_t got = fread(magic, 1, 8, f);
     fclose(f);
+    if (got == 0 && file_is_empty(tok)) fatal("tokenizer %s: " FILE_EMPTY, tok);
     if (got == 8 && !memcmp(magic, "DBTOKENZ", 8)) {
         if (!(tk = tokenizer_load(tok, err, sizeof err))) fatal("%s", err);
     } else if (!(spm = spm_load(tok, err, sizeof err))) {

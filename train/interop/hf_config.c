@@ -91,6 +91,7 @@ static int apply_key(const char *path, const char *key, const json_t *v, ModelCo
 }
 
 int hf_config_read(const char *path, ModelConfig *c, char *err, size_t errlen) {
+    if (file_is_empty(path)) return errf(err, errlen, "config %.900s: " FILE_EMPTY, path);
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
     if (!root) {

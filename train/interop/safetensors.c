@@ -460,6 +460,11 @@ StFile *safetensors_open(const char *path, char *err, size_t errlen) {
         return st_fail(f);
     }
     f->size = (size_t)sb.st_size;
+    if (f->size == 0) {
+        close(fd);
+        snprintf(err, errlen, "safetensors %.900s: " FILE_EMPTY, path);
+        return st_fail(f);
+    }
     if (f->size < 8) {
         close(fd);
         snprintf(err, errlen, "safetensors %.900s: %zu bytes, shorter than the 8-byte header length (truncated?)", path, f->size);
