@@ -22,7 +22,7 @@ trap 'rm -rf "$W"' EXIT
 MPIX="mpirun --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS=1 -x OMP_WAIT_POLICY=PASSIVE -x ASAN_OPTIONS=detect_leaks=0"
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
 # ranks N CMD...: CMD as one process (N = 1) or under mpirun -np N
-ranks() { n=$1; shift; if [ "$n" -eq 1 ]; then "$@"; else $MPIX -np "$n" "$@"; fi; }
+ranks() { _np=$1; shift; if [ "$_np" -eq 1 ]; then "$@"; else $MPIX -np "$_np" "$@"; fi; }
 
 awk 'BEGIN { srand(7); split("the a one every some that this my our your", det, " ");
       split("cat dog bird model teacher river city garden window letter", noun, " ");
