@@ -5,6 +5,7 @@
 #include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <time.h>
@@ -128,6 +129,13 @@ void run_end(RunDir *d) {
     d->lock = -1;
 }
 
+/* The held lock's descriptor: a run that ends through exit() (fatal included) empties the lock file's
+ * text, so that it names no process that has gone; only a killed run leaves its text behind. */
+static int g_lock_fd = -1;
+static void empty_lock(void) {
+    if (g_lock_fd >= 0 && ftruncate(g_lock_fd, 0) != 0) { /* the text is only informative; the flock is the lock */ }
+}
+
 int run_lock(const char *rundir, char *err, size_t errlen) {
     char path[4200];
     if (snprintf(path, sizeof path, "%s/lock", rundir) >= (int)sizeof path) return errf(err, errlen, "run directory path too long: %s", rundir);
@@ -162,11 +170,15 @@ int run_lock(const char *rundir, char *err, size_t errlen) {
         close(fd);
         return errf(err, errlen, "cannot write %s: %s", path, strerror(e));
     }
+    static int registered;
+    if (!registered++) atexit(empty_lock);
+    g_lock_fd = fd;
     return fd;
 }
 
 void run_unlock(int fd) {
     if (fd < 0) return;
-    if (ftruncate(fd, 0) != 0) { /* the text is only informative; the flock is the lock */ }
+    empty_lock();
+    g_lock_fd = -1;
     close(fd);
 }
