@@ -2,10 +2,12 @@
 # plot-run.sh RUNDIR [OUT.png] — renders RUNDIR/metrics.jsonl (written by `deberta pretrain`) to a PNG:
 #   top:    losses vs step — generator MLM loss (left axis) and discriminator RTD loss (right axis),
 #           train (lines) and eval (points)
-#   bottom: accuracies vs step — MLM accuracy, RTD accuracy (train and eval), RTD AUC (eval)
+#   bottom: accuracies vs step — MLM accuracy, RTD accuracy (train and eval), RTD AUC (eval), and when
+#           the run has them the fixed-corruption AUC beside the count detector's, and the POS probe
 # OUT defaults to RUNDIR/metrics.png.  Needs gnuplot (Debian: gnuplot-nox, installed by
 # scripts/install-deps.sh) and /usr/bin/python3 (its json module parses the log).
-# Keys read (docs/FORMATS.md, "Metrics log"): kind, step, g_loss, d_loss, mlm_acc, rtd_acc, rtd_auc;
+# Keys read (docs/FORMATS.md, "Metrics log"): kind, step, g_loss, d_loss, mlm_acc, rtd_acc, rtd_auc,
+# fx_auc, fx_counter_auc, probe_acc, probe_best_acc;
 # missing keys and nulls are gaps, and a series with no value at all is left out.
 set -eu
 if [ $# -lt 1 ] || [ $# -gt 2 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then
@@ -28,7 +30,7 @@ trap 'rm -rf "$TMP"' EXIT INT TERM
 "$PY" - "$LOG" "$TMP" "$OUT" <<'PYEOF'
 import json, math, sys
 log, tmp, out = sys.argv[1], sys.argv[2], sys.argv[3]
-cols = ["step", "g_loss", "d_loss", "mlm_acc", "rtd_acc", "rtd_auc"]
+cols = ["step", "g_loss", "d_loss", "mlm_acc", "rtd_acc", "rtd_auc", "fx_auc", "fx_counter_auc", "probe_acc", "probe_best_acc"]
 rows = {"train": [], "eval": []}
 lines = open(log, encoding="utf-8", errors="replace").read().split("\n")
 for n, line in enumerate(lines, 1):
@@ -77,7 +79,11 @@ acc = series([("train", "mlm_acc", "x1y1", "MLM acc (train)", L + " lc rgb '#2ca
               ("eval", "mlm_acc", "x1y1", "MLM acc (eval)", P + " lc rgb '#145214'"),
               ("train", "rtd_acc", "x1y1", "RTD acc (train)", L + " lc rgb '#d62728'"),
               ("eval", "rtd_acc", "x1y1", "RTD acc (eval)", P + " lc rgb '#7a1515'"),
-              ("eval", "rtd_auc", "x1y1", "RTD AUC (eval)", P + " dt 2 lc rgb '#9467bd'")])
+              ("eval", "rtd_auc", "x1y1", "RTD AUC (eval)", P + " dt 2 lc rgb '#9467bd'"),
+              ("eval", "fx_auc", "x1y1", "fixed-corruption AUC", P + " lc rgb '#e377c2'"),
+              ("eval", "fx_counter_auc", "x1y1", "count detector AUC (same tokens)", "lines dt 3 lw 1.5 lc rgb '#e377c2'"),
+              ("eval", "probe_acc", "x1y1", "POS probe, last layer", P + " lc rgb '#17becf'"),
+              ("eval", "probe_best_acc", "x1y1", "POS probe, best layer", P + " dt 2 lc rgb '#0e6f79'")])
 g = []
 g.append("set terminal pngcairo size 1100,900 enhanced font 'sans,10'")
 g.append("set output '%s'" % out.replace("'", "''"))
