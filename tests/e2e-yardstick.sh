@@ -54,6 +54,10 @@ grep -q "^  discriminator  AUC " "$TMP/eval.out" && grep -q "^  count detector A
 auc=$(sed -n 's/^  discriminator  AUC \([0-9.]*\) .*/\1/p' "$TMP/eval.out")
 last=$(grep '"kind":"eval"' "$TMP/run/metrics.jsonl" | tail -n 1 | sed 's/.*"fx_auc":\([0-9.]*\).*/\1/')
 "$PY" -c "import sys; sys.exit(0 if abs($auc - $last) < 1e-4 else 1)" || fail "deberta eval's fixed AUC $auc is not the last evaluation's $last"
+if command -v gnuplot >/dev/null 2>&1; then
+    sh scripts/plot-run.sh "$TMP/run" "$TMP/curves.png" >/dev/null 2>"$TMP/plot.err" && [ -s "$TMP/curves.png" ] ||
+        { cat "$TMP/plot.err"; fail "plot-run.sh on a run with the fx_*/probe_* keys"; }
+fi
 echo "ok   deberta eval: fixed AUC $auc (the run's last evaluation: $last), the count detector, the probe"
 
 # ---- bad and unsuitable files
