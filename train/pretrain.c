@@ -171,6 +171,7 @@ static void setup_groups(Run *r) {
     OptimConfig g = r->o.opt;
     g.total_steps = r->o.steps;
     g.warmup_steps = r->o.warmup >= 0 ? r->o.warmup : MIN(10000, r->o.steps / 10);
+    if (r->o.decay_frac > 0) g.schedule = OPTIM_SCHED_WSD, g.decay_steps = MAX(1, llround(r->o.decay_frac * (double)r->o.steps));
     if (r->cfg.training_mode == TRAIN_DECOUPLED) {
         OptimConfig d = g;
         if (r->o.d_lr > 0) d.lr = r->o.d_lr;
