@@ -6,7 +6,7 @@
 # Environment knobs (all optional): DEMO_DIR (default runs/demo), DEMO_MINUTES (default 10),
 # DEMO_STEPS (overrides the time budget with a fixed step count), THREADS (default: all cores),
 # DEMO_FLAGS (extra `deberta pretrain` flags; default none: the preset's 16 x 128-token sequences with
-# the default curriculum, 32-token sequences for the first half of the steps; docs/RECIPE.md).
+# the default curriculum, 32-token sequences for the first half of the steps; docs/HISTORY.md part 8, docs/RECIPE.md).
 set -e
 cd "$(dirname "$0")/.."
 DEMO_DIR=${DEMO_DIR:-runs/demo}

@@ -2,10 +2,14 @@
 # plot-run.sh RUNDIR [OUT.png] — renders RUNDIR/metrics.jsonl (written by `deberta pretrain`) to a PNG:
 #   top:    losses vs step — generator MLM loss (left axis) and discriminator RTD loss (right axis),
 #           train (lines) and eval (points)
-#   bottom: accuracies vs step — MLM accuracy, RTD accuracy (train and eval), RTD AUC (eval)
+#   bottom: accuracies vs step — MLM accuracy, RTD accuracy (train and eval), RTD AUC (eval), their
+#           baselines (most frequent masked token; all tokens original), and when the run has them the
+#           fixed-corruption AUC beside the count detector's, and the POS probe
+#   both:   a dashed vertical line at the curriculum's switch to longer sequences (train `seq_len`)
 # OUT defaults to RUNDIR/metrics.png.  Needs gnuplot (Debian: gnuplot-nox, installed by
 # scripts/install-deps.sh) and /usr/bin/python3 (its json module parses the log).
-# Keys read (docs/FORMATS.md, "Metrics log"): kind, step, g_loss, d_loss, mlm_acc, rtd_acc, rtd_auc;
+# Keys read (docs/FORMATS.md, "Metrics log"): kind, step, g_loss, d_loss, mlm_acc, rtd_acc, rtd_auc,
+# fx_auc, fx_counter_auc, probe_acc, probe_best_acc, baseline_mlm_acc, baseline_rtd_acc, seq_len;
 # missing keys and nulls are gaps, and a series with no value at all is left out.
 set -eu
 if [ $# -lt 1 ] || [ $# -gt 2 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then
@@ -28,7 +32,8 @@ trap 'rm -rf "$TMP"' EXIT INT TERM
 "$PY" - "$LOG" "$TMP" "$OUT" <<'PYEOF'
 import json, math, sys
 log, tmp, out = sys.argv[1], sys.argv[2], sys.argv[3]
-cols = ["step", "g_loss", "d_loss", "mlm_acc", "rtd_acc", "rtd_auc"]
+cols = ["step", "g_loss", "d_loss", "mlm_acc", "rtd_acc", "rtd_auc", "fx_auc", "fx_counter_auc", "probe_acc", "probe_best_acc",
+        "baseline_mlm_acc", "baseline_rtd_acc", "seq_len"]
 rows = {"train": [], "eval": []}
 lines = open(log, encoding="utf-8", errors="replace").read().split("\n")
 for n, line in enumerate(lines, 1):
@@ -77,7 +82,13 @@ acc = series([("train", "mlm_acc", "x1y1", "MLM acc (train)", L + " lc rgb '#2ca
               ("eval", "mlm_acc", "x1y1", "MLM acc (eval)", P + " lc rgb '#145214'"),
               ("train", "rtd_acc", "x1y1", "RTD acc (train)", L + " lc rgb '#d62728'"),
               ("eval", "rtd_acc", "x1y1", "RTD acc (eval)", P + " lc rgb '#7a1515'"),
-              ("eval", "rtd_auc", "x1y1", "RTD AUC (eval)", P + " dt 2 lc rgb '#9467bd'")])
+              ("eval", "rtd_auc", "x1y1", "RTD AUC (eval)", P + " dt 2 lc rgb '#9467bd'"),
+              ("eval", "baseline_mlm_acc", "x1y1", "MLM baseline: most frequent token", "lines dt 3 lw 1.5 lc rgb '#145214'"),
+              ("eval", "baseline_rtd_acc", "x1y1", "RTD baseline: all original", "lines dt 3 lw 1.5 lc rgb '#7a1515'"),
+              ("eval", "fx_auc", "x1y1", "fixed-corruption AUC", P + " lc rgb '#e377c2'"),
+              ("eval", "fx_counter_auc", "x1y1", "count detector AUC (same tokens)", "lines dt 3 lw 1.5 lc rgb '#e377c2'"),
+              ("eval", "probe_acc", "x1y1", "POS probe, last layer", P + " lc rgb '#17becf'"),
+              ("eval", "probe_best_acc", "x1y1", "POS probe, best layer", P + " dt 2 lc rgb '#0e6f79'")])
 g = []
 g.append("set terminal pngcairo size 1100,900 enhanced font 'sans,10'")
 g.append("set output '%s'" % out.replace("'", "''"))
@@ -86,9 +97,19 @@ g.append("set multiplot layout 2,1 title '%s' noenhanced" % log.replace("'", "''
 g.append("set grid; set key outside right top vertical; set xlabel 'step'")
 g.append("set lmargin at screen 0.07; set rmargin at screen 0.70")  # same plot width in both panels
 g.append("set ylabel 'G MLM loss'; set y2label 'D RTD loss'; set ytics nomirror; set y2tics")
+# the curriculum's switch: the first train line at a longer sequence than the one before it
+switch = None
+sl = [(r[0], r[cols.index("seq_len")]) for r in rows["train"] if num(r[cols.index("seq_len")])]
+for (s0, a), (s1, b) in zip(sl, sl[1:]):
+    if b > a:
+        switch = s0  # the last logged step of the short sequences
+        break
+if switch is not None:
+    g.append("set arrow from %g, graph 0 to %g, graph 1 nohead dt 2 lc rgb '#555555'" % (switch, switch))
+    g.append("set label 'curriculum: longer sequences after step %d' at %g, graph 0.04 offset 0.5,0 tc rgb '#555555'" % (switch, switch))
 g.append("set title 'losses'")
 g.append(("plot " + loss) if loss else "unset y2tics; set y2label ''; plot [0:1] NaN notitle")
-g.append("unset y2tics; set y2label ''; set ytics mirror")
+g.append("unset y2tics; set y2label ''; set ytics mirror; unset label")
 g.append("set title 'accuracies'; set ylabel 'accuracy / AUC'; set yrange [0:1]")
 g.append(("plot " + acc) if acc else "plot [0:1] NaN notitle")
 g.append("unset multiplot")

@@ -279,6 +279,17 @@ static void schedule_values(void **state) {
     assert_near(optim_lr_at(&c, 9), 0.2, 1e-15);
     c.schedule = OPTIM_SCHED_CONSTANT;
     assert_near(optim_lr_at(&c, 7), 2.0, 0);
+
+    /* warm-up, stable, decay: T 10, W 2, D 4 */
+    optim_config_default(&c, OPTIM_ADAMW);
+    c.schedule = OPTIM_SCHED_WSD;
+    c.lr = 2.0;
+    c.total_steps = 10;
+    c.warmup_steps = 2;
+    c.decay_steps = 4;
+    const double want[11] = {0, 1, 2, 2, 2, 2, 2, 1.5, 1, 0.5, 0}; /* s = 6: the decay's first update, lr·4/4 */
+    for (int s = 0; s <= 10; s++)
+        if (!(fabs(optim_lr_at(&c, s) - want[s]) <= 1e-15)) fail_msg("WSD lr at %d: %g, want %g", s, optim_lr_at(&c, s), want[s]);
 }
 
 static void nonfinite_norm_skips_step(void **state) {

@@ -7,18 +7,12 @@
 #include "train/dist.h"
 #include "model/electra.h"
 
-typedef struct {
-    float logit;
-    int y;
-} Scored;
-
 static int cmp_scored(const void *a, const void *b) {
     float x = ((const Scored *)a)->logit, y = ((const Scored *)b)->logit;
     return x < y ? -1 : x > y;
 }
 
-/* ROC AUC by the rank-sum (Mann-Whitney) statistic with tied scores given their average rank. */
-static double auc(Scored *s, long n) {
+double eval_auc(Scored *s, long n) {
     qsort(s, (size_t)n, sizeof *s, cmp_scored);
     double rank_sum = 0;
     long pos = 0;
@@ -129,7 +123,7 @@ EvalResult evaluate(Electra *m, Loader *val, Tape *t, int B, int T, long max_bat
         r.rtd_loss = bce_sum / r.n_tokens;
         r.rtd_acc = (double)rtd_ok / r.n_tokens;
         r.baseline_rtd_acc = (double)n_orig / r.n_tokens;
-        r.rtd_auc = R == 0 ? auc(sc, ns) : 0;
+        r.rtd_auc = R == 0 ? eval_auc(sc, ns) : 0;
         dist_bcast(&r.rtd_auc, sizeof r.rtd_auc, 0);
         r.rtd_precision = r.rtd_flagged ? (double)flagged_ok / r.rtd_flagged : NAN;
     }

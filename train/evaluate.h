@@ -24,5 +24,14 @@ typedef struct EvalResult {
     int disc_layers;                /* slots of disc_att filled */
 } EvalResult;
 
+/* A scored token: the discriminator's logit and its label (1 = replaced). */
+typedef struct Scored {
+    float logit;
+    int y;
+} Scored;
+/* ROC AUC by the rank-sum (Mann-Whitney) statistic with tied scores given their average rank; sorts s
+ * by logit.  NaN when one class is empty. */
+double eval_auc(Scored *s, long n);
+
 EvalResult evaluate(Electra *m, Loader *val, Tape *t, int B, int T, long max_batches, uint64_t seed);
 #endif

@@ -113,6 +113,12 @@ double optim_lr_at(const OptimConfig *c, long s) {
     switch (c->schedule) {
     case OPTIM_SCHED_CONSTANT:
         return c->lr;
+    case OPTIM_SCHED_WSD: {
+        const double D = (double)(c->decay_steps > 0 ? c->decay_steps : 1);
+        if ((double)s < W) return c->lr * (double)s / W;
+        if ((double)s < T - D) return c->lr;
+        return c->lr * fmax(0.0, (T - (double)s) / D);
+    }
     case OPTIM_SCHED_LINEAR:
         if ((double)s < W) return c->lr * (double)s / W;
         if (T <= W) return 0.0;

@@ -44,6 +44,9 @@ typedef enum {
      * update has lr 0; the multiplier jumps from ~1 to 1 − w at the end of warm-up. */
     OPTIM_SCHED_WARMUP_LINEAR = 1,
     OPTIM_SCHED_CONSTANT = 2, /* lr for every update (tests, ablations) */
+    /* Warm-up, stable, decay: s < W: lr·s/W;  W ≤ s < T − D: lr;  s ≥ T − D: lr·max(0, (T − s)/D)
+     * (D = decay_steps ≥ 1; the last update has lr/D).  `deberta pretrain --decay-frac F`. */
+    OPTIM_SCHED_WSD = 3,
 } OptimSchedule;
 
 typedef struct OptimConfig {
@@ -55,6 +58,7 @@ typedef struct OptimConfig {
     double max_grad_norm;  /* ≤ 0: no clipping (the norm is still computed and returned) */
     long total_steps;      /* T: updates of this group over the whole run */
     long warmup_steps;     /* W */
+    long decay_steps;      /* D: the final decay of OPTIM_SCHED_WSD */
 } OptimConfig;
 
 typedef struct OptimParam {

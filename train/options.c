@@ -32,7 +32,7 @@ void train_options_default(TrainOptions *o) {
     o->short_frac = 0.5;
 }
 
-/* The default curriculum (docs/RECIPE.md): at max_seq_len >= 128 the first half of the steps read
+/* The default curriculum (docs/HISTORY.md part 8): at max_seq_len >= 128 the first half of the steps read
  * 32-token sequences.  Measured at 128 tokens only, where without it the tiny discriminator flags
  * nothing within any budget tried; shorter sequences learn without it and keep the old recipe. */
 void train_options_resolve(TrainOptions *o, int max_seq_len) {
@@ -82,6 +82,7 @@ static const KeyRow KEYS[] = {
     {"lr", "lr", NULL, KEY_DOUBLE, F(opt.lr), 0, 0, "a number >= 0", 0, NULL},
     {"d_lr", "d-lr", NULL, KEY_DOUBLE, F(d_lr), 0, 0, "a number >= 0", 0, NULL},
     {"warmup", "warmup", NULL, KEY_LONG, F(warmup), 0, 0, "an integer >= 0", 0, NULL},
+    {"decay_frac", "decay-frac", NULL, KEY_DOUBLE, F(decay_frac), 0, 1, "a number in [0, 1)", KEY_SKIP_ZERO, NULL},
     {"beta1", "beta1", NULL, KEY_DOUBLE, F(opt.beta1), 0, 1, "a number in [0, 1)", 0, NULL},
     {"beta2", "beta2", NULL, KEY_DOUBLE, F(opt.beta2), 0, 1, "a number in [0, 1)", 0, NULL},
     {"eps", "eps", NULL, KEY_DOUBLE, F(opt.eps), 0, 0, "a number >= 0", 0, NULL},

@@ -26,6 +26,8 @@ typedef struct TrainOptions {
     OptimConfig opt;        /* generator (and joint) optimizer */
     double d_lr;            /* discriminator peak lr; <= 0: same as opt.lr */
     long warmup;            /* < 0: 10% of steps, at most 10000 */
+    double decay_frac;      /* > 0: warm-up, stable, then linear decay over the last decay_frac of the
+                             *   steps (OPTIM_SCHED_WSD); 0: the optimizer's own schedule */
     long eval_every, eval_batches, save_every, log_every;
     long keep_every;        /* > 0: also keep RUNDIR/checkpoint-<step>.h5 every this many steps */
     int max_bad_steps;      /* stop after this many consecutive skipped steps */

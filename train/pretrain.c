@@ -13,6 +13,7 @@
 #include "train/checkpoint.h"
 #include "train/dist.h"
 #include "train/evaluate.h"
+#include "train/yardstick.h"
 #include "train/memory.h"
 #include "train/metrics.h"
 #include "train/run.h"
@@ -56,6 +57,7 @@ typedef struct Run {
     int bad;              /* consecutive skipped steps */
     double sync_s;        /* time in the steps' collectives (data parallel), all steps */
     int reshaped;         /* resumed on another number of ranks (reshape_ranks) */
+    Yardsticks ys;        /* the fixed corruption and the probe beside the shards (rank 0) */
 } Run;
 
 /* One training step of the run: the next micro-batches from the loader, then pretrain_step
@@ -139,9 +141,13 @@ static void log_eval(Run *r, long step) {
             mrec_num(&rec, key, v[q]);
         }
     }
+    const YardstickResult y = yardsticks_eval(&r->ys, &r->m, &r->t, r->o.batch);
+    yardsticks_mrec(&y, &r->ys, &rec);
+    char yn[160];
+    yardsticks_note(&y, yn, sizeof yn);
     if (metrics_write(&r->dir.log, &rec, err, sizeof err)) fatal("%s", err);
-    progress_note(&r->dir.prog, "eval @%ld: MLM loss %.4f acc %.4f (baseline %.4f) | RTD loss %.4f acc %.4f (baseline %.4f) AUC %.4f, %ld flagged", step,
-                  e.mlm_loss, e.mlm_acc, e.baseline_mlm_acc, e.rtd_loss, e.rtd_acc, e.baseline_rtd_acc, e.rtd_auc, e.rtd_flagged);
+    progress_note(&r->dir.prog, "eval @%ld: MLM loss %.4f acc %.4f (baseline %.4f) | RTD loss %.4f acc %.4f (baseline %.4f) AUC %.4f, %ld flagged%s", step,
+                  e.mlm_loss, e.mlm_acc, e.baseline_mlm_acc, e.rtd_loss, e.rtd_acc, e.baseline_rtd_acc, e.rtd_auc, e.rtd_flagged, yn);
 }
 
 /* --resume: RUNDIR/config.txt (written when the run started) and the checkpoint's config must agree;
@@ -166,6 +172,7 @@ static void setup_groups(Run *r) {
     OptimConfig g = r->o.opt;
     g.total_steps = r->o.steps;
     g.warmup_steps = r->o.warmup >= 0 ? r->o.warmup : MIN(10000, r->o.steps / 10);
+    if (r->o.decay_frac > 0) g.schedule = OPTIM_SCHED_WSD, g.decay_steps = MAX(1, llround(r->o.decay_frac * (double)r->o.steps));
     if (r->cfg.training_mode == TRAIN_DECOUPLED) {
         OptimConfig d = g;
         if (r->o.d_lr > 0) d.lr = r->o.d_lr;
@@ -574,6 +581,7 @@ static int finish(Run *r) {
         fputc('\n', stderr);
     }
     run_end(d);
+    yardsticks_free(&r->ys);
     if (d->lead) fprintf(stderr, "run: %s (checkpoint.h5, metrics.jsonl, config.txt)\n", r->o.out);
     return 0;
 }
@@ -590,6 +598,9 @@ int pretrain_run(const ModelConfig *cfg, const TrainOptions *o, const RunEnv *en
     if (r->o.resume) load_saved_run(r); /* the model and options are the checkpoint's */
     open_data(r);
     if (!r->o.resume) settle_fresh_run(r);
+    char yerr[1024];
+    if (dist_rank() == 0 && r->val && yardsticks_open(&r->ys, r->o.data, &r->cfg, loader_tokenizer_hash(r->train), yerr, sizeof yerr))
+        fatal("%s", yerr);
     d->steps = r->o.steps, d->save_every = r->o.save_every, d->keep_every = r->o.keep_every, d->stop_after = r->o.stop_after;
     build_run(r);
     if (r->o.resume) restore_run(r, argc, argv);

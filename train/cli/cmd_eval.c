@@ -9,6 +9,7 @@
 #include "data/tokenizer.h"
 #include "train/evaluate.h"
 #include "train/pretrain.h"
+#include "train/yardstick.h"
 
 int cmd_eval(int argc, char **argv) {
     const char *ckpt = NULL, *data = NULL;
@@ -19,7 +20,9 @@ int cmd_eval(int argc, char **argv) {
             printf("usage: deberta eval CHECKPOINT --data DIR [--batches N] [--batch B] [--threads N]\n"
                    "  Generator MLM loss/accuracy and discriminator RTD loss/accuracy/AUC on the val split of DIR\n"
                    "  (the first N batches, default 64, of B sequences, default 16), next to the baselines:\n"
-                   "  the most frequent masked token (MLM) and \"every token is original\" (RTD).\n");
+                   "  the most frequent masked token (MLM) and \"every token is original\" (RTD).  With DIR/rtd-fixed.h5\n"
+                   "  (scripts/rtd_fixed.py) also the discriminator on that fixed corruption, beside the count detector; with\n"
+                   "  DIR/probe-pos/ (deberta prep-task --task pos) a linear POS probe of its frozen features (train/probe.h).\n");
             return 0;
         } else if (!strcmp(argv[i], "--data") && i + 1 < argc) {
             data = argv[++i];
@@ -67,9 +70,11 @@ int cmd_eval(int argc, char **argv) {
 
     Tape t;
     tape_init(&t, (size_t)64 << 20);
+    double t0 = now_seconds();
     EvalResult e = evaluate(&m, val, &t, batch, cfg.max_seq_len, batches, seed);
-    printf("checkpoint %s (step %lld), %ld val batches, %ld masked tokens, %ld tokens\n", ckpt, (long long)src.st.step, e.n_batches,
-           e.n_masked, e.n_tokens);
+    const double eval_s = now_seconds() - t0;
+    printf("checkpoint %s (step %lld), %ld val batches, %ld masked tokens, %ld tokens (%.1f s)\n", ckpt, (long long)src.st.step, e.n_batches,
+           e.n_masked, e.n_tokens, eval_s);
     printf("generator      MLM loss %.4f  accuracy %.4f   (most-frequent-token baseline %.4f)\n", e.mlm_loss, e.mlm_acc,
            e.baseline_mlm_acc);
     printf("discriminator  RTD loss %.4f  accuracy %.4f   (all-original baseline %.4f)  AUC %.4f\n", e.rtd_loss, e.rtd_acc,
@@ -82,6 +87,11 @@ int cmd_eval(int argc, char **argv) {
         printf("  layer %d  entropy/log(n) %.4f  self %.4f  near (|i-j| = 1) %.4f  local (1 <= |i-j| <= 3) %.4f\n", l,
                e.disc_att.norm_entropy[l] / n, e.disc_att.self[l] / n, e.disc_att.near[l] / n, e.disc_att.local[l] / n);
     }
+    Yardsticks ys;
+    if (yardsticks_open(&ys, data, &cfg, loader_tokenizer_hash(val), err, sizeof err)) fatal("%s", err);
+    YardstickResult yr = yardsticks_eval(&ys, &m, &t, batch);
+    yardsticks_print(stdout, &yr, &ys);
+    yardsticks_free(&ys);
     model_source_free(&src);
     tape_free(&t);
     loader_close(val);
