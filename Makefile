@@ -26,7 +26,7 @@ HDF5_LIBS   := $(shell pkg-config --libs hdf5-serial 2>/dev/null || pkg-config -
 OPT     ?= -O3 -march=native
 CFLAGS  += $(OPT) -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp \
            -I. -I$(BLASINC) $(HDF5_CFLAGS) $(PFLAGS) $(MPIFLAGS) $(EXTRA_CFLAGS)
-LDLIBS  += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas $(HDF5_LIBS) -lm -fopenmp $(EXTRA_LDFLAGS)
+LDLIBS  += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas $(HDF5_LIBS) -ljansson -lcsv -lm -fopenmp $(EXTRA_LDFLAGS)
 
 # The library (build/libdeberta.a): autograd/, model/, data/ and the training library train/*.c.
 # The command line (train/cli/) and the benchmarks (train/bench/) are linked only into build/deberta;
