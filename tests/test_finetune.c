@@ -161,7 +161,7 @@ static void test_evaluate_counts(void **state) {
     memset(w->data, 0, (size_t)w->n * sizeof(real));
     b->data[0] = 0; b->data[1] = 5; b->data[2] = 0;
     TaskSet ts = {0};
-    ts.kind = TASK_POS;
+    ts.kind = TASK_TAGGING;
     ts.T = 6;
     ts.N = 3;
     ts.n_labels = 3;

@@ -216,8 +216,8 @@ static void fill_batch(const TaskSet *ts, const int64_t *idx, int B, int32_t *id
     for (int b = 0; b < B; b++) {
         const int32_t *row = ts->ids + idx[b] * T;
         memcpy(ids + (size_t)b * T, row, (size_t)T * sizeof(int32_t));
-        for (int i = 0; i < T; i++) mask[(size_t)b * T + i] = row[i] != TOK_PAD;
-        if (ts->kind == TASK_POS) memcpy(labels + (size_t)b * T, ts->labels + idx[b] * T, (size_t)T * sizeof(int32_t));
+        for (int i = 0; i < T; i++) mask[(size_t)b * T + i] = row[i] != ts->pad_id;
+        if (ts->kind == TASK_TAGGING) memcpy(labels + (size_t)b * T, ts->labels + idx[b] * T, (size_t)T * sizeof(int32_t));
         else labels[b] = ts->labels[idx[b]];
     }
 }
@@ -243,7 +243,7 @@ FtEval ft_evaluate(FtModel *m, Tape *t, const TaskSet *ts, int B) {
         task_head_forward(t, &m->head, h, nb, T, labels, &o);
         tape_nograd_end(t);
         loss_sum += (double)o.loss->data[0] * o.n_counted;
-        const int rows = ts->kind == TASK_POS ? nb * T : nb;
+        const int rows = ts->kind == TASK_TAGGING ? nb * T : nb;
         for (int r = 0; r < rows; r++) {
             if (labels[r] == TASK_IGNORE) continue;
             const int p = argmax_row(o.logits->data + (size_t)r * L, L);
@@ -390,10 +390,11 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
     load_task(r, 0, "train");
     load_task(r, 1, "dev");
     load_task(r, 2, "test");
-    TaskKind want;
-    if (task_kind_parse(r->o.task, &want)) fatal("finetune: --task must be pos or genre (got '%s')", r->o.task);
-    if (want != r->train.kind)
-        fatal("task %s holds the '%s' task, not '%s' (see deberta prep-task --task)", r->paths[0], task_kind_name(r->train.kind), r->o.task);
+    if (strcmp(r->o.task, r->train.name))
+        fatal("task %s holds the task '%s' (%s), not '%s' (see deberta prep-task --task / --name)", r->paths[0], r->train.name,
+              task_kind_name(r->train.kind), r->o.task);
+    if (r->train.kind == TASK_REGRESSION)
+        fatal("task %s: regression tasks need a regression head, which finetune does not have yet", r->paths[0]);
     const int T = r->train.T;
 
     uint8_t *tok = NULL;
@@ -426,7 +427,7 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
     if (config_validate(&cfg, err, sizeof err)) fatal("finetune: %s", err);
     if (r->o.batch < 1 || r->o.steps < 1) fatal("finetune: --batch and --steps must be positive");
 
-    ft_model_build(&r->m, &cfg, r->train.kind == TASK_POS ? HEAD_TOKEN : HEAD_SEQUENCE, r->train.n_labels, cfg.hidden_dropout_prob,
+    ft_model_build(&r->m, &cfg, r->train.kind == TASK_TAGGING ? HEAD_TOKEN : HEAD_SEQUENCE, r->train.n_labels, cfg.hidden_dropout_prob,
                    r->o.seed);
     if (!r->o.resume && strcmp(r->o.init, "scratch") && ft_model_load_pretrained(&r->m, r->o.init, r->o.init_model, err, sizeof err))
         fatal("%s", err);
@@ -486,7 +487,7 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
             cfg.vocab_size, params_count(&r->m.ps), r->o.init, strcmp(r->o.init, "scratch") ? " " : "",
             strcmp(r->o.init, "scratch") ? r->o.init_model : "");
     fprintf(stderr, "task %s: %lld train / %lld dev / %lld test examples of %d tokens, %d labels; %ld steps of %d; %d threads\n",
-            task_kind_name(r->train.kind), (long long)r->train.N, (long long)r->dev.N, (long long)r->test.N, T, L, r->o.steps, B,
+            r->train.name, (long long)r->train.N, (long long)r->dev.N, (long long)r->test.N, T, L, r->o.steps, B,
             omp_get_max_threads());
 
     progress_init(&r->prog, start, r->o.steps);
@@ -507,7 +508,7 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
         Tensor *loss = task_head_forward(&r->t, &r->m.head, h, B, T, r->labels, &out);
         const double lv = loss->data[0];
         long ok = 0;
-        const int rows = r->train.kind == TASK_POS ? B * T : B;
+        const int rows = r->train.kind == TASK_TAGGING ? B * T : B;
         for (int i = 0; i < rows; i++)
             if (r->labels[i] != TASK_IGNORE) ok += argmax_row(out.logits->data + (size_t)i * L, L) == r->labels[i];
         OptimStepResult s = {0, 0, 1};
@@ -576,7 +577,7 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
     FtEval te = ft_evaluate(&r->m, &r->t, &r->test, B);
     const int maj = task_majority_label(&r->train);
     const double base_maj = task_constant_accuracy(&r->test, maj);
-    const double base_word = r->train.kind == TASK_POS ? task_word_tag_accuracy(&r->train, &r->test) : NAN;
+    const double base_word = r->train.kind == TASK_TAGGING ? task_word_tag_accuracy(&r->train, &r->test) : NAN;
     MetricsRecord rec;
     mrec_begin(&rec, "test", r->best_step);
     mrec_num(&rec, "loss", te.loss);
@@ -584,7 +585,7 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
     mrec_num(&rec, "macro_f1", te.macro_f1);
     mrec_num(&rec, "dev_acc", r->best_dev);
     mrec_num(&rec, "baseline_majority_acc", base_maj);
-    if (r->train.kind == TASK_POS) mrec_num(&rec, "baseline_word_tag_acc", base_word);
+    if (r->train.kind == TASK_TAGGING) mrec_num(&rec, "baseline_word_tag_acc", base_word);
     mrec_int(&rec, "n", te.n);
     if (metrics_write(&r->log, &rec, err, sizeof err)) fatal("%s", err);
     metrics_close(&r->log);
@@ -592,8 +593,8 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
     int k = snprintf(res, sizeof res,
                      "%s test (best dev step %ld, dev acc %.4f): acc %.4f  macro-F1 %.4f  (n %ld) | baselines: majority class "
                      "'%s' %.4f",
-                     task_kind_name(r->train.kind), r->best_step, r->best_dev, te.acc, te.macro_f1, te.n, r->train.label_names[maj], base_maj);
-    if (r->train.kind == TASK_POS) k += snprintf(res + k, sizeof res - (size_t)k, ", most frequent tag per word %.4f", base_word);
+                     r->train.name, r->best_step, r->best_dev, te.acc, te.macro_f1, te.n, r->train.label_names[maj], base_maj);
+    if (r->train.kind == TASK_TAGGING) k += snprintf(res + k, sizeof res - (size_t)k, ", most frequent tag per word %.4f", base_word);
     snprintf(res + k, sizeof res - (size_t)k, " | init %s%s%s\n", r->o.init, strcmp(r->o.init, "scratch") ? " " : "",
              strcmp(r->o.init, "scratch") ? r->o.init_model : "");
     fputs(res, stdout);

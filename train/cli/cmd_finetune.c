@@ -10,7 +10,7 @@ static void usage(FILE *f) {
     FinetuneOptions o;
     finetune_options_default(&o);
     fprintf(f,
-            "usage: deberta finetune --init RUN/checkpoint.h5|scratch --task pos|genre --data TASKDIR --out RUNDIR [options]\n"
+            "usage: deberta finetune --init RUN/checkpoint.h5|scratch --task NAME --data TASKDIR --out RUNDIR [options]\n"
             "       deberta finetune --resume RUNDIR [--threads N]\n"
             "\n"
             "An encoder + task head fine-tuned on the task files of `deberta prep-task`; dev evaluation every N\n"
@@ -20,7 +20,7 @@ static void usage(FILE *f) {
             "  --init PATH|scratch    a pretraining checkpoint, or scratch (random init of --preset)  (required)\n"
             "  --init-model M         discriminator | generator: which encoder of the checkpoint   [%s]\n"
             "  --preset P             model preset with --init scratch (tiny, xsmall, test)           [%s]\n"
-            "  --task pos|genre       must be the task of the files                                 (required)\n"
+            "  --task NAME            the task's name in the files: pos, genre, or prep-task --name  (required)\n"
             "  --data TASKDIR         train.h5, dev.h5, test.h5                                      (required)\n"
             "  --out RUNDIR           run directory; must not hold a run already                     (required)\n"
             "  --resume RUNDIR        continue the run in RUNDIR exactly where it stopped\n"
@@ -90,7 +90,7 @@ int cmd_finetune(int argc, char **argv) {
         return finetune_run(&o, argc, argv);
     }
     if (!have_init) return cli_usage_error("finetune", "%s", "--init RUN/checkpoint.h5 or --init scratch is required");
-    if (!o.task[0]) return cli_usage_error("finetune", "%s", "--task pos|genre is required");
+    if (!o.task[0]) return cli_usage_error("finetune", "%s", "--task NAME is required (pos, genre, or the prep-task --name of the files)");
     if (!o.data[0]) return cli_usage_error("finetune", "%s", "--data TASKDIR is required");
     if (!have_out) return cli_usage_error("finetune", "%s", "--out RUNDIR is required");
     return finetune_run(&o, argc, argv);
