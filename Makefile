@@ -87,9 +87,11 @@ sanitize:
 	    EXTRA_LDFLAGS="-fsanitize=address,undefined" test-one
 
 # libFuzzer targets (clang -fsanitize=fuzzer,address) of the shard, checkpoint, tokenizer and config
-# readers, each run for FUZZ_SECONDS on a seed corpus made from build/deberta's own files.
+# readers, each run for FUZZ_SECONDS on a seed corpus made from build/deberta's own files, and of the
+# task-input readers (JSONL, CSV/TSV, CoNLL) on the seeds in tests/fuzz/seeds/.
+# `make fuzz FUZZ_TARGETS="task_jsonl task_csv"` runs some of them.
 FUZZ_SECONDS ?= 20
-FUZZ_TARGETS := shard checkpoint tokenizer config
+FUZZ_TARGETS ?= shard checkpoint tokenizer config task_jsonl task_csv task_conll
 FUZZ_FLAGS := -O1 -g -fno-omit-frame-pointer
 fuzz:
 	@sh scripts/install-deps.sh --fuzz

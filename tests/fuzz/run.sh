@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs each libFuzzer target of build-fuzz/ for SECONDS: tests/fuzz/run.sh SECONDS TARGET...
 # The seed corpus is made the way the tests make their files (build/deberta prep, a 2-step
-# pretrain of the test preset): a shard, a checkpoint, tokenizer.bin and config.txt; libFuzzer adds
+# pretrain of the test preset): a shard, a checkpoint, tokenizer.bin and config.txt; the task-input
+# targets (task_jsonl, task_csv, task_conll) start from tests/fuzz/seeds/<target>/; libFuzzer adds
 # its finds to build-fuzz/corpus/<target>/.  A crash is kept in build-fuzz/crashes/<target>/ and
 # makes the run fail; turn it into a regression test (tests/test_shard.c, test_checkpoint.c, ...).
 set -u
@@ -18,7 +19,10 @@ awk 'BEGIN { srand(7); split("the a one every some that this my our your", det, 
 $D prep --input "$W/corpus.txt" --out "$W/shards" --vocab-size 280 --val-fraction 0.2 > /dev/null 2>&1 || { echo "FAIL: seed prep"; exit 1; }
 OMP_NUM_THREADS=1 $D pretrain --preset test --max_seq_len 16 --batch 2 --steps 2 --eval-every 0 --eval-batches 1 \
     --data "$W/shards" --out "$W/run" > /dev/null 2>&1 || { echo "FAIL: seed pretrain"; exit 1; }
-for t in shard checkpoint tokenizer config; do mkdir -p "$F/corpus/$t" "$F/crashes/$t"; done
+for t in shard checkpoint tokenizer config "$@"; do mkdir -p "$F/corpus/$t" "$F/crashes/$t"; done
+for t in "$@"; do  # the task-input readers' seeds: small files of tests/fuzz/seeds/
+    [ -d "tests/fuzz/seeds/$t" ] && cp tests/fuzz/seeds/$t/* "$F/corpus/$t/"
+done
 cp "$W/shards/val-00000.h5" "$F/corpus/shard/seed-val.h5"
 cp "$W/run/checkpoint.h5" "$F/corpus/checkpoint/seed.h5"
 cp "$W/shards/tokenizer.bin" "$F/corpus/tokenizer/seed.bin"
