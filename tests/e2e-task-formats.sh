@@ -4,8 +4,9 @@
 # -DOCSTART-, JSONL of both kinds, RFC 4180 CSV), each task file checked against an independent
 # rebuild from the input (tests/check-task-files.py: Python's csv/json, `deberta encode`); with our
 # BPE and with a SentencePiece model (shards of `prep --tokenizer X.model`), then a few fine-tuning
-# steps on a tagging and a classification task, one of them from a checkpoint pretrained on the
-# SentencePiece shards.  The bad inputs are in tests/e2e-task-bad-input.sh.
+# steps on a tagging and a classification task, from a checkpoint pretrained on the SentencePiece
+# shards, and from that model exported and brought back with `deberta import` (tokenizer: the model
+# folder's spm.model).  The bad inputs are in tests/e2e-task-bad-input.sh.
 # Exit 0 = pass, 77 = skipped (reason printed), anything else = fail.
 . "$(dirname "$0")/lib-e2e.sh"
 e2e_need_bin
@@ -94,6 +95,16 @@ if "$PY" -c "import sentencepiece" 2>/dev/null; then
         > "$T/ft-spm.out" 2> "$T/ft-spm.err" || { cat "$T/ft-spm.err"; fail "finetune on SentencePiece task files"; }
     grep -q "^ner test (best dev step" "$T/ft-spm.out" && echo "ok   finetune from a SentencePiece checkpoint: $(cat "$T/ft-spm.out")" ||
         fail "finetune spm: $(cat "$T/ft-spm.out")"
+    # a model brought in with deberta import (here: the export of that checkpoint, spm.model beside it):
+    # prep-task takes the tokenizer from the model folder, finetune starts from the imported checkpoint
+    "$BIN" export "$T/pre-spm/checkpoint.h5" "$T/hf" > /dev/null 2>&1 || fail "export of the SentencePiece checkpoint"
+    "$BIN" import "$T/hf/discriminator" --generator "$T/hf/generator" --out "$T/imp" > "$T/imp.log" 2>&1 || { cat "$T/imp.log"; fail "import"; }
+    prep imp-sst2 "$T/hf/discriminator" tsv $F/sst2-train.tsv $F/sst2-dev.tsv - 16 --text-field sentence --name sst2 &&
+        check imp-sst2 "$T/hf/discriminator/spm.model" tsv $F/sst2-train.tsv $F/sst2-dev.tsv - text=sentence label=label
+    "$BIN" finetune --init "$T/imp/checkpoint.h5" --task sst2 --data "$T/imp-sst2" --out "$T/ft-imp" --steps 3 --batch 4 --eval-every 3 \
+        > "$T/ft-imp.out" 2> "$T/ft-imp.err" || { cat "$T/ft-imp.err"; fail "finetune from an imported model"; }
+    grep -q "^sst2 test (best dev step" "$T/ft-imp.out" && echo "ok   finetune of an imported model on your TSV: $(cat "$T/ft-imp.out")" ||
+        fail "finetune imported: $(cat "$T/ft-imp.out")"
     # the BPE task files do not go with the SentencePiece checkpoint
     e2e_bad "was pretrained with tokenizer" -- "$BIN" finetune --init "$T/pre-spm/checkpoint.h5" --task ner --data "$T/ner" --out "$T/ft-x"
 else
