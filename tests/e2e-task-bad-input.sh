@@ -87,5 +87,14 @@ bad "r2.tsv:2: the label 'nan' is not a finite number (--regression)" -- --forma
 bad "z.tsv: empty file" -- --format tsv --train "$T/z.tsv" --text-field s $(w z.tsv '')
 bad "one.tsv: 1 different label in the train split (at least 2)" -- --format tsv --train "$T/one.tsv" --text-field s $(w one.tsv 's\tlabel\na\t1\nb\t1\n')
 
+# --out a folder with other files, or a file: refused before anything is read, and left alone
+mkdir -p "$T/mine" && echo notes > "$T/mine/notes.txt" && echo data > "$T/afile"
+for o in "$T/mine" "$T/afile"; do
+    "$BIN" prep-task --format tsv --train $F/sst2-train.tsv --text-field sentence --shards "$T/d" --out "$o" > "$T/out" 2> "$T/err"; rc=$?
+    [ $rc -eq 2 ] && grep -q "is not a folder of task files" "$T/err" || fail "--out $o: exit $rc, $(cat "$T/err")"
+done
+[ "$(cat "$T/mine/notes.txt")" = notes ] && [ "$(ls "$T/mine")" = notes.txt ] && [ "$(cat "$T/afile")" = data ] || fail "--out: a user's folder or file was changed"
+echo "ok   --out a folder of other files or a file: refused (exit 2), left as it was"
+
 [ $fails -eq 0 ] || { echo "e2e-task-bad-input: $fails failure(s)"; exit 1; }
 echo "e2e-task-bad-input: all $n cases refused with one line, nothing written"

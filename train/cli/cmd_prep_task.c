@@ -132,10 +132,13 @@ static void remove_split_files(const char *dir) {
     rmdir(dir);
 }
 
-/* 1 when dir exists and holds something other than train.h5, dev.h5, test.h5. */
+/* 1 when dir exists and is not a folder, or holds something other than train.h5, dev.h5, test.h5. */
 static int has_other_files(const char *dir) {
+    struct stat st;
+    if (stat(dir, &st) != 0) return 0;
+    if (!S_ISDIR(st.st_mode)) return 1;
     DIR *d = opendir(dir);
-    if (!d) return 0;
+    if (!d) return 1;
     struct dirent *e;
     int other = 0;
     while ((e = readdir(d)))
@@ -352,7 +355,7 @@ int cmd_prep_task(int argc, char **argv) {
     }
     if (!data) return cli_usage_error("prep-task", "%s", "--shards DATA is required");
     if (!out) return cli_usage_error("prep-task", "%s", "--out TASKDIR is required");
-    if (has_other_files(out)) return cli_usage_error("prep-task", "--out %s holds files other than train.h5, dev.h5, test.h5; give a new or a task folder", out);
+    if (has_other_files(out)) return cli_usage_error("prep-task", "--out %s is not a folder of task files (it holds other files than train.h5, dev.h5, test.h5, or is not a folder); give a new or a task folder", out);
     if (task || brown) {
         if (u.format) return cli_usage_error("prep-task", "%s", "--task/--brown (the Brown tasks) and --format (your files) do not go together");
         if (!task) return cli_usage_error("prep-task", "%s", "--task pos|genre is required with --brown");
