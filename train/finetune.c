@@ -16,6 +16,7 @@
 #include "train/optim.h"
 #include "train/pretrain.h"
 #include "train/signals.h"
+#include "train/task_metrics.h"
 
 #define FT_STATE_VERSION 1
 #define FT_STATE_LEN 4 /* /loader_state of a fine-tuning checkpoint: version, best step, best dev score bits, N */
@@ -191,19 +192,6 @@ out:
 
 /* ---------------------------------------------------------------- evaluation */
 
-double ft_macro_f1(const long *cm, int L) {
-    double sum = 0;
-    int n = 0;
-    for (int l = 0; l < L; l++) {
-        long tp = cm[l * L + l], gold = 0, pred = 0;
-        for (int k = 0; k < L; k++) { gold += cm[l * L + k]; pred += cm[k * L + l]; }
-        if (gold == 0 && pred == 0) continue;
-        sum += 2.0 * (double)tp / (double)(gold + pred);
-        n++;
-    }
-    return n ? sum / n : 0.0;
-}
-
 static int argmax_row(const real *row, int L) {
     int b = 0;
     for (int k = 1; k < L; k++) if (row[k] > row[b]) b = k;
@@ -254,7 +242,7 @@ FtEval ft_evaluate(FtModel *m, Tape *t, const TaskSet *ts, int B) {
     }
     tape_reset(t);
     t->training = was;
-    FtEval e = {n ? loss_sum / n : NAN, n ? (double)ok / n : NAN, ft_macro_f1(cm, L), n};
+    FtEval e = {n ? loss_sum / n : NAN, n ? (double)ok / n : NAN, tm_macro_f1(cm, L), n};
     free(ids); free(mask); free(labels); free(idx); free(cm);
     return e;
 }

@@ -73,9 +73,6 @@ typedef struct FtEval {
 
 /* Metrics on a whole split (no gradients, no dropout), in batches of B. */
 FtEval ft_evaluate(FtModel *m, Tape *t, const TaskSet *ts, int B);
-/* Macro-F1 of an L×L confusion matrix (rows gold, columns predicted) over the labels that occur as
- * gold or predicted (as scikit-learn's f1_score(average="macro")). */
-double ft_macro_f1(const long *confusion, int L);
 
 /* Runs (or resumes) a fine-tuning run.  argc/argv go to RUNDIR/cmdline.txt.  Returns the exit code. */
 int finetune_run(const FinetuneOptions *o, int argc, char **argv);

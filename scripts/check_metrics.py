@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""check_metrics.py — recomputes the fine-tuning metrics of train/task_metrics.c with plain Python
+formulas (no numpy, no sklearn) and compares them with the numbers the C code wrote.
+
+    check_metrics.py CASES.jsonl     # lines from `test_task_metrics --dump` (gold, pred, C results)
+
+Each line: {"case": "classification"|"regression"|"entities", "gold": [...], "pred": [...], ...the
+C values...}.  Exit 0 when every value agrees within 1e-9 (counts exactly), 1 otherwise, naming
+the first differences.
+
+The formulas are written from their definitions, in a different shape from the C code:
+  macro-F1   per-label F1 = 2 tp / (2 tp + fp + fn) averaged over labels present in gold or pred;
+  MCC        (tp tn - fp fn) / sqrt(product of the four margins), 0 when that product is 0;
+  Spearman   Pearson of the ranks, each tie group given the mean of its positions (1-based);
+  entities   the chunk state machine of conlleval (CoNLL-2000/2003): a chunk ends before B, O, or a
+             change of type; starts at B, or at I after O or after another type; a correct chunk is
+             one where gold and prediction start together with the same type and end together.
+"""
+import json
+import math
+import sys
+
+
+def macro_f1(gold, pred):
+    labels = sorted(set(gold) | set(pred))
+    if not labels:
+        return 0.0
+    total = 0.0
+    for c in labels:
+        tp = sum(1 for g, p in zip(gold, pred) if g == c and p == c)
+        fp = sum(1 for g, p in zip(gold, pred) if g != c and p == c)
+        fn = sum(1 for g, p in zip(gold, pred) if g == c and p != c)
+        total += 2 * tp / (2 * tp + fp + fn)
+    return total / len(labels)
+
+
+def binary(gold, pred):
+    tp = sum(1 for g, p in zip(gold, pred) if g == 1 and p == 1)
+    tn = sum(1 for g, p in zip(gold, pred) if g == 0 and p == 0)
+    fp = sum(1 for g, p in zip(gold, pred) if g == 0 and p == 1)
+    fn = sum(1 for g, p in zip(gold, pred) if g == 1 and p == 0)
+    den = (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)
+    mcc = (tp * tn - fp * fn) / math.sqrt(den) if den else 0.0
+    f1 = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
+    return mcc, f1
+
+
+def pearson(x, y):
+    n = len(x)
+    if n < 2:
+        return None
+    mx, my = sum(x) / n, sum(y) / n
+    cov = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    vx = sum((a - mx) ** 2 for a in x)
+    vy = sum((b - my) ** 2 for b in y)
+    if vx == 0 or vy == 0:
+        return None
+    return cov / math.sqrt(vx * vy)
+
+
+def average_ranks(v):
+    order = sorted(range(len(v)), key=lambda i: v[i])
+    r = [0.0] * len(v)
+    pos = 0
+    while pos < len(order):
+        tie = [order[pos]]
+        while pos + len(tie) < len(order) and v[order[pos + len(tie)]] == v[order[pos]]:
+            tie.append(order[pos + len(tie)])
+        mean_rank = sum(range(pos + 1, pos + len(tie) + 1)) / len(tie)
+        for i in tie:
+            r[i] = mean_rank
+        pos += len(tie)
+    return r
+
+
+def split_tag(name):
+    return ("O", "") if name == "O" else (name[0], name[2:])
+
+
+def end_of_chunk(prev_tag, tag, prev_type, typ):
+    if prev_tag in ("B", "I") and tag in ("B", "O"):
+        return True
+    return prev_tag != "O" and prev_type != typ
+
+
+def start_of_chunk(prev_tag, tag, prev_type, typ):
+    if tag == "B":
+        return True
+    if prev_tag == "O" and tag == "I":
+        return True
+    return tag != "O" and prev_type != typ
+
+
+def conlleval_counts(gold_tags, pred_tags):
+    """gold_tags, pred_tags: lists of sentences of tag names; returns (correct, gold, found)."""
+    correct = found_gold = found_pred = 0
+    for gs, ps in zip(gold_tags, pred_tags):
+        in_correct = False
+        pg, pp, pgt, ppt = "O", "O", "", ""
+        for gname, pname in list(zip(gs, ps)) + [("O", "O")]:  # the sentence boundary closes chunks
+            g, gt = split_tag(gname)
+            p, pt = split_tag(pname)
+            g_end, p_end = end_of_chunk(pg, g, pgt, gt), end_of_chunk(pp, p, ppt, pt)
+            g_start, p_start = start_of_chunk(pg, g, pgt, gt), start_of_chunk(pp, p, ppt, pt)
+            if in_correct:
+                if g_end and p_end and pgt == ppt:
+                    in_correct = False
+                    correct += 1
+                elif g_end != p_end or gt != pt:
+                    in_correct = False
+            if g_start and p_start and gt == pt:
+                in_correct = True
+            found_gold += g_start
+            found_pred += p_start
+            pg, pp, pgt, ppt = g, p, gt, pt
+    return correct, found_gold, found_pred
+
+
+def expected(case):
+    kind, gold, pred = case["case"], case["gold"], case["pred"]
+    out = {}
+    if kind == "classification":
+        out["acc"] = sum(1 for g, p in zip(gold, pred) if g == p) / len(gold)
+        out["macro_f1"] = macro_f1(gold, pred)
+        if case["L"] == 2:
+            out["mcc"], out["pos_f1"] = binary(gold, pred)
+    elif kind == "regression":
+        out["mse"] = sum((p - g) ** 2 for g, p in zip(gold, pred)) / len(gold)
+        out["pearson"] = pearson(gold, pred)
+        out["spearman"] = pearson(average_ranks(gold), average_ranks(pred))
+    elif kind == "entities":
+        names, st = case["names"], case["starts"]
+        gs = [[names[t] for t in gold[a:b]] for a, b in zip(st, st[1:])]
+        ps = [[names[t] for t in pred[a:b]] for a, b in zip(st, st[1:])]
+        c, ng, npred = conlleval_counts(gs, ps)
+        p = c / npred if npred else 0.0
+        r = c / ng if ng else 0.0
+        out.update(entity_gold=ng, entity_pred=npred, entity_correct=c, entity_p=p, entity_r=r,
+                   entity_f1=2 * p * r / (p + r) if p + r else 0.0)
+    else:
+        raise ValueError("unknown case " + kind)
+    return out
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    bad = checked = 0
+    with open(sys.argv[1]) as f:
+        for lineno, line in enumerate(f, 1):
+            case = json.loads(line)
+            for key, want in expected(case).items():
+                got = case.get(key, "missing")
+                checked += 1
+                same = (got is None and want is None) or (
+                    got not in ("missing", None) and want is not None and abs(got - want) <= 1e-9)
+                if not same:
+                    bad += 1
+                    if bad <= 10:
+                        print(f"{sys.argv[1]}:{lineno}: {case['case']} {key}: C {got}, Python {want}")
+    print(f"check_metrics: {checked} values, {bad} differ")
+    sys.exit(1 if bad or not checked else 0)
+
+
+if __name__ == "__main__":
+    main()
