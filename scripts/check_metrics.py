@@ -3,6 +3,8 @@
 formulas (no numpy, no sklearn) and compares them with the numbers the C code wrote.
 
     check_metrics.py CASES.jsonl     # lines from `test_task_metrics --dump` (gold, pred, C results)
+    check_metrics.py --predict OUT.jsonl LOG   # `deberta predict` output with gold labels, and its
+                                               # stderr: the printed scores (4 decimals) recomputed
 
 Each line: {"case": "classification"|"regression"|"entities", "gold": [...], "pred": [...], ...the
 C values...}.  Exit 0 when every value agrees within 1e-9 (counts exactly), 1 otherwise, naming
@@ -18,6 +20,7 @@ The formulas are written from their definitions, in a different shape from the C
 """
 import json
 import math
+import re
 import sys
 
 
@@ -142,7 +145,51 @@ def expected(case):
     return out
 
 
+def predict_check(out_path, log_path):
+    """Recomputes the scores `deberta predict` printed from its own JSON lines (gold vs predicted)."""
+    rows = [json.loads(l) for l in open(out_path, encoding="utf-8")]
+    printed = None
+    for line in open(log_path, encoding="utf-8"):
+        if line.startswith("predict: ") and "  (n " in line and "loss" in line:
+            printed = line
+    if printed is None:
+        sys.exit("check_metrics: no scores line in " + log_path)
+    nums = dict(re.findall(r"(acc|macro-F1|MCC|F1\(pos\)|Pearson|Spearman|MSE|P|R|F1) (-?[0-9.e+-]+|nan)", printed))
+    if "value" in rows[0]:
+        gold = [r["gold"] for r in rows]
+        pred = [r["value"] for r in rows]
+        want = {"Pearson": pearson(gold, pred), "Spearman": pearson(average_ranks(gold), average_ranks(pred)),
+                "MSE": sum((p - g) ** 2 for g, p in zip(gold, pred)) / len(gold)}
+    else:
+        tagging = "tags" in rows[0]
+        gold = [t for r in rows for t in (r["gold"] if tagging else [r["gold"]])]
+        pred = [t for r in rows for t in (r["tags"] if tagging else [r["label"]])]
+        want = {"acc": sum(1 for g, p in zip(gold, pred) if g == p) / len(gold), "macro-F1": macro_f1(gold, pred)}
+        names = sorted(set(gold) | set(pred))
+        if not tagging and "MCC" in nums:  # the label set's second label is the positive class
+            labels = sorted(set(gold) | set(pred))  # as prep-task orders labels: numerically when all are integers
+            if all(re.fullmatch(r"-?[0-9]+", x) for x in labels):
+                labels.sort(key=int)
+            pos = labels[-1] if len(labels) == 2 else None
+            b = binary([int(g == pos) for g in gold], [int(p == pos) for p in pred])
+            want["MCC"], want["F1(pos)"] = b
+        if tagging and all(n == "O" or n[:2] in ("B-", "I-") for n in names):
+            c, ng, npred = conlleval_counts([r["gold"] for r in rows], [r["tags"] for r in rows])
+            p = c / npred if npred else 0.0
+            r_ = c / ng if ng else 0.0
+            want.update({"P": p, "R": r_, "F1": 2 * p * r_ / (p + r_) if p + r_ else 0.0})
+    bad = 0
+    for k, v in want.items():
+        got = nums.get(k)
+        ok = got is not None and ((v is None and got == "nan") or (v is not None and got != "nan" and abs(float(got) - v) <= 6e-5 * max(1, abs(v))))
+        print("%s %-9s printed %s, Python %s" % ("ok  " if ok else "FAIL", k, got, "nan" if v is None else "%.6f" % v))
+        bad += not ok
+    sys.exit(1 if bad else 0)
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--predict":
+        predict_check(sys.argv[2], sys.argv[3])
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     bad = checked = 0

@@ -24,6 +24,7 @@
 #include "model/config.h"
 #include "model/encoder.h"
 #include "model/task_head.h"
+#include "train/task_metrics.h"
 
 typedef struct FinetuneOptions {
     char init[4096];          /* RUN/checkpoint.h5, or "scratch" */
@@ -68,10 +69,12 @@ int ft_init_config(const char *path, const char *which, ModelConfig *cfg, uint8_
 
 typedef struct FtEval {
     double loss, acc, macro_f1;
-    long n;                   /* labelled positions (pos) or examples (genre) */
+    long n;                   /* labelled positions (tagging) or examples */
+    double score;             /* what the best dev model maximises (task_eval.h task_metrics_score) */
+    TaskMetrics m;            /* every score (train/task_metrics.h) */
 } FtEval;
 
-/* Metrics on a whole split (no gradients, no dropout), in batches of B. */
+/* Metrics on a whole split (no gradients, no dropout), in batches of B (train/task_eval.h). */
 FtEval ft_evaluate(FtModel *m, Tape *t, const TaskSet *ts, int B);
 
 /* Runs (or resumes) a fine-tuning run.  argc/argv go to RUNDIR/cmdline.txt.  Returns the exit code. */

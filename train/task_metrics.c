@@ -179,7 +179,7 @@ void tm_format(const TaskMetrics *m, char *buf, size_t cap) {
 #define PUT(...) do { if ((size_t)k < cap) k += snprintf(buf + k, cap - (size_t)k, __VA_ARGS__); } while (0)
     buf[0] = 0;
     if (m->regression) {
-        PUT("Pearson %.4f  Spearman %.4f  MSE %.4g", m->pearson, m->spearman, m->mse);
+        PUT("Pearson %.4f  Spearman %.4f  MSE %.6g", m->pearson, m->spearman, m->mse);
     } else {
         PUT("acc %.4f  macro-F1 %.4f", m->acc, m->macro_f1);
         if (m->binary) PUT("  MCC %.4f  F1(pos) %.4f", m->mcc, m->pos_f1);
