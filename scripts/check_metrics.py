@@ -5,6 +5,8 @@ formulas (no numpy, no sklearn) and compares them with the numbers the C code wr
     check_metrics.py CASES.jsonl     # lines from `test_task_metrics --dump` (gold, pred, C results)
     check_metrics.py --predict OUT.jsonl LOG   # `deberta predict` output with gold labels, and its
                                                # stderr: the printed scores (4 decimals) recomputed
+    check_metrics.py --baselines TASKDIR RUNDIR    # the baselines of RUNDIR/metrics.jsonl's test record
+                                               # refitted from TASKDIR/{train,test}.h5 (needs h5py)
 
 Each line: {"case": "classification"|"regression"|"entities", "gold": [...], "pred": [...], ...the
 C values...}.  Exit 0 when every value agrees within 1e-9 (counts exactly), 1 otherwise, naming
@@ -187,7 +189,81 @@ def predict_check(out_path, log_path):
     sys.exit(1 if bad else 0)
 
 
+def baselines_check(taskdir, rundir):
+    """Majority class, most frequent tag per word, naive Bayes and train mean, refitted here."""
+    import h5py
+    def load(split):
+        with h5py.File("%s/%s.h5" % (taskdir, split), "r") as f:
+            d = {k: f[k][()] for k in f if k != "tokenizer"}
+            d.update({k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()})
+        return d
+    tr, te = load("train"), load("test")
+    rec = [json.loads(l) for l in open(rundir + "/metrics.jsonl") if '"kind":"test"' in l][-1]
+    kind, L = tr["kind"], int(tr["n_labels"])
+    want = {}
+    if kind == "regression":
+        mean = sum(float(x) for x in tr["labels"]) / len(tr["labels"])
+        want["baseline_mean_mse"] = sum((mean - float(g)) ** 2 for g in te["labels"]) / len(te["labels"])
+    else:
+        def rows(d):  # labelled rows: (label, example, position)
+            if kind == "tagging":
+                return [(int(d["labels"][n][i]), n, i) for n in range(len(d["labels"])) for i in range(d["labels"].shape[1])
+                        if d["labels"][n][i] != -100]
+            return [(int(d["labels"][n]), n, 0) for n in range(len(d["labels"]))]
+        trr, ter = rows(tr), rows(te)
+        counts = [0] * L
+        for l, _, _ in trr:
+            counts[l] += 1
+        maj = max(range(L), key=lambda c: (counts[c], -c))
+        gold = [l for l, _, _ in ter]
+        want["baseline_majority_acc"] = sum(1 for g in gold if g == maj) / len(gold)
+        if kind == "tagging":
+            def word(d, n, i):  # the word's sub-token ids
+                w = d["word_ids"][n]
+                return tuple(int(d["input_ids"][n][j]) for j in range(i, len(w)) if w[j] == w[i] and all(w[k] == w[i] for k in range(i, j + 1)))
+            tags = {}
+            for l, n, i in trr:
+                tags.setdefault(word(tr, n, i), [0] * L)[l] += 1
+            pred = [max(range(L), key=lambda c: (tags[w][c], -c)) if w in tags else maj for w in (word(te, n, i) for _, n, i in ter)]
+            want["baseline_word_tag_acc"] = sum(1 for g, p in zip(gold, pred) if g == p) / len(gold)
+            want["baseline_word_tag_macro_f1"] = macro_f1(gold, pred)
+        else:
+            special = {int(tr["cls_id"]), int(tr["sep_id"]), int(tr["pad_id"])}
+            bags = lambda d, n: [int(t) for t in d["input_ids"][n] if int(t) not in special]
+            vocab = set()
+            tok_count = [dict() for _ in range(L)]
+            for l, n, _ in trr:
+                for t in bags(tr, n):
+                    vocab.add(t)
+                    tok_count[l][t] = tok_count[l].get(t, 0) + 1
+            totals = [sum(c.values()) for c in tok_count]
+            pred = []
+            for _, n, _ in ter:
+                best, best_c = None, 0
+                for c in range(L):
+                    if counts[c] == 0:
+                        continue
+                    sc = math.log(counts[c] / len(trr)) + sum(math.log((tok_count[c].get(t, 0) + 1) / (totals[c] + len(vocab)))
+                                                             for t in bags(te, n) if t in vocab)
+                    if best is None or sc > best:
+                        best, best_c = sc, c
+                pred.append(best_c)
+            want["baseline_naive_bayes_acc"] = sum(1 for g, p in zip(gold, pred) if g == p) / len(gold)
+            want["baseline_naive_bayes_macro_f1"] = macro_f1(gold, pred)
+            if L == 2:
+                want["baseline_naive_bayes_mcc"], want["baseline_naive_bayes_pos_f1"] = binary(gold, pred)
+    bad = 0
+    for k, v in want.items():
+        got = rec.get(k)
+        ok = got is not None and abs(got - v) <= 1e-6 * max(1, abs(v))
+        print("%s %s: metrics.jsonl %s, Python %.9g" % ("ok  " if ok else "FAIL", k, got, v))
+        bad += not ok
+    sys.exit(1 if bad else 0)
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--baselines":
+        baselines_check(sys.argv[2], sys.argv[3])
     if len(sys.argv) == 4 and sys.argv[1] == "--predict":
         predict_check(sys.argv[2], sys.argv[3])
     if len(sys.argv) != 2:

@@ -1,6 +1,6 @@
 #!/bin/sh
 # e2e-predict.sh — own data end to end on the fixtures of tests/fixtures/task/: prep-task (GLUE SST-2
-# TSV, STS-B float labels with pairs, CoNLL BIO tags) -> finetune (4 steps, scratch) -> predict with
+# TSV, STS-B float labels with pairs, CoNLL BIO tags, JSONL of both kinds) -> finetune (4 steps, scratch) -> predict with
 # and without labels.  The scores predict prints are recomputed from its own JSON lines by
 # scripts/check_metrics.py --predict (plain Python formulas); the finetune results carry every
 # baseline.  fill-mask: its probabilities equal a softmax of the generator logits that `deberta dump`
@@ -26,8 +26,10 @@ pt --format tsv --train $F/sst2-train.tsv --dev $F/sst2-dev.tsv --shards "$T/bpe
 pt --format tsv --train $F/stsb-train.tsv --shards "$T/bpe" --out "$T/stsb" --seq-len 24 --text-field sentence1 --text-pair-field sentence2 \
     --label-field score --regression
 pt --format conll --train $F/ner-train.conll --shards "$T/bpe" --out "$T/ner" --seq-len 8 --name ner --tag-column 4
+pt --format jsonl --train $F/tag.jsonl --shards "$T/bpe" --out "$T/tag" --seq-len 32 --name ner
+pt --format jsonl --train $F/cls.jsonl --shards "$T/bpe" --out "$T/cls" --seq-len 24 --text-field text --label-field label
 
-for tk in sst2:classification stsb:regression ner:ner; do
+for tk in sst2:classification stsb:regression ner:ner tag:ner cls:classification; do
     n=${tk%%:*} task=${tk#*:}
     "$BIN" finetune --init scratch --preset test --task "$task" --data "$T/$n" --out "$T/ft-$n" --steps 4 --batch 4 --eval-every 2 \
         > "$T/ft-$n.out" 2> "$T/ft-$n.err" || { cat "$T/ft-$n.err"; fail "finetune $n"; }
@@ -54,6 +56,23 @@ for k in ("acc", "entity_f1", "entity_p", "entity_r", "baseline_word_tag_acc", "
 print("ok   metrics.jsonl: the test records carry every score and the baselines")
 PYEOF
 
+# the baselines refitted by scripts/check_metrics.py (majority, naive Bayes, word tag, train mean), also on a
+# larger classification set: the lines of docs/*.md, labelled by whether they hold a digit
+"$PY" -c "
+import glob, json, re
+for p in sorted(glob.glob('docs/*.md')):
+    for l in open(p, encoding='utf-8'):
+        l = l.strip()
+        if len(l) > 20: print(json.dumps({'text': l, 'label': 'digit' if re.search('[0-9]', l) else 'none'}))
+" > "$T/docs.jsonl"
+pt --format jsonl --train "$T/docs.jsonl" --shards "$T/bpe" --out "$T/docs" --seq-len 24 --text-field text --label-field label
+"$BIN" finetune --init scratch --preset test --task classification --data "$T/docs" --out "$T/ft-docs" --steps 2 --batch 4 --eval-every 2 \
+    > "$T/ft-docs.out" 2> "$T/ft-docs.err" || { cat "$T/ft-docs.err"; fail "finetune docs"; }
+for n in sst2 stsb ner docs; do
+    "$PY" scripts/check_metrics.py --baselines "$T/$n" "$T/ft-$n" > "$T/cb-$n" 2>&1 && echo "ok   baselines $n: $(grep -c '^ok' "$T/cb-$n") values agree" ||
+        { cat "$T/cb-$n"; fail "baselines of $n differ from scripts/check_metrics.py"; }
+done
+
 # predict with labels: the printed scores against scripts/check_metrics.py
 pr() { # name checkpoint-run out args...
     n=$1 out=$2; shift 2
@@ -66,6 +85,10 @@ pr stsb p-stsb --input $F/stsb-train.tsv --format tsv --text-field sentence1 --t
     "$PY" scripts/check_metrics.py --predict "$T/p-stsb.jsonl" "$T/p-stsb.log" > "$T/c2" && echo "ok   predict stsb: $(tr '\n' ' ' < "$T/c2")" || { cat "$T/c2"; fail "predict stsb scores"; }
 pr ner p-ner --input $F/ner-train.conll --format conll --tag-column 4 &&
     "$PY" scripts/check_metrics.py --predict "$T/p-ner.jsonl" "$T/p-ner.log" > "$T/c3" && echo "ok   predict ner: $(tr '\n' ' ' < "$T/c3")" || { cat "$T/c3"; fail "predict ner scores"; }
+pr tag p-tag --input $F/tag.jsonl --format jsonl &&
+    "$PY" scripts/check_metrics.py --predict "$T/p-tag.jsonl" "$T/p-tag.log" > "$T/c4" && echo "ok   predict tag (jsonl): $(tr '\n' ' ' < "$T/c4")" || { cat "$T/c4"; fail "predict tag scores"; }
+pr cls p-cls --input $F/cls.jsonl --format jsonl --text-field text --label-field label &&
+    "$PY" scripts/check_metrics.py --predict "$T/p-cls.jsonl" "$T/p-cls.log" > "$T/c5" && echo "ok   predict cls (jsonl): $(tr '\n' ' ' < "$T/c5")" || { cat "$T/c5"; fail "predict cls scores"; }
 # one line per record; tagging: one tag per word of the record, the words as written
 [ "$(wc -l < "$T/p-sst2.jsonl")" -eq "$(($(wc -l < $F/sst2-dev.tsv) - 1))" ] || fail "predict sst2: not one line per example"
 "$PY" - "$T/p-ner.jsonl" $F/ner-train.conll <<'PYEOF' || fail "predict ner: words/tags"

@@ -189,7 +189,8 @@ static int export_finetuned(const char *src, const char *outdir, CheckpointState
     HeadKind kind;
     if (!strcmp(keys.head, "token")) kind = HEAD_TOKEN;
     else if (!strcmp(keys.head, "sequence")) kind = HEAD_SEQUENCE;
-    else fatal("checkpoint %s: ft_head is '%s', expected token or sequence", src, keys.head);
+    else if (!strcmp(keys.head, "regression")) kind = HEAD_REGRESSION;
+    else fatal("checkpoint %s: ft_head is '%s', expected token, sequence or regression", src, keys.head);
     char names[TASK_MAX_LABELS][TASK_LABEL_LEN];
     int L = 0;
     char *save = NULL;
@@ -197,7 +198,8 @@ static int export_finetuned(const char *src, const char *outdir, CheckpointState
         if (L == TASK_MAX_LABELS) fatal("checkpoint %s: more than %d labels", src, TASK_MAX_LABELS);
         snprintf(names[L++], TASK_LABEL_LEN, "%s", t);
     }
-    if (L < 2) fatal("checkpoint %s: ft_labels names %d labels (at least 2 expected)", src, L);
+    if (kind == HEAD_REGRESSION ? L != 1 : L < 2)
+        fatal("checkpoint %s: ft_labels names %d labels (%s expected)", src, L, kind == HEAD_REGRESSION ? "one, the regression target's name" : "at least 2");
     FtModel m;
     ft_model_build(&m, cfg, kind, L, 0, 0);
     CheckpointState st2;
@@ -210,6 +212,8 @@ static int export_finetuned(const char *src, const char *outdir, CheckpointState
     if (safetensors_write(path, es.e, es.n, err, sizeof err)) fatal("export: %s", err);
     size_t cap = 256 + (size_t)L * 2 * (2 * TASK_LABEL_LEN + 16), k = 0;
     char *extra = xmalloc(cap);
+    /* regression: HF's num_labels 1 (MSE loss) */
+    if (kind == HEAD_REGRESSION) k += (size_t)snprintf(extra + k, cap - k, "  \"problem_type\": \"regression\",\n");
     k += (size_t)snprintf(extra + k, cap - k, "  \"num_labels\": %d,\n  \"id2label\": {", L);
     for (int l = 0; l < L; l++) {
         k += (size_t)snprintf(extra + k, cap - k, "%s\"%d\": ", l ? ", " : "", l);
