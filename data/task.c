@@ -541,8 +541,8 @@ static int cmp_kl(const void *a, const void *b) {
     return (x->label > y->label) - (x->label < y->label);
 }
 
-double task_word_tag_accuracy(const TaskSet *train, const TaskSet *eval) {
-    if (train->kind != TASK_TAGGING || eval->kind != TASK_TAGGING) return 0.0;
+int64_t task_word_tag_predict(const TaskSet *train, const TaskSet *eval, int32_t *pred_out) {
+    if (train->kind != TASK_TAGGING || eval->kind != TASK_TAGGING) return 0;
     int64_t n = task_n_labelled(train), k = 0;
     KeyLabel *kl = xmalloc((size_t)(n ? n : 1) * sizeof(KeyLabel));
     for (int64_t e = 0; e < train->N; e++)
@@ -566,7 +566,7 @@ double task_word_tag_accuracy(const TaskSet *train, const TaskSet *eval) {
     }
     free(kl);
     int fallback = task_majority_label(train);
-    int64_t ok = 0, tot = 0;
+    int64_t tot = 0;
     for (int64_t e = 0; e < eval->N; e++)
         for (int i = 0; i < eval->T; i++) {
             int32_t l = eval->labels[e * eval->T + i];
@@ -574,10 +574,21 @@ double task_word_tag_accuracy(const TaskSet *train, const TaskSet *eval) {
             uint64_t key = word_key(eval, e, i);
             int64_t lo = 0, hi = nb;
             while (lo < hi) { int64_t mid = (lo + hi) / 2; if (best[mid].key < key) lo = mid + 1; else hi = mid; }
-            int pred = lo < nb && best[lo].key == key ? best[lo].label : fallback;
-            tot++;
-            ok += pred == l;
+            pred_out[tot++] = lo < nb && best[lo].key == key ? best[lo].label : fallback;
         }
     free(best);
+    return tot;
+}
+
+double task_word_tag_accuracy(const TaskSet *train, const TaskSet *eval) {
+    if (train->kind != TASK_TAGGING || eval->kind != TASK_TAGGING) return 0.0;
+    const int64_t n = task_n_labelled(eval);
+    int32_t *pred = xmalloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    const int64_t tot = task_word_tag_predict(train, eval, pred);
+    int64_t ok = 0, k = 0;
+    for (int64_t e = 0; e < eval->N; e++)
+        for (int i = 0; i < eval->T; i++)
+            if (eval->labels[e * eval->T + i] != TASK_IGNORE) ok += pred[k++] == eval->labels[e * eval->T + i];
+    free(pred);
     return tot ? (double)ok / (double)tot : 0.0;
 }

@@ -90,4 +90,7 @@ double task_constant_accuracy(const TaskSet *eval, int label);
 /* tagging: most frequent tag per word on train (a word = its sub-token ids), the majority tag for words
  * not seen in train; accuracy on eval. */
 double task_word_tag_accuracy(const TaskSet *train, const TaskSet *eval);
+/* The same baseline's prediction at each labelled position of eval, in row-major order, into pred
+ * [task_n_labelled(eval)]; returns their number (0 unless both are tagging sets). */
+int64_t task_word_tag_predict(const TaskSet *train, const TaskSet *eval, int32_t *pred);
 #endif

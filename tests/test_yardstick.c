@@ -183,7 +183,7 @@ static void test_fixed_matches_reference(void **state) {
 static void write_task(const char *path, const char *split, int n_ex, int random_tags, uint64_t seed) {
     TaskSet ts;
     memset(&ts, 0, sizeof ts);
-    ts.kind = TASK_POS;
+    ts.kind = TASK_TAGGING;
     snprintf(ts.split, sizeof ts.split, "%s", split);
     ts.T = T;
     ts.n_labels = 3;
