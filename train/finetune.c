@@ -407,7 +407,7 @@ int finetune_run(const FinetuneOptions *o_in, int argc, char **argv) {
     oc.warmup_steps = r->o.warmup >= 0 ? r->o.warmup : r->o.steps / 10;
     optim_moments_init(&r->moments, &r->m.ps);
     optim_group_init(&r->g, "finetune", &oc, &r->m.ps, &r->moments, NULL);
-    r->best_dev = -1;
+    r->best_dev = -INFINITY; /* any first dev score is better (regression: Pearson can be -1) */
     r->best_step = -1;
 
     if (r->o.resume) {
