@@ -376,7 +376,7 @@ static void build_model(FtRun *r, ModelConfig *cfg) {
     oc.warmup_steps = r->o.warmup >= 0 ? r->o.warmup : r->o.steps / 10;
     optim_moments_init(&r->moments, &r->m.ps);
     optim_group_init(&r->g, "finetune", &oc, &r->m.ps, &r->moments, NULL);
-    r->best_dev = -1;
+    r->best_dev = -INFINITY; /* any first dev score is better (regression: Pearson can be -1) */
     r->best_step = -1;
     tape_init(&r->t, (size_t)64 << 20);
     r->t.seed = r->o.seed;

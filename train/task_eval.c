@@ -118,7 +118,7 @@ void task_preds_metrics(const TaskSet *ts, const TaskPreds *p, TaskMetrics *m) {
 
 double task_metrics_score(const TaskMetrics *m) {
     const double s = m->regression ? m->pearson : m->acc;
-    return isfinite(s) ? s : -1.0;
+    return isfinite(s) ? s : -2.0;
 }
 
 /* ---------------------------------------------------------------- baselines */

@@ -42,7 +42,7 @@ void task_preds_free(TaskPreds *p);
 
 /* The scores of the labelled rows (m->loss = p->loss). */
 void task_preds_metrics(const TaskSet *ts, const TaskPreds *p, TaskMetrics *m);
-/* The number model selection maximises on dev: accuracy, or Pearson for regression (-1 when NaN). */
+/* The number model selection maximises on dev: accuracy, or Pearson for regression (-2 when NaN). */
 double task_metrics_score(const TaskMetrics *m);
 
 #define TASK_MAX_BASELINES 3
