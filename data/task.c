@@ -2,25 +2,29 @@
 #include "data/task.h"
 #include "data/h5util.h"
 #include "data/tokenizer.h"
+#include "data/tokfile.h"
 #include "autograd/util.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-const char *task_kind_name(TaskKind k) { return k == TASK_POS ? "pos" : "genre"; }
+static const char *const KIND_NAMES[3] = {"tagging", "classification", "regression"};
+const char *task_kind_name(TaskKind k) { return (unsigned)k < 3 ? KIND_NAMES[k] : "?"; }
 int task_kind_parse(const char *s, TaskKind *k) {
-    if (!strcmp(s, "pos")) { *k = TASK_POS; return 0; }
-    if (!strcmp(s, "genre")) { *k = TASK_GENRE; return 0; }
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, KIND_NAMES[i])) { *k = (TaskKind)i; return 0; }
     return -1;
 }
 
 void task_free(TaskSet *ts) {
-    free(ts->ids); free(ts->labels); free(ts->doc); free(ts->doc_names); free(ts->doc_fingerprints); free(ts->tokenizer);
+    free(ts->ids); free(ts->labels); free(ts->targets); free(ts->word_ids); free(ts->example); free(ts->line);
+    free(ts->doc_names); free(ts->doc_fingerprints); free(ts->tokenizer);
     memset(ts, 0, sizeof *ts);
 }
 
@@ -37,29 +41,35 @@ typedef struct {
     int64_t cap;
 } Builder;
 
-/* Appends one example: [CLS] ids[0..n) [SEP], labels lab[0..n) (pos) or the label `seq` (genre). */
-static void add_example(Builder *b, const int32_t *ids, const int32_t *lab, size_t n, int32_t seq, int doc) {
+/* Appends one example: [CLS] ids[0..n) [SEP], labels lab[0..n) and word ids wid[0..n) (pos) or the
+ * label `seq` (genre). */
+static void add_example(Builder *b, const int32_t *ids, const int32_t *lab, const int32_t *wid, size_t n, int32_t seq, int doc) {
     TaskSet *ts = b->ts;
     int T = ts->T;
+    const int pos = ts->kind == TASK_TAGGING;
     if (ts->N == b->cap) {
         b->cap = b->cap ? 2 * b->cap : 1024;
         ts->ids = xrealloc(ts->ids, (size_t)b->cap * T * sizeof(int32_t));
-        ts->labels = xrealloc(ts->labels, (size_t)b->cap * (ts->kind == TASK_POS ? T : 1) * sizeof(int32_t));
-        ts->doc = xrealloc(ts->doc, (size_t)b->cap * sizeof(int32_t));
+        ts->labels = xrealloc(ts->labels, (size_t)b->cap * (pos ? T : 1) * sizeof(int32_t));
+        if (pos) ts->word_ids = xrealloc(ts->word_ids, (size_t)b->cap * T * sizeof(int32_t));
+        ts->example = xrealloc(ts->example, (size_t)b->cap * sizeof(int32_t));
+        ts->line = xrealloc(ts->line, (size_t)b->cap * sizeof(int64_t));
     }
     int32_t *row = ts->ids + (size_t)ts->N * T;
     row[0] = TOK_CLS;
     memcpy(row + 1, ids, n * sizeof(int32_t));
     row[n + 1] = TOK_SEP;
     for (int i = (int)n + 2; i < T; i++) row[i] = TOK_PAD;
-    if (ts->kind == TASK_POS) {
-        int32_t *lr = ts->labels + (size_t)ts->N * T;
-        for (int i = 0; i < T; i++) lr[i] = TASK_IGNORE;
+    if (pos) {
+        int32_t *lr = ts->labels + (size_t)ts->N * T, *wr = ts->word_ids + (size_t)ts->N * T;
+        for (int i = 0; i < T; i++) lr[i] = TASK_IGNORE, wr[i] = -1;
         memcpy(lr + 1, lab, n * sizeof(int32_t));
+        memcpy(wr + 1, wid, n * sizeof(int32_t));
     } else {
         ts->labels[ts->N] = seq;
     }
-    ts->doc[ts->N] = doc;
+    ts->example[ts->N] = doc;
+    ts->line[ts->N] = 0;
     ts->N++;
 }
 
@@ -68,12 +78,19 @@ int task_build(TaskKind kind, const BrownText *texts, size_t n_texts, int split,
     memset(out, 0, sizeof *out);
     if (T < 3) { errf(err, errlen, "task: sequence length %d is too short (at least 3: [CLS] token [SEP])", T); return -1; }
     if (split < 0 || split > 2) { errf(err, errlen, "task: bad split %d", split); return -1; }
+    if (kind != TASK_TAGGING && kind != TASK_CLASSIFICATION) { errf(err, errlen, "task: the Brown tasks are tagging (pos) or classification (genre)"); return -1; }
+    const int pos = kind == TASK_TAGGING;
     out->kind = kind;
+    snprintf(out->name, sizeof out->name, "%s", pos ? "pos" : "genre");
     snprintf(out->split, sizeof out->split, "%s", brown_split_names[split]);
     out->T = T;
-    out->n_labels = kind == TASK_POS ? UPOS_COUNT : BROWN_N_GENRES;
+    out->n_labels = pos ? UPOS_COUNT : BROWN_N_GENRES;
     for (int l = 0; l < out->n_labels; l++)
-        snprintf(out->label_names[l], TASK_LABEL_LEN, "%s", kind == TASK_POS ? brown_upos_names[l] : brown_genre_names[l]);
+        snprintf(out->label_names[l], TASK_LABEL_LEN, "%s", pos ? brown_upos_names[l] : brown_genre_names[l]);
+    out->pad_id = TOK_PAD; out->cls_id = TOK_CLS; out->sep_id = TOK_SEP;
+    snprintf(out->tokenizer_kind, sizeof out->tokenizer_kind, "bpe");
+    snprintf(out->input_format, sizeof out->input_format, "brown");
+    out->split_seed = -1;
     size_t tlen;
     const uint8_t *tb = tokenizer_bytes(tk, &tlen);
     out->tokenizer = xmalloc(tlen);
@@ -86,7 +103,7 @@ int task_build(TaskKind kind, const BrownText *texts, size_t n_texts, int split,
 
     Builder b = {out, 0};
     TokEncoder *enc = tok_encoder_new(tk);
-    IVec ids = {0}, lab = {0}, wstart = {0};
+    IVec ids = {0}, lab = {0}, wid = {0}, wstart = {0};
     size_t W = (size_t)T - 2;
     char *wbuf = NULL;
     size_t wcap = 0;
@@ -97,7 +114,7 @@ int task_build(TaskKind kind, const BrownText *texts, size_t n_texts, int split,
         snprintf(out->doc_names[di], sizeof out->doc_names[di], "%s", t->name);
         out->doc_fingerprints[di] = brown_fingerprint(t);
         /* the text's tokens, the label of each, and where each word starts */
-        ids.n = lab.n = wstart.n = 0;
+        ids.n = lab.n = wid.n = wstart.n = 0;
         for (size_t i = 0; i < t->n_words; i++) {
             size_t wl = strlen(t->word[i]);
             if (wl + 2 > wcap) { wcap = 2 * (wl + 2); wbuf = xrealloc(wbuf, wcap); }
@@ -110,13 +127,14 @@ int task_build(TaskKind kind, const BrownText *texts, size_t n_texts, int split,
             for (size_t j = 0; j < nid; j++) {
                 iv_push(&ids, r[j]);
                 iv_push(&lab, j == 0 ? t->tag[i] : TASK_IGNORE);
+                iv_push(&wid, (int32_t)i);
             }
         }
         iv_push(&wstart, (int32_t)ids.n);
-        if (kind == TASK_GENRE) {
+        if (!pos) {
             size_t nw = ids.n / W;
-            if (nw == 0) add_example(&b, ids.v, NULL, ids.n, t->genre, di);
-            for (size_t w = 0; w < nw; w++) add_example(&b, ids.v + w * W, NULL, W, t->genre, di);
+            if (nw == 0) add_example(&b, ids.v, NULL, NULL, ids.n, t->genre, di);
+            for (size_t w = 0; w < nw; w++) add_example(&b, ids.v + w * W, NULL, NULL, W, t->genre, di);
             continue;
         }
         /* pos: pack whole sentences; a sentence longer than W is cut at word boundaries (a single
@@ -125,26 +143,26 @@ int task_build(TaskKind kind, const BrownText *texts, size_t n_texts, int split,
         for (size_t s = 0; s < t->n_sents; s++) {
             size_t a = (size_t)wstart.v[t->sent_start[s]], e = (size_t)wstart.v[t->sent_start[s + 1]];
             if (e - a <= W) {
-                if (cur_n && cur_n + (e - a) > W) { add_example(&b, ids.v + cur, lab.v + cur, cur_n, 0, di); cur_n = 0; }
+                if (cur_n && cur_n + (e - a) > W) { add_example(&b, ids.v + cur, lab.v + cur, wid.v + cur, cur_n, 0, di); cur_n = 0; }
                 if (!cur_n) cur = a;
                 cur_n += e - a;
                 continue;
             }
-            if (cur_n) { add_example(&b, ids.v + cur, lab.v + cur, cur_n, 0, di); cur_n = 0; }
+            if (cur_n) { add_example(&b, ids.v + cur, lab.v + cur, wid.v + cur, cur_n, 0, di); cur_n = 0; }
             for (size_t w = t->sent_start[s]; w < t->sent_start[s + 1];) {
                 size_t p0 = (size_t)wstart.v[w], w2 = w + 1;
                 while (w2 < t->sent_start[s + 1] && (size_t)wstart.v[w2 + 1] - p0 <= W) w2++;
                 size_t p1 = (size_t)wstart.v[w2];
-                add_example(&b, ids.v + p0, lab.v + p0, MIN(p1 - p0, W), 0, di);
+                add_example(&b, ids.v + p0, lab.v + p0, wid.v + p0, MIN(p1 - p0, W), 0, di);
                 w = w2;
             }
         }
-        if (cur_n) add_example(&b, ids.v + cur, lab.v + cur, cur_n, 0, di);
+        if (cur_n) add_example(&b, ids.v + cur, lab.v + cur, wid.v + cur, cur_n, 0, di);
     }
-    free(ids.v); free(lab.v); free(wstart.v); free(wbuf);
+    free(ids.v); free(lab.v); free(wid.v); free(wstart.v); free(wbuf);
     tok_encoder_free(enc);
     if (out->N == 0) {
-        errf(err, errlen, "task %s: the %s split has no texts", task_kind_name(kind), out->split);
+        errf(err, errlen, "task %s: the %s split has no texts", out->name, out->split);
         task_free(out);
         return -1;
     }
@@ -166,28 +184,47 @@ static int write_nd(H5Out *o, const char *name, hid_t ftype, hid_t mtype, const 
 int task_write(const char *path, const TaskSet *ts, char *err, size_t errlen) {
     H5Out o;
     if (h5out_create(&o, "task", path, 1, err, errlen) != 0) return -1;
-    char *labels = xcalloc((size_t)ts->n_labels, TASK_LABEL_LEN + 1);
+    char *labels = xcalloc((size_t)ts->n_labels, TASK_LABEL_LEN + 1), *docs = NULL;
     for (int l = 0; l < ts->n_labels; l++) { if (l) strcat(labels, "\n"); strcat(labels, ts->label_names[l]); }
-    char *docs = xcalloc((size_t)ts->n_docs + 1, 9);
-    for (int d = 0; d < ts->n_docs; d++) { if (d) strcat(docs, " "); strcat(docs, ts->doc_names[d]); }
+    const int tag = ts->kind == TASK_TAGGING;
     h5out_attr_str(&o, "format", TASK_FORMAT);
     h5out_attr_i64(&o, "version", TASK_VERSION);
-    h5out_attr_str(&o, "task", task_kind_name(ts->kind));
+    h5out_attr_str(&o, "kind", task_kind_name(ts->kind));
+    h5out_attr_str(&o, "task", ts->name);
     h5out_attr_str(&o, "split", ts->split);
     h5out_attr_i64(&o, "seq_len", ts->T);
     h5out_attr_i64(&o, "n_examples", ts->N);
     h5out_attr_i64(&o, "n_labels", ts->n_labels);
     h5out_attr_str(&o, "label_names", labels);
-    h5out_attr_i64(&o, "n_docs", ts->n_docs);
-    h5out_attr_str(&o, "doc_names", docs);
+    h5out_attr_i64(&o, "pair", ts->pair);
+    h5out_attr_i64(&o, "pad_id", ts->pad_id);
+    h5out_attr_i64(&o, "cls_id", ts->cls_id);
+    h5out_attr_i64(&o, "sep_id", ts->sep_id);
     h5out_attr_i64(&o, "vocab_size", ts->vocab_size);
+    h5out_attr_str(&o, "tokenizer_kind", ts->tokenizer_kind);
     h5out_attr_str(&o, "tokenizer_hash", ts->tokenizer_hash);
+    h5out_attr_str(&o, "source", ts->source);
+    h5out_attr_str(&o, "input_format", ts->input_format);
+    h5out_attr_i64(&o, "split_seed", ts->split_seed);
+    h5out_attr_f64(&o, "split_dev_fraction", ts->split_dev_fraction);
+    h5out_attr_f64(&o, "split_test_fraction", ts->split_test_fraction);
+    h5out_attr_i64(&o, "n_truncated", ts->n_truncated);
+    h5out_attr_i64(&o, "n_windows", ts->n_windows);
     hsize_t d2[2] = {(hsize_t)ts->N, (hsize_t)ts->T}, d1[1] = {(hsize_t)ts->N};
     write_nd(&o, "input_ids", H5T_STD_I32LE, H5T_NATIVE_INT32, ts->ids, 2, d2);
-    write_nd(&o, "labels", H5T_STD_I32LE, H5T_NATIVE_INT32, ts->labels, ts->kind == TASK_POS ? 2 : 1, ts->kind == TASK_POS ? d2 : d1);
-    write_nd(&o, "doc", H5T_STD_I32LE, H5T_NATIVE_INT32, ts->doc, 1, d1);
-    hsize_t dd[1] = {(hsize_t)ts->n_docs};
-    write_nd(&o, "doc_fingerprints", H5T_STD_U64LE, H5T_NATIVE_UINT64, ts->doc_fingerprints, 1, dd);
+    if (ts->kind == TASK_REGRESSION) write_nd(&o, "labels", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, ts->targets, 1, d1);
+    else write_nd(&o, "labels", H5T_STD_I32LE, H5T_NATIVE_INT32, ts->labels, tag ? 2 : 1, tag ? d2 : d1);
+    if (tag) write_nd(&o, "word_ids", H5T_STD_I32LE, H5T_NATIVE_INT32, ts->word_ids, 2, d2);
+    write_nd(&o, "example", H5T_STD_I32LE, H5T_NATIVE_INT32, ts->example, 1, d1);
+    write_nd(&o, "line", H5T_STD_I64LE, H5T_NATIVE_INT64, ts->line, 1, d1);
+    if (ts->n_docs) {
+        docs = xcalloc((size_t)ts->n_docs + 1, 9);
+        for (int d = 0; d < ts->n_docs; d++) { if (d) strcat(docs, " "); strcat(docs, ts->doc_names[d]); }
+        h5out_attr_i64(&o, "n_docs", ts->n_docs);
+        h5out_attr_str(&o, "doc_names", docs);
+        hsize_t dd[1] = {(hsize_t)ts->n_docs};
+        write_nd(&o, "doc_fingerprints", H5T_STD_U64LE, H5T_NATIVE_UINT64, ts->doc_fingerprints, 1, dd);
+    }
     hsize_t dt[1] = {(hsize_t)ts->tokenizer_len};
     write_nd(&o, "tokenizer", H5T_STD_U8LE, H5T_NATIVE_UINT8, ts->tokenizer, 1, dt);
     free(labels);
@@ -200,19 +237,46 @@ int task_write(const char *path, const TaskSet *ts, char *err, size_t errlen) {
 /* Attributes through the checked readers of data/h5util (class, size, precision and element count
  * before H5Aread; strings whole whatever their padding). */
 static int read_attr_i64(hid_t f, const char *name, int64_t *v) { return h5_read_int_attr(f, name, H5T_NATIVE_INT64, v) ? -1 : 0; }
+static char *read_attr_str(hid_t f, const char *name) {
+    if (H5Aexists(f, name) <= 0) return NULL;
+    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
+    if (a < 0) return NULL;
+    char *out = h5_read_string(a, 1, H5T_CSET_ASCII);
+    H5Aclose(a);
+    return out;
+}
+static int read_attr_f64(hid_t f, const char *name, double *v) {
+    if (H5Aexists(f, name) <= 0) return -1;
+    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
+    if (a < 0) return -1;
+    hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
+    int ok = H5Tget_class(t) == H5T_FLOAT && H5Tget_size(t) == 8 && H5Sget_simple_extent_npoints(sp) == 1 &&
+             H5Aread(a, H5T_NATIVE_DOUBLE, v) >= 0;
+    H5Tclose(t); H5Sclose(sp); H5Aclose(a);
+    return ok ? 0 : -1;
+}
+/* A string attribute into buf (cap bytes); -1 when missing or too long. */
+static int read_attr_buf(hid_t f, const char *name, char *buf, size_t cap) {
+    char *s = read_attr_str(f, name);
+    int rc = s && strlen(s) < cap ? 0 : -1;
+    if (!rc) snprintf(buf, cap, "%s", s);
+    free(s);
+    return rc;
+}
 
-/* Opens an integer dataset of the given rank and reads it (converted to mtype) into a new buffer.
- * dims[] receives its shape. */
-static void *read_int_dataset(hid_t f, const char *path, const char *name, int rank, hid_t mtype, size_t esize,
-                              hsize_t *dims, char *err, size_t errlen) {
+/* Opens a dataset of class cls (H5T_INTEGER or H5T_FLOAT) and the given rank and reads it (converted
+ * to mtype) into a new buffer.  dims[] receives its shape. */
+static void *read_dataset(hid_t f, const char *path, const char *name, H5T_class_t cls, int rank, hid_t mtype, size_t esize,
+                          hsize_t *dims, char *err, size_t errlen) {
     if (H5Lexists(f, name, H5P_DEFAULT) <= 0) { errf(err, errlen, "task %s: dataset '%s' is missing (re-run deberta prep-task)", path, name); return NULL; }
     hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
     if (d < 0) { errf(err, errlen, "task %s: dataset '%s' cannot be opened (corrupt file?)", path, name); return NULL; }
     hid_t t = H5Dget_type(d), sp = H5Dget_space(d);
     void *buf = NULL;
     int r = H5Sget_simple_extent_ndims(sp);
-    if (H5Tget_class(t) != H5T_INTEGER) {
-        errf(err, errlen, "task %s: dataset '%s' is not an integer dataset (re-run deberta prep-task)", path, name);
+    if (H5Tget_class(t) != cls) {
+        errf(err, errlen, "task %s: dataset '%s' is not %s dataset (re-run deberta prep-task)", path, name,
+             cls == H5T_INTEGER ? "an integer" : "a floating-point");
     } else if (r != rank) {
         errf(err, errlen, "task %s: dataset '%s' has %d dimensions, expected %d", path, name, r, rank);
     } else {
@@ -232,6 +296,23 @@ static void *read_int_dataset(hid_t f, const char *path, const char *name, int r
     return buf;
 }
 
+/* A dataset of shape [N] or [N, T]. */
+static void *read_shaped(hid_t f, const char *path, const char *name, H5T_class_t cls, int rank, hid_t mtype, size_t esize, int64_t N,
+                         int64_t T, char *err, size_t errlen) {
+    hsize_t dims[2];
+    void *buf = read_dataset(f, path, name, cls, rank, mtype, esize, dims, err, errlen);
+    if (buf && ((int64_t)dims[0] != N || (rank == 2 && (int64_t)dims[1] != T))) {
+        if (rank == 2)
+            errf(err, errlen, "task %s: dataset '%s' has shape [%llu, %llu], expected [%lld, %lld]", path, name, (unsigned long long)dims[0],
+                 (unsigned long long)dims[1], (long long)N, (long long)T);
+        else
+            errf(err, errlen, "task %s: dataset '%s' has %llu entries, expected %lld", path, name, (unsigned long long)dims[0], (long long)N);
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
 int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
     memset(ts, 0, sizeof *ts);
     if (access(path, R_OK) != 0) { errf(err, errlen, "task %s: cannot open (%s)", path, strerror(errno)); return -1; }
@@ -243,34 +324,42 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
     if (h5_seal_require("task", path, "re-run deberta prep-task", err, errlen) != 0) goto out;
     f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) { errf(err, errlen, "task %s: not an HDF5 file, or truncated (re-run deberta prep-task)", path); goto out; }
-    s = h5_read_str_attr(f, "format");
+    s = read_attr_str(f, "format");
     if (!s || strcmp(s, TASK_FORMAT)) {
         errf(err, errlen, "task %s: format is '%s', expected '%s' (is it a task file of deberta prep-task?)", path, s ? s : "(none)", TASK_FORMAT);
         goto out;
     }
     free(s); s = NULL;
-    int64_t v, T, N, nl, nd, vocab;
+    int64_t v, T, N, nl, nd = 0, vocab, pair, sid[3];
     if (read_attr_i64(f, "version", &v) || v != TASK_VERSION) {
-        errf(err, errlen, "task %s: version is not %d (re-run deberta prep-task)", path, TASK_VERSION);
+        errf(err, errlen, "task %s: version is not %d (a task file of an older deberta.c: re-run deberta prep-task)", path, TASK_VERSION);
         goto out;
     }
-    s = h5_read_str_attr(f, "task");
-    if (!s || task_kind_parse(s, &ts->kind)) { errf(err, errlen, "task %s: attribute 'task' is '%s', expected 'pos' or 'genre'", path, s ? s : "(none)"); goto out; }
-    free(s);
-    s = h5_read_str_attr(f, "split");
-    if (!s || strlen(s) >= sizeof ts->split) { errf(err, errlen, "task %s: attribute 'split' is missing", path); goto out; }
-    snprintf(ts->split, sizeof ts->split, "%s", s);
+    s = read_attr_str(f, "kind");
+    if (!s || task_kind_parse(s, &ts->kind)) {
+        errf(err, errlen, "task %s: attribute 'kind' is '%s', expected 'classification', 'regression' or 'tagging'", path, s ? s : "(none)");
+        goto out;
+    }
     free(s); s = NULL;
+    if (read_attr_buf(f, "task", ts->name, sizeof ts->name) || !ts->name[0]) { errf(err, errlen, "task %s: attribute 'task' is missing", path); goto out; }
+    if (read_attr_buf(f, "split", ts->split, sizeof ts->split)) { errf(err, errlen, "task %s: attribute 'split' is missing", path); goto out; }
     if (read_attr_i64(f, "seq_len", &T) || T < 3 || T > 1 << 20) { errf(err, errlen, "task %s: attribute 'seq_len' is missing or < 3", path); goto out; }
-    if (read_attr_i64(f, "n_examples", &N) || N < 1) { errf(err, errlen, "task %s: attribute 'n_examples' is missing or < 1", path); goto out; }
-    if (read_attr_i64(f, "n_labels", &nl) || nl < 2 || nl > TASK_MAX_LABELS) {
+    if (read_attr_i64(f, "n_examples", &N) || N < 1 || N > INT32_MAX) { errf(err, errlen, "task %s: attribute 'n_examples' is missing or < 1", path); goto out; }
+    const int reg = ts->kind == TASK_REGRESSION, tag = ts->kind == TASK_TAGGING;
+    if (reg) {
+        if (read_attr_i64(f, "n_labels", &nl) || nl != 1) { errf(err, errlen, "task %s: attribute 'n_labels' is missing or not 1 (regression)", path); goto out; }
+    } else if (read_attr_i64(f, "n_labels", &nl) || nl < 2 || nl > TASK_MAX_LABELS) {
         errf(err, errlen, "task %s: attribute 'n_labels' is missing or outside [2, %d]", path, TASK_MAX_LABELS);
         goto out;
     }
-    if (read_attr_i64(f, "n_docs", &nd) || nd < 1) { errf(err, errlen, "task %s: attribute 'n_docs' is missing or < 1", path); goto out; }
-    if (read_attr_i64(f, "vocab_size", &vocab) || vocab <= TOK_N_SPECIAL) { errf(err, errlen, "task %s: attribute 'vocab_size' is missing or too small", path); goto out; }
-    ts->T = (int)T; ts->N = N; ts->n_labels = (int)nl; ts->n_docs = (int)nd; ts->vocab_size = vocab;
-    s = h5_read_str_attr(f, "label_names");
+    if (read_attr_i64(f, "vocab_size", &vocab) || vocab <= TOK_N_SPECIAL || vocab > INT32_MAX) { errf(err, errlen, "task %s: attribute 'vocab_size' is missing or too small", path); goto out; }
+    if (read_attr_i64(f, "pair", &pair) || (pair != 0 && pair != 1) || (pair && tag)) { errf(err, errlen, "task %s: attribute 'pair' is missing or not 0/1 (0 for tagging)", path); goto out; }
+    static const char *const SID[3] = {"pad_id", "cls_id", "sep_id"};
+    for (int k = 0; k < 3; k++)
+        if (read_attr_i64(f, SID[k], &sid[k]) || sid[k] < 0 || sid[k] >= vocab) { errf(err, errlen, "task %s: attribute '%s' is missing or outside the vocabulary", path, SID[k]); goto out; }
+    ts->T = (int)T; ts->N = N; ts->n_labels = (int)nl; ts->vocab_size = vocab; ts->pair = (int)pair;
+    ts->pad_id = (int32_t)sid[0]; ts->cls_id = (int32_t)sid[1]; ts->sep_id = (int32_t)sid[2];
+    s = read_attr_str(f, "label_names");
     {
         int k = 0;
         char *save = NULL;
@@ -280,10 +369,29 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
         }
         if (k != nl) { errf(err, errlen, "task %s: attribute 'label_names' has %d names for %lld labels", path, k, (long long)nl); goto out; }
     }
-    free(s);
-    s = h5_read_str_attr(f, "doc_names");
-    ts->doc_names = xcalloc((size_t)nd, sizeof *ts->doc_names);
-    {
+    free(s); s = NULL;
+    if (read_attr_buf(f, "tokenizer_kind", ts->tokenizer_kind, sizeof ts->tokenizer_kind) ||
+        (strcmp(ts->tokenizer_kind, "bpe") && strcmp(ts->tokenizer_kind, "spm"))) {
+        errf(err, errlen, "task %s: attribute 'tokenizer_kind' is missing or not 'bpe'/'spm'", path);
+        goto out;
+    }
+    if (read_attr_buf(f, "tokenizer_hash", ts->tokenizer_hash, sizeof ts->tokenizer_hash) || strlen(ts->tokenizer_hash) != 16) {
+        errf(err, errlen, "task %s: attribute 'tokenizer_hash' is missing", path);
+        goto out;
+    }
+    if (read_attr_buf(f, "source", ts->source, sizeof ts->source) || read_attr_buf(f, "input_format", ts->input_format, sizeof ts->input_format) ||
+        read_attr_i64(f, "split_seed", &ts->split_seed) || read_attr_f64(f, "split_dev_fraction", &ts->split_dev_fraction) ||
+        read_attr_f64(f, "split_test_fraction", &ts->split_test_fraction) || read_attr_i64(f, "n_truncated", &ts->n_truncated) ||
+        read_attr_i64(f, "n_windows", &ts->n_windows)) {
+        errf(err, errlen, "task %s: one of the attributes source, input_format, split_seed, split_dev_fraction, split_test_fraction, "
+             "n_truncated, n_windows is missing or of the wrong type", path);
+        goto out;
+    }
+    if (H5Aexists(f, "n_docs") > 0) {
+        if (read_attr_i64(f, "n_docs", &nd) || nd < 1 || nd > INT32_MAX) { errf(err, errlen, "task %s: attribute 'n_docs' is < 1", path); goto out; }
+        ts->n_docs = (int)nd;
+        s = read_attr_str(f, "doc_names");
+        ts->doc_names = xcalloc((size_t)nd, sizeof *ts->doc_names);
         int k = 0;
         char *save = NULL;
         for (char *tok = s ? strtok_r(s, " ", &save) : NULL; tok; tok = strtok_r(NULL, " ", &save)) {
@@ -291,35 +399,22 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
             k++;
         }
         if (k != nd) { errf(err, errlen, "task %s: attribute 'doc_names' has %d names for %lld texts", path, k, (long long)nd); goto out; }
+        free(s); s = NULL;
+        hsize_t dd[1];
+        ts->doc_fingerprints = read_dataset(f, path, "doc_fingerprints", H5T_INTEGER, 1, H5T_NATIVE_UINT64, 8, dd, err, errlen);
+        if (!ts->doc_fingerprints) goto out;
+        if ((int64_t)dd[0] != nd) { errf(err, errlen, "task %s: dataset 'doc_fingerprints' has %llu entries, expected %lld", path, (unsigned long long)dd[0], (long long)nd); goto out; }
     }
-    free(s);
-    s = h5_read_str_attr(f, "tokenizer_hash");
-    if (!s || strlen(s) != 16) { errf(err, errlen, "task %s: attribute 'tokenizer_hash' is missing", path); goto out; }
-    snprintf(ts->tokenizer_hash, sizeof ts->tokenizer_hash, "%s", s);
-    free(s); s = NULL;
 
+    if (!(ts->ids = read_shaped(f, path, "input_ids", H5T_INTEGER, 2, H5T_NATIVE_INT32, 4, N, T, err, errlen))) goto out;
+    if (reg) {
+        if (!(ts->targets = read_shaped(f, path, "labels", H5T_FLOAT, 1, H5T_NATIVE_FLOAT, 4, N, T, err, errlen))) goto out;
+    } else if (!(ts->labels = read_shaped(f, path, "labels", H5T_INTEGER, tag ? 2 : 1, H5T_NATIVE_INT32, 4, N, T, err, errlen))) goto out;
+    if (tag && !(ts->word_ids = read_shaped(f, path, "word_ids", H5T_INTEGER, 2, H5T_NATIVE_INT32, 4, N, T, err, errlen))) goto out;
+    if (!(ts->example = read_shaped(f, path, "example", H5T_INTEGER, 1, H5T_NATIVE_INT32, 4, N, T, err, errlen))) goto out;
+    if (!(ts->line = read_shaped(f, path, "line", H5T_INTEGER, 1, H5T_NATIVE_INT64, 8, N, T, err, errlen))) goto out;
     hsize_t dims[2];
-    ts->ids = read_int_dataset(f, path, "input_ids", 2, H5T_NATIVE_INT32, 4, dims, err, errlen);
-    if (!ts->ids) goto out;
-    if ((int64_t)dims[0] != N || (int64_t)dims[1] != T) {
-        errf(err, errlen, "task %s: dataset 'input_ids' has shape [%llu, %llu], expected [%lld, %lld]", path,
-                (unsigned long long)dims[0], (unsigned long long)dims[1], (long long)N, (long long)T);
-        goto out;
-    }
-    int pos = ts->kind == TASK_POS;
-    ts->labels = read_int_dataset(f, path, "labels", pos ? 2 : 1, H5T_NATIVE_INT32, 4, dims, err, errlen);
-    if (!ts->labels) goto out;
-    if ((int64_t)dims[0] != N || (pos && (int64_t)dims[1] != T)) {
-        errf(err, errlen, "task %s: dataset 'labels' has the wrong shape (expected [%lld%s])", path, (long long)N, pos ? ", seq_len" : "");
-        goto out;
-    }
-    ts->doc = read_int_dataset(f, path, "doc", 1, H5T_NATIVE_INT32, 4, dims, err, errlen);
-    if (!ts->doc) goto out;
-    if ((int64_t)dims[0] != N) { errf(err, errlen, "task %s: dataset 'doc' has %llu entries, expected %lld", path, (unsigned long long)dims[0], (long long)N); goto out; }
-    ts->doc_fingerprints = read_int_dataset(f, path, "doc_fingerprints", 1, H5T_NATIVE_UINT64, 8, dims, err, errlen);
-    if (!ts->doc_fingerprints) goto out;
-    if ((int64_t)dims[0] != nd) { errf(err, errlen, "task %s: dataset 'doc_fingerprints' has %llu entries, expected %lld", path, (unsigned long long)dims[0], (long long)nd); goto out; }
-    ts->tokenizer = read_int_dataset(f, path, "tokenizer", 1, H5T_NATIVE_UINT8, 1, dims, err, errlen);
+    ts->tokenizer = read_dataset(f, path, "tokenizer", H5T_INTEGER, 1, H5T_NATIVE_UINT8, 1, dims, err, errlen);
     if (!ts->tokenizer) goto out;
     ts->tokenizer_len = dims[0];
     char hash[17];
@@ -330,31 +425,41 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
     }
     {
         char e2[512];
-        Tokenizer *tk = tokenizer_from_bytes(ts->tokenizer, ts->tokenizer_len, path, e2, sizeof e2);
+        TokFile *tk = tokfile_from_bytes(ts->tokenizer, ts->tokenizer_len, path, e2, sizeof e2);
         if (!tk) { errf(err, errlen, "task %s: embedded tokenizer: %s", path, e2); goto out; }
-        int tv = tokenizer_vocab_size(tk);
-        tokenizer_free(tk);
+        const int tv = tk->vocab_size, spm = tk->kind == TOKFILE_SPM;
+        const SpecialIds sp = tk->sp;
+        tokfile_free(tk);
+        if (spm != !strcmp(ts->tokenizer_kind, "spm")) { errf(err, errlen, "task %s: tokenizer_kind is '%s' but the embedded tokenizer is %s", path, ts->tokenizer_kind, spm ? "a SentencePiece model" : "ours (bpe)"); goto out; }
         if (tv != vocab) { errf(err, errlen, "task %s: vocab_size is %lld but the embedded tokenizer has %d ids", path, (long long)vocab, tv); goto out; }
+        if (sp.pad != ts->pad_id || sp.cls != ts->cls_id || sp.sep != ts->sep_id) {
+            errf(err, errlen, "task %s: pad/cls/sep ids %d/%d/%d, the embedded tokenizer's are %d/%d/%d", path, ts->pad_id, ts->cls_id, ts->sep_id, sp.pad, sp.cls, sp.sep);
+            goto out;
+        }
     }
     for (int64_t n = 0; n < N; n++) {
         const int32_t *row = ts->ids + n * T;
-        if (row[0] != TOK_CLS) { errf(err, errlen, "task %s: input_ids[%lld, 0] = %d, every example must start with [CLS] = %d", path, (long long)n, row[0], TOK_CLS); goto out; }
+        if (row[0] != ts->cls_id) { errf(err, errlen, "task %s: input_ids[%lld, 0] = %d, every example must start with [CLS] = %d", path, (long long)n, row[0], ts->cls_id); goto out; }
         for (int64_t i = 0; i < T; i++)
             if (row[i] < 0 || row[i] >= vocab) {
                 errf(err, errlen, "task %s: input_ids[%lld, %lld] = %d is outside the vocabulary [0, %lld)", path, (long long)n, (long long)i, row[i], (long long)vocab);
                 goto out;
             }
-        if (ts->doc[n] < 0 || ts->doc[n] >= nd) { errf(err, errlen, "task %s: doc[%lld] = %d is outside [0, %lld)", path, (long long)n, ts->doc[n], (long long)nd); goto out; }
-        if (pos) {
+        if (ts->example[n] < 0 || (nd && ts->example[n] >= nd)) { errf(err, errlen, "task %s: example[%lld] = %d is outside the texts [0, %lld)", path, (long long)n, ts->example[n], (long long)(nd ? nd : INT32_MAX)); goto out; }
+        if (ts->line[n] < 0) { errf(err, errlen, "task %s: line[%lld] = %lld is negative", path, (long long)n, (long long)ts->line[n]); goto out; }
+        if (tag) {
             for (int64_t i = 0; i < T; i++) {
-                int32_t l = ts->labels[n * T + i];
+                int32_t l = ts->labels[n * T + i], w = ts->word_ids[n * T + i];
+                if (w < -1) { errf(err, errlen, "task %s: word_ids[%lld, %lld] = %d is below -1", path, (long long)n, (long long)i, w); goto out; }
                 if (l == TASK_IGNORE) continue;
                 if (l < 0 || l >= nl) {
                     errf(err, errlen, "task %s: labels[%lld, %lld] = %d is outside [0, %lld) and not the ignore value %d", path, (long long)n, (long long)i, l, (long long)nl, TASK_IGNORE);
                     goto out;
                 }
-                if (row[i] == TOK_PAD) { errf(err, errlen, "task %s: labels[%lld, %lld] = %d sits on padding", path, (long long)n, (long long)i, l); goto out; }
+                if (w < 0) { errf(err, errlen, "task %s: labels[%lld, %lld] = %d sits on a position without a word (word_ids -1)", path, (long long)n, (long long)i, l); goto out; }
             }
+        } else if (reg) {
+            if (!isfinite(ts->targets[n])) { errf(err, errlen, "task %s: labels[%lld] is not a finite number", path, (long long)n); goto out; }
         } else if (ts->labels[n] < 0 || ts->labels[n] >= nl) {
             errf(err, errlen, "task %s: labels[%lld] = %d is outside [0, %lld)", path, (long long)n, ts->labels[n], (long long)nl);
             goto out;
@@ -370,8 +475,10 @@ out:
 }
 
 int task_check_same(const TaskSet *a, const char *pa, const TaskSet *b, const char *pb, char *err, size_t errlen) {
-    if (a->kind != b->kind) { errf(err, errlen, "task %s is '%s' but %s is '%s'", pb, task_kind_name(b->kind), pa, task_kind_name(a->kind)); return -1; }
+    if (a->kind != b->kind) { errf(err, errlen, "task %s is %s but %s is %s", pb, task_kind_name(b->kind), pa, task_kind_name(a->kind)); return -1; }
+    if (strcmp(a->name, b->name)) { errf(err, errlen, "task %s is the task '%s' but %s is '%s'", pb, b->name, pa, a->name); return -1; }
     if (a->T != b->T) { errf(err, errlen, "task %s has seq_len %d but %s has %d", pb, b->T, pa, a->T); return -1; }
+    if (a->pair != b->pair) { errf(err, errlen, "task %s has %s but %s %s", pb, b->pair ? "text pairs" : "single texts", pa, a->pair ? "text pairs" : "single texts"); return -1; }
     if (strcmp(a->tokenizer_hash, b->tokenizer_hash)) {
         errf(err, errlen, "task %s was made with tokenizer %s but %s with %s (re-run deberta prep-task)", pb, b->tokenizer_hash, pa, a->tokenizer_hash);
         return -1;
@@ -388,7 +495,7 @@ int task_check_same(const TaskSet *a, const char *pa, const TaskSet *b, const ch
 /* ---------------------------------------------------------------- baselines */
 
 int64_t task_n_labelled(const TaskSet *ts) {
-    if (ts->kind == TASK_GENRE) return ts->N;
+    if (ts->kind != TASK_TAGGING) return ts->kind == TASK_CLASSIFICATION ? ts->N : 0;
     int64_t k = 0;
     for (int64_t i = 0; i < ts->N * ts->T; i++) k += ts->labels[i] != TASK_IGNORE;
     return k;
@@ -396,7 +503,8 @@ int64_t task_n_labelled(const TaskSet *ts) {
 
 int task_majority_label(const TaskSet *train) {
     int64_t cnt[TASK_MAX_LABELS] = {0};
-    int64_t n = train->kind == TASK_POS ? train->N * train->T : train->N;
+    if (train->kind == TASK_REGRESSION) return 0;
+    int64_t n = train->kind == TASK_TAGGING ? train->N * train->T : train->N;
     for (int64_t i = 0; i < n; i++)
         if (train->labels[i] != TASK_IGNORE) cnt[train->labels[i]]++;
     int best = 0;
@@ -405,20 +513,20 @@ int task_majority_label(const TaskSet *train) {
 }
 
 double task_constant_accuracy(const TaskSet *eval, int label) {
-    int64_t n = eval->kind == TASK_POS ? eval->N * eval->T : eval->N, ok = 0, tot = 0;
+    if (eval->kind == TASK_REGRESSION) return NAN;
+    int64_t n = eval->kind == TASK_TAGGING ? eval->N * eval->T : eval->N, ok = 0, tot = 0;
     for (int64_t i = 0; i < n; i++)
         if (eval->labels[i] != TASK_IGNORE) { tot++; ok += eval->labels[i] == label; }
     return tot ? (double)ok / (double)tot : 0.0;
 }
 
-/* A word of a pos example: its sub-tokens run from its labelled position to the next labelled
- * position, [SEP] or padding.  Its key is an FNV-1a 64 hash of those ids. */
+/* A word of a tagging example: its sub-tokens are the positions with its word id.  Its key is an FNV-1a 64 hash of those ids. */
 static uint64_t word_key(const TaskSet *ts, int64_t n, int i) {
     const int32_t *row = ts->ids + n * ts->T;
-    const int32_t *lab = ts->labels + n * ts->T;
+    const int32_t *wid = ts->word_ids + n * ts->T;
     uint64_t h = 0xcbf29ce484222325ull;
     for (int j = i; j < ts->T; j++) {
-        if (j > i && (lab[j] != TASK_IGNORE || row[j] == TOK_SEP || row[j] == TOK_PAD)) break;
+        if (j > i && wid[j] != wid[i]) break;
         h ^= (uint64_t)(uint32_t)row[j];
         h *= 0x100000001b3ull;
         h ^= h >> 29;
@@ -433,8 +541,8 @@ static int cmp_kl(const void *a, const void *b) {
     return (x->label > y->label) - (x->label < y->label);
 }
 
-double task_word_tag_accuracy(const TaskSet *train, const TaskSet *eval) {
-    if (train->kind != TASK_POS || eval->kind != TASK_POS) return 0.0;
+int64_t task_word_tag_predict(const TaskSet *train, const TaskSet *eval, int32_t *pred_out) {
+    if (train->kind != TASK_TAGGING || eval->kind != TASK_TAGGING) return 0;
     int64_t n = task_n_labelled(train), k = 0;
     KeyLabel *kl = xmalloc((size_t)(n ? n : 1) * sizeof(KeyLabel));
     for (int64_t e = 0; e < train->N; e++)
@@ -458,7 +566,7 @@ double task_word_tag_accuracy(const TaskSet *train, const TaskSet *eval) {
     }
     free(kl);
     int fallback = task_majority_label(train);
-    int64_t ok = 0, tot = 0;
+    int64_t tot = 0;
     for (int64_t e = 0; e < eval->N; e++)
         for (int i = 0; i < eval->T; i++) {
             int32_t l = eval->labels[e * eval->T + i];
@@ -466,10 +574,21 @@ double task_word_tag_accuracy(const TaskSet *train, const TaskSet *eval) {
             uint64_t key = word_key(eval, e, i);
             int64_t lo = 0, hi = nb;
             while (lo < hi) { int64_t mid = (lo + hi) / 2; if (best[mid].key < key) lo = mid + 1; else hi = mid; }
-            int pred = lo < nb && best[lo].key == key ? best[lo].label : fallback;
-            tot++;
-            ok += pred == l;
+            pred_out[tot++] = lo < nb && best[lo].key == key ? best[lo].label : fallback;
         }
     free(best);
+    return tot;
+}
+
+double task_word_tag_accuracy(const TaskSet *train, const TaskSet *eval) {
+    if (train->kind != TASK_TAGGING || eval->kind != TASK_TAGGING) return 0.0;
+    const int64_t n = task_n_labelled(eval);
+    int32_t *pred = xmalloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    const int64_t tot = task_word_tag_predict(train, eval, pred);
+    int64_t ok = 0, k = 0;
+    for (int64_t e = 0; e < eval->N; e++)
+        for (int i = 0; i < eval->T; i++)
+            if (eval->labels[e * eval->T + i] != TASK_IGNORE) ok += pred[k++] == eval->labels[e * eval->T + i];
+    free(pred);
     return tot ? (double)ok / (double)tot : 0.0;
 }

@@ -133,18 +133,21 @@ typedef struct {
     Encoder enc;
     int use_enc, B, T;
     const int32_t *labels;
+    const real *targets;       /* regression */
 } HeadCtx;
+
+static Tensor *head_loss(Tape *t, HeadCtx *c, Tensor *h) {
+    TaskHeadOut o;
+    if (c->head.kind == HEAD_REGRESSION) return task_head_mse(t, &c->head, h, c->B, c->T, c->targets, &o);
+    return task_head_forward(t, &c->head, h, c->B, c->T, c->labels, &o);
+}
 
 static Tensor *g_head(Tape *t, Tensor **x, int n, void *vctx) {
     HeadCtx *c = vctx;
-    TaskHeadOut o;
-    if (c->use_enc) {
-        Tensor *h = encoder_forward(t, &c->enc, NULL, IDS, MASK, GB, GT, NULL);
-        return task_head_forward(t, &c->head, h, c->B, c->T, c->labels, &o);
-    }
+    if (c->use_enc) return head_loss(t, c, encoder_forward(t, &c->enc, NULL, IDS, MASK, GB, GT, NULL));
     int was = t->training;
     t->training = 1;
-    Tensor *y = task_head_forward(t, &c->head, x[0], c->B, c->T, c->labels, &o);
+    Tensor *y = head_loss(t, c, x[0]);
     t->training = was;
     return y;
 }
@@ -153,6 +156,7 @@ static Tensor *g_head(Tape *t, Tensor **x, int n, void *vctx) {
 static const int32_t TOKEN_LABELS[GB * GT] = {-100, 2, -100, 0, -100, -100, 3, -100, -100, -100};
 static const int32_t TOKEN_NONE[GB * GT] = {-100, -100, -100, -100, -100, -100, -100, -100, -100, -100};
 static const int32_t SEQ_LABELS[3] = {1, 3, 1};
+static const real REG_TARGETS[3] = {0.75, -1.5, 2.25};
 
 static GCResult run_head(Tape *t, HeadKind kind, int use_enc, const int32_t *labels) {
     ModelConfig cfg;
@@ -161,13 +165,14 @@ static GCResult run_head(Tape *t, HeadKind kind, int use_enc, const int32_t *lab
     memset(&c, 0, sizeof c);
     c.use_enc = use_enc;
     c.labels = labels;
-    c.B = use_enc ? GB : (kind == HEAD_SEQUENCE ? 3 : GB);
+    c.targets = REG_TARGETS;
+    c.B = use_enc ? GB : (kind != HEAD_TOKEN ? 3 : GB);
     c.T = GT;
     ParamSet ps;
     params_init(&ps);
     if (use_enc) encoder_register(&c.enc, &ps, &cfg, 2, "deberta.", 0);
     real p = use_enc ? 0 : (real)0.2;
-    task_head_register(&c.head, &ps, kind, cfg.hidden_size, 4, p, p, "");
+    task_head_register(&c.head, &ps, kind, cfg.hidden_size, kind == HEAD_REGRESSION ? 1 : 4, p, p, "");
     params_finalize(&ps);
     model_init_params(&ps, 0.3, 31);
     model_perturb_params(&ps, 32);
@@ -191,6 +196,8 @@ static GCResult gradcheck_token_head_none(Tape *t) { return run_head(t, HEAD_TOK
 static GCResult gradcheck_token_head_enc(Tape *t) { return run_head(t, HEAD_TOKEN, 1, TOKEN_LABELS); }
 static GCResult gradcheck_seq_head(Tape *t) { return run_head(t, HEAD_SEQUENCE, 0, SEQ_LABELS); }
 static GCResult gradcheck_seq_head_enc(Tape *t) { return run_head(t, HEAD_SEQUENCE, 1, SEQ_LABELS); }
+static GCResult gradcheck_reg_head(Tape *t) { return run_head(t, HEAD_REGRESSION, 0, NULL); }
+static GCResult gradcheck_reg_head_enc(Tape *t) { return run_head(t, HEAD_REGRESSION, 1, NULL); }
 
 const GCCase gradcheck_model_cases[] = {
     {"layer", "c2c, q != kv, padded", gradcheck_layer_c2c},
@@ -213,5 +220,7 @@ const GCCase gradcheck_model_cases[] = {
     {"token_head", "2-layer encoder + head, padded", gradcheck_token_head_enc},
     {"seq_head", "[3,5,8] L4, dropout 0.2", gradcheck_seq_head},
     {"seq_head", "2-layer encoder + pooler + head", gradcheck_seq_head_enc},
+    {"reg_head", "[3,5,8] one output, MSE, dropout 0.2", gradcheck_reg_head},
+    {"reg_head", "2-layer encoder + pooler + one output, MSE", gradcheck_reg_head_enc},
 };
 const int gradcheck_n_model_cases = (int)ARRAY_LEN(gradcheck_model_cases);

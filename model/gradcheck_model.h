@@ -3,7 +3,7 @@
  *   layer    one post-LN layer (attention + FFN) with different query and key/value inputs (the EMD
  *            call), padding (one fully padded sequence), the rel table rows and its LayerNorm;
  *   encoder  a 2-layer encoder with padding: embeddings, every parameter;
- * and the fine-tuning heads (model/task_head.h), token and sequence, each alone on a hidden-state leaf
+ * and the fine-tuning heads (model/task_head.h), token, sequence and regression (MSE), each alone on a hidden-state leaf
  * with dropout on in training mode (labels with -100s; also every label -100: loss 0, zero gradient)
  * and on the 2-layer encoder (all terms).
  * Small dims (H 8, 2 heads of 4, FFN 16, V 12, B 2, T 5, PB 4, MRP 8 -> 8 table rows, 7 reachable);

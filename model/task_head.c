@@ -1,5 +1,6 @@
-/* task_head.c — token and sequence classification heads; see task_head.h. */
+/* task_head.c — token and sequence classification heads, the regression head; see task_head.h. */
 #include "model/task_head.h"
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "autograd/ops.h"
@@ -16,13 +17,14 @@ void task_head_register(TaskHead *h, ParamSet *ps, HeadKind kind, int H, int n_l
                         const char *prefix) {
     memset(h, 0, sizeof *h);
     if (n_labels < 1 || H < 1) fatal("task head: %d labels over width %d", n_labels, H);
+    if (kind == HEAD_REGRESSION && n_labels != 1) fatal("task head: a regression head has one output, not %d", n_labels);
     h->kind = kind;
     h->H = H;
     h->n_labels = n_labels;
     h->p_pool = p_pool;
     h->p_cls = p_cls;
     if (!prefix) prefix = "";
-    if (kind == HEAD_SEQUENCE) {
+    if (kind != HEAD_TOKEN) {
         h->pool_w = add(ps, prefix, "pooler.dense.weight", 2, H, H);
         h->pool_b = add(ps, prefix, "pooler.dense.bias", 1, H, 0);
     }
@@ -50,6 +52,7 @@ Tensor *task_head_forward(Tape *t, const TaskHead *h, Tensor *hidden, int B, int
     x = op_dropout(t, x, h->p_cls);
     out->logits = op_linear(t, x, h->cls_w, h->cls_b);           /* [n_rows, L] */
     if (!labels) return out->logits;
+    if (h->kind == HEAD_REGRESSION) fatal("task head: a regression head takes float targets (task_head_mse), not labels");
     int32_t *rows = arena_alloc(&t->arena, (size_t)n_rows * sizeof(int32_t));
     int32_t *tg = arena_alloc(&t->arena, (size_t)n_rows * sizeof(int32_t));
     int n = 0;
@@ -63,5 +66,20 @@ Tensor *task_head_forward(Tape *t, const TaskHead *h, Tensor *hidden, int B, int
     out->n_counted = n;
     Tensor *sel = n == n_rows ? out->logits : op_index_select(t, out->logits, rows, n);
     out->loss = op_cross_entropy(t, sel, tg);
+    return out->loss;
+}
+
+Tensor *task_head_mse(Tape *t, const TaskHead *h, Tensor *hidden, int B, int T, const real *targets, TaskHeadOut *out) {
+    if (h->kind != HEAD_REGRESSION) fatal("task head: task_head_mse needs a regression head");
+    Tensor *y = task_head_forward(t, h, hidden, B, T, NULL, out);   /* [B, 1] */
+    const int s2[2] = {B, 1};
+    Tensor *neg = tape_tensor(t, 2, s2, "regression_targets");      /* -targets, no gradient */
+    for (int b = 0; b < B; b++) {
+        if (!isfinite((double)targets[b])) fatal("task head: regression target %d is not a finite number", b);
+        neg->data[b] = -targets[b];
+    }
+    Tensor *d = op_add(t, y, neg);
+    out->n_counted = B;
+    out->loss = op_mean(t, op_mul(t, d, d));
     return out->loss;
 }

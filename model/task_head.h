@@ -4,8 +4,12 @@
  *   token     logits[b, i] = W_c · Dropout_h(h[b, i]) + b_c                        [B·T, L]
  *   sequence  p = GELU(W_p · Dropout_p(h[b, 0]) + b_p)    (ContextPooler: the first token, [CLS])
  *             logits[b] = W_c · Dropout_h(p) + b_c                                  [B, L]
+ *   regression the sequence head with one output (L = 1), as DebertaV2ForSequenceClassification with
+ *             num_labels 1: value[b] = logits[b, 0]
  *   loss      mean cross-entropy over the rows whose label is not HEAD_IGNORE (-100), as torch's
  *             CrossEntropyLoss(ignore_index=-100); 0 when no row counts.
+ *             regression: mean squared error over the B rows, as torch's MSELoss on logits.view(-1)
+ *             (task_head_mse).
  *
  * Parameters (names after a caller-given prefix, "" for the HF folders):
  *   classifier.weight [L, H], classifier.bias [L];  sequence also pooler.dense.weight [H, H], pooler.dense.bias [H].
@@ -18,7 +22,7 @@
 
 #define HEAD_IGNORE (-100)
 
-typedef enum { HEAD_TOKEN = 0, HEAD_SEQUENCE = 1 } HeadKind;
+typedef enum { HEAD_TOKEN = 0, HEAD_SEQUENCE = 1, HEAD_REGRESSION = 2 } HeadKind;
 
 typedef struct TaskHead {
     HeadKind kind;
@@ -28,7 +32,7 @@ typedef struct TaskHead {
     Tensor *cls_w, *cls_b;     /* classifier */
 } TaskHead;
 
-/* Registers the head's parameters in ps (not yet finalized). */
+/* Registers the head's parameters in ps (not yet finalized).  HEAD_REGRESSION: n_labels must be 1. */
 void task_head_register(TaskHead *h, ParamSet *ps, HeadKind kind, int H, int n_labels, real p_pool, real p_cls,
                         const char *prefix);
 
@@ -41,4 +45,7 @@ typedef struct TaskHeadOut {
 /* hidden [B, T, H] -> logits (and the loss when labels != NULL).  Labels outside [0, L) other than
  * HEAD_IGNORE end the process with one error line.  Returns out->loss (or the logits without labels). */
 Tensor *task_head_forward(Tape *t, const TaskHead *h, Tensor *hidden, int B, int T, const int32_t *labels, TaskHeadOut *out);
+/* HEAD_REGRESSION: hidden [B, T, H] -> out->logits [B, 1] and out->loss = mean_b (logits[b] - targets[b])^2
+ * (targets [B], finite).  Returns out->loss. */
+Tensor *task_head_mse(Tape *t, const TaskHead *h, Tensor *hidden, int B, int T, const real *targets, TaskHeadOut *out);
 #endif

@@ -2,8 +2,9 @@
 # Installs the Debian packages deberta.c needs to build, test and run its demo.
 # As root it runs apt-get; otherwise it prints the exact command to run.
 set -e
-PKGS="build-essential pkg-config libopenblas-openmp-dev libhdf5-dev hdf5-tools libcmocka-dev libjansson-dev \
-python3-torch python3-h5py python3-numpy python3-sentencepiece gnuplot-nox libopenmpi-dev openmpi-bin"
+PKGS="build-essential pkg-config libopenblas-openmp-dev libhdf5-dev hdf5-tools libcmocka-dev \
+python3-torch python3-h5py python3-numpy python3-sentencepiece gnuplot-nox libopenmpi-dev openmpi-bin \
+libjansson-dev libcsv-dev"
 # `make fuzz` (scripts/install-deps.sh --fuzz): clang with libFuzzer and its sanitizer runtimes only
 if [ "${1:-}" = "--fuzz" ]; then PKGS="clang libclang-rt-14-dev"; fi
 

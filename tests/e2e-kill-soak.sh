@@ -6,9 +6,9 @@
 # an uninterrupted run's (byte-identical for one process, /params and /optim bit-identical for two).
 # Exit 77 when a part cannot run (no mpirun or no MPI build): the reason is printed.
 cd "$(dirname "$0")/.." || exit 1
-sh scripts/kill-soak.sh --np 1 --kills 3 --steps 300 --seed 1; rc1=$?
+sh scripts/kill-soak.sh --np 1 --kills 3 --steps 1200 --seed 1; rc1=$?
 [ $rc1 -eq 0 ] || [ $rc1 -eq 77 ] || exit 1
-sh scripts/kill-soak.sh --np 2 --kills 3 --steps 300 --seed 5; rc2=$?
+sh scripts/kill-soak.sh --np 2 --kills 3 --steps 1200 --seed 5; rc2=$?
 [ $rc2 -eq 0 ] || [ $rc2 -eq 77 ] || exit 1
 [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] || exit 77
 echo "e2e-kill-soak: all checks passed"

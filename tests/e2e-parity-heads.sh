@@ -3,7 +3,8 @@
 # token-classification head (classifier) and one with a sequence-classification head (pooler on the
 # first token + GELU + classifier), weights from `deberta dump-encoder --init --head ... --perturb`,
 # padded inputs from the reference plus labels (token: -100 on padding and on every third position;
-# sequence: one per row), dropout 0 -> logits within 1e-5 max abs, the mean cross-entropy over the
+# sequence: one per row), and one with the regression head (the sequence head with one output, MSE
+# on float labels), dropout 0 -> logits within 1e-5 max abs, the mean cross-entropy over the
 # labels that are not -100 within 1e-5 relative, every parameter gradient within 1e-4 norm-relative
 # (`deberta_ref.py compare --profile encoder`).  double build: reference in float64, 1e-9 / 1e-8.
 # Exit 0 pass, 77 skipped (reason on the last line), anything else fail.
@@ -32,7 +33,9 @@ with h5py.File(path, "r+") as f:
     m = f["attention_mask"][()]
     B, T = m.shape
     rng = np.random.default_rng(11)
-    if head == "token":
+    if head == "regression":
+        y = rng.normal(0, 2, size=(B,)).astype(np.float32)
+    elif head == "token":
         y = rng.integers(0, L, size=(B, T)).astype(np.int32)
         y[m == 0] = -100
         y[:, ::3] = -100
@@ -58,6 +61,7 @@ PYEOF
 }
 run_case token-head token 12 3 13 --preset test --seed 3
 run_case sequence-head sequence 15 4 13 --preset test --seed 4
+run_case regression-head regression 1 4 13 --preset test --seed 5
 run_case token-head-tiny token 12 2 64 --preset tiny --seed 5
 [ $fail -eq 0 ] && echo "e2e-parity-heads: all cases within tolerance"
 exit $fail

@@ -1,6 +1,6 @@
 /* test_finetune.c — the fine-tuning library: initialisation from a pretraining checkpoint (the
  * discriminator's tables as an export writes them under GDES / ES / NES, the generator's encoder),
- * macro-F1, the options' text round trip, and evaluation counting exactly the labelled positions. */
+ * the options' text round trip, and evaluation counting exactly the labelled positions. */
 #include "train/finetune.h"
 #include "train/checkpoint.h"
 #include "train/pretrain.h"
@@ -104,22 +104,6 @@ static void test_init_from_pretrained(void **state) {
     check_init(SHARE_GDES, "generator");
 }
 
-static void test_macro_f1(void **state) {
-    (void)state;
-    /* 3 labels; label 2 never gold nor predicted (left out of the average) */
-    long cm[9] = {3, 1, 0,   /* gold 0: 3 right, 1 as 1 */
-                  2, 4, 0,   /* gold 1 */
-                  0, 0, 0};
-    double f0 = 2.0 * 3 / (4 + 5), f1 = 2.0 * 4 / (6 + 5);
-    assert_true(fabs(ft_macro_f1(cm, 3) - (f0 + f1) / 2) < 1e-12);
-    /* a label predicted but never gold counts with F1 = 0 */
-    cm[2] = 1; cm[0] = 2;
-    f0 = 2.0 * 2 / (4 + 4);
-    assert_true(fabs(ft_macro_f1(cm, 3) - (f0 + f1 + 0) / 3) < 1e-12);
-    long zero[4] = {0, 0, 0, 0};
-    assert_true(ft_macro_f1(zero, 2) == 0.0);
-}
-
 static void test_options_text(void **state) {
     (void)state;
     FinetuneOptions a, b;
@@ -163,7 +147,7 @@ static void test_evaluate_counts(void **state) {
     memset(w->data, 0, (size_t)w->n * sizeof(real));
     b->data[0] = 0; b->data[1] = 5; b->data[2] = 0;
     TaskSet ts = {0};
-    ts.kind = TASK_POS;
+    ts.kind = TASK_TAGGING;
     ts.T = 6;
     ts.N = 3;
     ts.n_labels = 3;
@@ -196,7 +180,6 @@ static int teardown(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_init_from_pretrained),
-        cmocka_unit_test(test_macro_f1),
         cmocka_unit_test(test_options_text),
         cmocka_unit_test(test_evaluate_counts),
     };

@@ -164,7 +164,7 @@ static void test_build_pos(void **state) {
     for (int split = 0; split < 3; split++) {
         for (int T = 5; T <= 64; T += 59) {
             TaskSet ts;
-            if (task_build(TASK_POS, t, 4, split, tk, T, &ts, err, sizeof err)) fail_msg("%s", err);
+            if (task_build(TASK_TAGGING, t, 4, split, tk, T, &ts, err, sizeof err)) fail_msg("%s", err);
             size_t want_words = 0;
             for (int d = 0; d < 4; d++) if (t[d].split == split) want_words += t[d].n_words;
             assert_int_equal(task_n_labelled(&ts), (int64_t)want_words);
@@ -186,8 +186,8 @@ static void test_build_pos(void **state) {
                     int j = i + 1;
                     while (j < end && lab[j] == TASK_IGNORE) j++;
                     if (w == t[d].n_words) { d++; while (t[d].split != split) d++; w = 0; }
-                    assert_true(ts.doc[n] >= 0 && ts.doc[n] < ts.n_docs);
-                    assert_string_equal(ts.doc_names[ts.doc[n]], t[d].name);
+                    assert_true(ts.example[n] >= 0 && ts.example[n] < ts.n_docs);
+                    assert_string_equal(ts.doc_names[ts.example[n]], t[d].name);
                     assert_int_equal(lab[i], t[d].tag[w]);
                     size_t len;
                     char *s = tokenizer_decode(tk, row + i, (size_t)(j - i), &len);
@@ -204,7 +204,7 @@ static void test_build_pos(void **state) {
     }
     /* packing: with T = 64 the two sentences of ca01 share one example */
     TaskSet ts;
-    if (task_build(TASK_POS, t, 4, BROWN_TRAIN, tk, 64, &ts, err, sizeof err)) fail_msg("%s", err);
+    if (task_build(TASK_TAGGING, t, 4, BROWN_TRAIN, tk, 64, &ts, err, sizeof err)) fail_msg("%s", err);
     assert_int_equal(ts.N, 2);
     assert_int_equal(ts.n_docs, 2);
     task_free(&ts);
@@ -220,7 +220,7 @@ static void test_build_genre(void **state) {
     char err[512];
     TaskSet ts;
     int T = 6;
-    if (task_build(TASK_GENRE, t, 4, BROWN_TRAIN, tk, T, &ts, err, sizeof err)) fail_msg("%s", err);
+    if (task_build(TASK_CLASSIFICATION, t, 4, BROWN_TRAIN, tk, T, &ts, err, sizeof err)) fail_msg("%s", err);
     assert_int_equal(ts.n_labels, BROWN_N_GENRES);
     int64_t per_doc[2] = {0, 0};
     for (int64_t n = 0; n < ts.N; n++) {
@@ -228,8 +228,8 @@ static void test_build_genre(void **state) {
         assert_int_equal(row[0], TOK_CLS);
         assert_int_equal(row[T - 1], TOK_SEP);
         for (int i = 1; i < T - 1; i++) assert_true(row[i] >= TOK_N_SPECIAL);
-        assert_int_equal(ts.labels[n], ts.doc[n] == 0 ? 0 : 1); /* ca01 press-reportage, cb01 press-editorial */
-        per_doc[ts.doc[n]]++;
+        assert_int_equal(ts.labels[n], ts.example[n] == 0 ? 0 : 1); /* ca01 press-reportage, cb01 press-editorial */
+        per_doc[ts.example[n]]++;
     }
     /* full windows only: floor(tokens / (T - 2)) per text */
     for (int d = 0; d < 2; d++) {
@@ -247,11 +247,11 @@ static void test_build_genre(void **state) {
     }
     task_free(&ts);
     /* a text shorter than one window gives one padded example */
-    if (task_build(TASK_GENRE, t, 4, BROWN_TEST, tk, 64, &ts, err, sizeof err)) fail_msg("%s", err);
+    if (task_build(TASK_CLASSIFICATION, t, 4, BROWN_TEST, tk, 64, &ts, err, sizeof err)) fail_msg("%s", err);
     assert_int_equal(ts.N, 1);
     assert_int_equal(ts.ids[63], TOK_PAD);
     task_free(&ts);
-    assert_int_equal(task_build(TASK_GENRE, t, 4, BROWN_TRAIN, tk, 2, &ts, err, sizeof err), -1);
+    assert_int_equal(task_build(TASK_CLASSIFICATION, t, 4, BROWN_TRAIN, tk, 2, &ts, err, sizeof err), -1);
     assert_non_null(strstr(err, "too short"));
     tokenizer_free(tk);
     brown_free(t, 4);
@@ -270,7 +270,7 @@ static void build_pos(TaskSet *ts, int split, int T) {
     BrownText *t = parse_all();
     Tokenizer *tk = small_tokenizer();
     char err[512];
-    if (task_build(TASK_POS, t, 4, split, tk, T, ts, err, sizeof err)) fail_msg("%s", err);
+    if (task_build(TASK_TAGGING, t, 4, split, tk, T, ts, err, sizeof err)) fail_msg("%s", err);
     tokenizer_free(tk);
     brown_free(t, 4);
     free(t);
@@ -294,8 +294,9 @@ static void test_round_trip(void **state) {
         assert_int_equal(a.n_labels, b.n_labels);
         for (int l = 0; l < a.n_labels; l++) assert_string_equal(a.label_names[l], b.label_names[l]);
         assert_memory_equal(a.ids, b.ids, (size_t)a.N * a.T * 4);
-        assert_memory_equal(a.labels, b.labels, (size_t)a.N * (kind == TASK_POS ? a.T : 1) * 4);
-        assert_memory_equal(a.doc, b.doc, (size_t)a.N * 4);
+        assert_memory_equal(a.labels, b.labels, (size_t)a.N * (kind == TASK_TAGGING ? a.T : 1) * 4);
+        assert_memory_equal(a.example, b.example, (size_t)a.N * 4);
+        if (a.word_ids) assert_memory_equal(a.word_ids, b.word_ids, (size_t)a.N * a.T * 4);
         assert_int_equal(a.n_docs, b.n_docs);
         assert_string_equal(a.doc_names[0], b.doc_names[0]);
         assert_true(a.doc_fingerprints[0] == b.doc_fingerprints[0]);
@@ -358,13 +359,13 @@ static void test_bad_labels(void **state) {
     ts.labels[15] = 3;                        /* a label on padding */
     int pad = ts.ids[15] == TOK_PAD;
     write_or_fail(p, &ts);
-    if (pad) expect_bad(p, "sits on padding");
+    if (pad) expect_bad(p, "sits on a position without a word");
     task_free(&ts);
     /* genre labels out of range */
     BrownText *t = parse_all();
     Tokenizer *tk = small_tokenizer();
     char err[512];
-    if (task_build(TASK_GENRE, t, 4, BROWN_TRAIN, tk, 6, &ts, err, sizeof err)) fail_msg("%s", err);
+    if (task_build(TASK_CLASSIFICATION, t, 4, BROWN_TRAIN, tk, 6, &ts, err, sizeof err)) fail_msg("%s", err);
     ts.labels[2] = BROWN_N_GENRES;
     write_or_fail(p, &ts);
     expect_bad(p, "labels[2] = 15 is outside [0, 15)");
@@ -396,8 +397,8 @@ static void test_bad_ids_and_attrs(void **state) {
     set_attr_str(p, "format", "deberta.c-shard");
     expect_bad(p, "format is 'deberta.c-shard'");
     write_or_fail(p, &ts);
-    set_attr_str(p, "task", "ner");
-    expect_bad(p, "'task' is 'ner'");
+    set_attr_str(p, "kind", "ner");
+    expect_bad(p, "'kind' is 'ner'");
     write_or_fail(p, &ts);
     set_attr_str(p, "tokenizer_hash", "0123456789abcdef");
     expect_bad(p, "hashes to");
@@ -464,11 +465,15 @@ static void test_baselines(void **state) {
      * C -> VERB */
     int32_t ev_ids[6] = {1, 10, 11, 13, 2, 0};
     int32_t ev_lab[6] = {-100, UPOS_NOUN, UPOS_DET, UPOS_VERB, -100, -100};
-    tr.kind = ev.kind = TASK_POS;
+    tr.kind = ev.kind = TASK_TAGGING;
     tr.T = ev.T = T;
     tr.n_labels = ev.n_labels = UPOS_COUNT;
     tr.N = 3; ev.N = 1;
+    /* the word of each sub-token: A = 10, B = 11 12, C = 13; eval's 11 is a word of its own */
+    int32_t tr_wid[3 * 6] = {-1, 0, 1, 1, -1, -1, -1, 0, 1, -1, -1, -1, -1, 0, 1, -1, -1, -1};
+    int32_t ev_wid[6] = {-1, 0, 1, 2, -1, -1};
     tr.ids = tr_ids; tr.labels = tr_lab; ev.ids = ev_ids; ev.labels = ev_lab;
+    tr.word_ids = tr_wid; ev.word_ids = ev_wid;
     assert_int_equal(task_n_labelled(&tr), 6);
     assert_int_equal(task_majority_label(&tr), UPOS_VERB);  /* 3 VERB, 2 NOUN, 1 DET */
     assert_true(fabs(task_constant_accuracy(&ev, UPOS_VERB) - 1.0 / 3.0) < 1e-12);
@@ -482,7 +487,7 @@ static void test_baselines(void **state) {
     /* genre */
     int32_t gl[5] = {3, 3, 1, 3, 1}, ge[2] = {3, 1};
     TaskSet g = {0}, h = {0};
-    g.kind = h.kind = TASK_GENRE;
+    g.kind = h.kind = TASK_CLASSIFICATION;
     g.N = 5; h.N = 2; g.n_labels = h.n_labels = BROWN_N_GENRES;
     g.labels = gl; h.labels = ge;
     assert_int_equal(task_majority_label(&g), 3);

@@ -183,7 +183,7 @@ static void test_fixed_matches_reference(void **state) {
 static void write_task(const char *path, const char *split, int n_ex, int random_tags, uint64_t seed) {
     TaskSet ts;
     memset(&ts, 0, sizeof ts);
-    ts.kind = TASK_POS;
+    ts.kind = TASK_TAGGING;
     snprintf(ts.split, sizeof ts.split, "%s", split);
     ts.T = T;
     ts.n_labels = 3;
@@ -191,7 +191,15 @@ static void write_task(const char *path, const char *split, int n_ex, int random
     ts.N = n_ex;
     ts.ids = xcalloc((size_t)n_ex * T, sizeof(int32_t));
     ts.labels = xmalloc((size_t)n_ex * T * sizeof(int32_t));
-    ts.doc = xcalloc((size_t)n_ex, sizeof(int32_t));
+    snprintf(ts.name, sizeof ts.name, "pos");
+    snprintf(ts.tokenizer_kind, sizeof ts.tokenizer_kind, "bpe");
+    snprintf(ts.input_format, sizeof ts.input_format, "brown");
+    snprintf(ts.source, sizeof ts.source, "test_yardstick");
+    ts.split_seed = -1;
+    ts.cls_id = TOK_CLS, ts.sep_id = TOK_SEP;
+    ts.example = xcalloc((size_t)n_ex, sizeof(int32_t));
+    ts.line = xcalloc((size_t)n_ex, sizeof(int64_t));
+    ts.word_ids = xmalloc((size_t)n_ex * T * sizeof(int32_t));
     ts.n_docs = 1;
     ts.doc_names = xcalloc(1, sizeof *ts.doc_names);
     snprintf(ts.doc_names[0], sizeof ts.doc_names[0], "ca01");
@@ -204,11 +212,13 @@ static void write_task(const char *path, const char *split, int n_ex, int random
         for (int i = 0; i < T; i++) {
             const int k = e * T + i;
             ts.labels[k] = TASK_IGNORE;
+            ts.word_ids[k] = -1;
             if (i == 0) ts.ids[k] = TOK_CLS;
             else if (i == n - 1) ts.ids[k] = TOK_SEP;
             else if (i < n - 1) {
                 const int tok = (int)rng_below(seed, 1, (uint64_t)k, 12);
                 ts.ids[k] = 5 + tok;
+                ts.word_ids[k] = i - 1;
                 ts.labels[k] = random_tags ? (int32_t)rng_below(seed, 2, (uint64_t)k, 3) : tok % 3;
             }
         }

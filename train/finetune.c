@@ -18,6 +18,7 @@
 #include "train/optim.h"
 #include "train/run.h"
 #include "train/signals.h"
+#include "train/task_eval.h"
 
 #define FT_STATE_VERSION 1
 #define FT_STATE_LEN 4 /* /loader_state of a fine-tuning checkpoint: version, best step, best dev score bits, N */
@@ -167,71 +168,37 @@ out:
 
 /* ---------------------------------------------------------------- evaluation */
 
-double ft_macro_f1(const long *cm, int L) {
-    double sum = 0;
-    int n = 0;
-    for (int l = 0; l < L; l++) {
-        long tp = cm[l * L + l], gold = 0, pred = 0;
-        for (int k = 0; k < L; k++) { gold += cm[l * L + k]; pred += cm[k * L + l]; }
-        if (gold == 0 && pred == 0) continue;
-        sum += 2.0 * (double)tp / (double)(gold + pred);
-        n++;
-    }
-    return n ? sum / n : 0.0;
-}
-
 static int argmax_row(const real *row, int L) {
     int b = 0;
     for (int k = 1; k < L; k++) if (row[k] > row[b]) b = k;
     return b;
 }
 
-/* Copies examples idx[0..B) of ts into ids/mask/labels (labels: token [B·T], sequence [B]). */
-static void fill_batch(const TaskSet *ts, const int64_t *idx, int B, int32_t *ids, int32_t *mask, int32_t *labels) {
+/* Copies examples idx[0..B) of ts into ids/mask/labels (labels: token [B·T], sequence [B]; regression:
+ * targets [B]). */
+static void fill_batch(const TaskSet *ts, const int64_t *idx, int B, int32_t *ids, int32_t *mask, int32_t *labels, real *targets) {
     const int T = ts->T;
     for (int b = 0; b < B; b++) {
         const int32_t *row = ts->ids + idx[b] * T;
         memcpy(ids + (size_t)b * T, row, (size_t)T * sizeof(int32_t));
-        for (int i = 0; i < T; i++) mask[(size_t)b * T + i] = row[i] != TOK_PAD;
-        if (ts->kind == TASK_POS) memcpy(labels + (size_t)b * T, ts->labels + idx[b] * T, (size_t)T * sizeof(int32_t));
+        for (int i = 0; i < T; i++) mask[(size_t)b * T + i] = row[i] != ts->pad_id;
+        if (ts->kind == TASK_TAGGING) memcpy(labels + (size_t)b * T, ts->labels + idx[b] * T, (size_t)T * sizeof(int32_t));
+        else if (ts->kind == TASK_REGRESSION) targets[b] = (real)ts->targets[idx[b]];
         else labels[b] = ts->labels[idx[b]];
     }
 }
 
 FtEval ft_evaluate(FtModel *m, Tape *t, const TaskSet *ts, int B) {
-    const int T = ts->T, L = m->head.n_labels;
-    int32_t *ids = xmalloc((size_t)B * T * sizeof(int32_t)), *mask = xmalloc((size_t)B * T * sizeof(int32_t));
-    int32_t *labels = xmalloc((size_t)B * T * sizeof(int32_t));
-    int64_t *idx = xmalloc((size_t)B * sizeof(int64_t));
-    long *cm = xcalloc((size_t)L * L, sizeof(long));
-    double loss_sum = 0;
-    long n = 0, ok = 0;
-    const int was = t->training;
-    t->training = 0;
-    for (int64_t s = 0; s < ts->N; s += B) {
-        const int nb = (int)MIN((int64_t)B, ts->N - s);
-        for (int b = 0; b < nb; b++) idx[b] = s + b;
-        fill_batch(ts, idx, nb, ids, mask, labels);
-        tape_reset(t);
-        tape_nograd_begin(t);
-        Tensor *h = encoder_forward(t, &m->enc, NULL, ids, mask, nb, T, NULL);
-        TaskHeadOut o;
-        task_head_forward(t, &m->head, h, nb, T, labels, &o);
-        tape_nograd_end(t);
-        loss_sum += (double)o.loss->data[0] * o.n_counted;
-        const int rows = ts->kind == TASK_POS ? nb * T : nb;
-        for (int r = 0; r < rows; r++) {
-            if (labels[r] == TASK_IGNORE) continue;
-            const int p = argmax_row(o.logits->data + (size_t)r * L, L);
-            cm[labels[r] * L + p]++;
-            ok += p == labels[r];
-            n++;
-        }
-    }
-    tape_reset(t);
-    t->training = was;
-    FtEval e = {n ? loss_sum / n : NAN, n ? (double)ok / n : NAN, ft_macro_f1(cm, L), n};
-    free(ids); free(mask); free(labels); free(idx); free(cm);
+    TaskPreds p;
+    task_eval_run(m, t, ts, B, &p);
+    FtEval e;
+    task_preds_metrics(ts, &p, &e.m);
+    task_preds_free(&p);
+    e.loss = e.m.loss;
+    e.acc = e.m.acc;
+    e.macro_f1 = e.m.macro_f1;
+    e.n = e.m.n;
+    e.score = task_metrics_score(&e.m);
     return e;
 }
 
@@ -250,6 +217,7 @@ typedef struct FtRun {
     CheckpointState init_st;
     int64_t *perm, perm_epoch;
     int32_t *ids, *mask, *labels;
+    real *targets;            /* regression [B] */
     int64_t *idx;
     long best_step;
     double best_dev;
@@ -274,7 +242,7 @@ static char *run_config_text(const FtRun *r) {
     char *a = config_to_text(&r->m.cfg), *b = finetune_options_to_text(&r->o);
     size_t cap = strlen(a) + strlen(b) + 64 + (size_t)r->train.n_labels * (TASK_LABEL_LEN + 1);
     char *s = xmalloc(cap);
-    int k = snprintf(s, cap, "%s%sft_head = %s\nft_labels = ", a, b, r->m.head.kind == HEAD_TOKEN ? "token" : "sequence");
+    int k = snprintf(s, cap, "%s%sft_head = %s\nft_labels = ", a, b, r->m.head.kind == HEAD_TOKEN ? "token" : r->m.head.kind == HEAD_REGRESSION ? "regression" : "sequence");
     for (int l = 0; l < r->train.n_labels; l++) k += snprintf(s + k, cap - (size_t)k, "%s%s", l ? "," : "", r->train.label_names[l]);
     snprintf(s + k, cap - (size_t)k, "\n");
     free(a); free(b);
@@ -323,13 +291,13 @@ static void log_eval(FtRun *r, long step, const FtEval *e, int best) {
     mrec_begin(&rec, "eval", step);
     mrec_str(&rec, "split", "dev");
     mrec_num(&rec, "loss", e->loss);
-    mrec_num(&rec, "acc", e->acc);
-    mrec_num(&rec, "macro_f1", e->macro_f1);
+    tm_record(&rec, "", &e->m);
     mrec_int(&rec, "n", e->n);
     mrec_int(&rec, "best", best);
     if (metrics_write(&r->dir.log, &rec, err, sizeof err)) fatal("%s", err);
-    progress_note(&r->dir.prog, "eval @%ld: dev loss %.4f acc %.4f macro-F1 %.4f%s", step, e->loss, e->acc, e->macro_f1,
-                  best ? " (best so far)" : "");
+    char line[512];
+    tm_format(&e->m, line, sizeof line);
+    progress_note(&r->dir.prog, "eval @%ld: dev loss %.4f %s%s", step, e->loss, line, best ? " (best so far)" : "");
 }
 
 /* --resume: the saved model config and options (RUNDIR/checkpoint.h5, opened once); from the command
@@ -353,10 +321,9 @@ static void load_tasks(FtRun *r) {
     load_task(r, 0, "train");
     load_task(r, 1, "dev");
     load_task(r, 2, "test");
-    TaskKind want;
-    if (task_kind_parse(r->o.task, &want)) fatal("finetune: --task must be pos or genre (got '%s')", r->o.task);
-    if (want != r->train.kind)
-        fatal("task %s holds the '%s' task, not '%s' (see deberta prep-task --task)", r->paths[0], task_kind_name(r->train.kind), r->o.task);
+    if (strcmp(r->o.task, r->train.name))
+        fatal("task %s holds the task '%s' (%s), not '%s' (see deberta prep-task --task / --name)", r->paths[0], r->train.name,
+              task_kind_name(r->train.kind), r->o.task);
 }
 
 /* A fresh run's model: a preset (--init scratch), or the encoder of a pretraining checkpoint (opened
@@ -395,7 +362,7 @@ static void build_model(FtRun *r, ModelConfig *cfg) {
     cfg->max_seq_len = T;
     if (config_validate(cfg, err, sizeof err)) fatal("finetune: %s", err);
     if (r->o.batch < 1 || r->o.steps < 1) fatal("finetune: --batch and --steps must be positive");
-    ft_model_build(&r->m, cfg, r->train.kind == TASK_POS ? HEAD_TOKEN : HEAD_SEQUENCE, r->train.n_labels, cfg->hidden_dropout_prob, r->o.seed);
+    ft_model_build(&r->m, cfg, r->train.kind == TASK_TAGGING ? HEAD_TOKEN : r->train.kind == TASK_REGRESSION ? HEAD_REGRESSION : HEAD_SEQUENCE, r->train.n_labels, cfg->hidden_dropout_prob, r->o.seed);
     if (r->init && ft_model_load_pretrained(&r->m, r->init, &r->init_st, r->o.init_model, err, sizeof err)) fatal("%s", err);
     checkpoint_close(r->init);
     r->init = NULL;
@@ -409,7 +376,7 @@ static void build_model(FtRun *r, ModelConfig *cfg) {
     oc.warmup_steps = r->o.warmup >= 0 ? r->o.warmup : r->o.steps / 10;
     optim_moments_init(&r->moments, &r->m.ps);
     optim_group_init(&r->g, "finetune", &oc, &r->m.ps, &r->moments, NULL);
-    r->best_dev = -1;
+    r->best_dev = -INFINITY; /* any first dev score is better (regression: Pearson can be -1) */
     r->best_step = -1;
     tape_init(&r->t, (size_t)64 << 20);
     r->t.seed = r->o.seed;
@@ -418,6 +385,7 @@ static void build_model(FtRun *r, ModelConfig *cfg) {
     r->ids = xmalloc((size_t)B * T * sizeof(int32_t));
     r->mask = xmalloc((size_t)B * T * sizeof(int32_t));
     r->labels = xmalloc((size_t)B * T * sizeof(int32_t));
+    r->targets = xmalloc((size_t)B * sizeof(real));
     r->idx = xmalloc((size_t)B * sizeof(int64_t));
 }
 
@@ -455,10 +423,10 @@ static void announce(const FtRun *r) {
     const ModelConfig *cfg = &r->m.cfg;
     const int scratch = !strcmp(r->o.init, "scratch");
     run_say(&r->dir, "model: %s, %d layers, hidden %d, vocab %d, %ld parameters; init %s%s%s\n",
-            r->m.head.kind == HEAD_TOKEN ? "token classification" : "sequence classification", cfg->num_hidden_layers, cfg->hidden_size,
+            r->m.head.kind == HEAD_TOKEN ? "token classification" : r->m.head.kind == HEAD_REGRESSION ? "regression" : "sequence classification", cfg->num_hidden_layers, cfg->hidden_size,
             cfg->vocab_size, params_count(&r->m.ps), r->o.init, scratch ? "" : " ", scratch ? "" : r->o.init_model);
     fprintf(stderr, "task %s: %lld train / %lld dev / %lld test examples of %d tokens, %d labels; %ld steps of %d; %d threads\n",
-            task_kind_name(r->train.kind), (long long)r->train.N, (long long)r->dev.N, (long long)r->test.N, r->train.T, r->train.n_labels,
+            r->train.name, (long long)r->train.N, (long long)r->dev.N, (long long)r->test.N, r->train.T, r->train.n_labels,
             r->o.steps, r->o.batch, omp_get_max_threads());
 }
 
@@ -473,18 +441,19 @@ static FtStep train_step(FtRun *r, long step) {
     const double t0 = now_seconds();
     const int B = r->o.batch, T = r->train.T, L = r->train.n_labels;
     for (int b = 0; b < B; b++) r->idx[b] = example_at(r, (int64_t)step * B + b);
-    fill_batch(&r->train, r->idx, B, r->ids, r->mask, r->labels);
+    fill_batch(&r->train, r->idx, B, r->ids, r->mask, r->labels, r->targets);
     optim_zero_grad(&r->g);
     tape_reset(&r->t);
     r->t.training = 1;
     r->t.step = (uint64_t)step;
     Tensor *h = encoder_forward(&r->t, &r->m.enc, NULL, r->ids, r->mask, B, T, NULL);
     TaskHeadOut out;
-    Tensor *loss = task_head_forward(&r->t, &r->m.head, h, B, T, r->labels, &out);
+    Tensor *loss = r->train.kind == TASK_REGRESSION ? task_head_mse(&r->t, &r->m.head, h, B, T, r->targets, &out)
+                                                    : task_head_forward(&r->t, &r->m.head, h, B, T, r->labels, &out);
     FtStep s = {loss->data[0], NAN, {0, 0, 1}};
     long ok = 0;
-    const int rows = r->train.kind == TASK_POS ? B * T : B;
-    for (int i = 0; i < rows; i++)
+    const int rows = r->train.kind == TASK_TAGGING ? B * T : B;
+    for (int i = 0; i < rows && r->train.kind != TASK_REGRESSION; i++)
         if (r->labels[i] != TASK_IGNORE) ok += argmax_row(out.logits->data + (size_t)i * L, L) == r->labels[i];
     if (isfinite(s.loss)) {
         tape_backward(&r->t, loss, 1);
@@ -519,9 +488,9 @@ static void log_step(FtRun *r, long completed, const FtStep *s) {
 /* A dev evaluation; a new best dev score keeps the parameters as best.h5. */
 static void dev_eval(FtRun *r, long completed) {
     FtEval e = ft_evaluate(&r->m, &r->t, &r->dev, r->o.batch);
-    const int best = e.acc > r->best_dev;
+    const int best = e.score > r->best_dev;
     if (best) {
-        r->best_dev = e.acc;
+        r->best_dev = e.score;
         r->best_step = completed;
         save(r, completed, "best.h5");
     }
@@ -541,28 +510,19 @@ static int finish(FtRun *r) {
     if (checkpoint_load(path, &r->m.ps, NULL, &st, err, sizeof err)) fatal("%s", err);
     checkpoint_state_free(&st);
     FtEval te = ft_evaluate(&r->m, &r->t, &r->test, r->o.batch);
-    const int maj = task_majority_label(&r->train);
-    const double base_maj = task_constant_accuracy(&r->test, maj);
-    const double base_word = r->train.kind == TASK_POS ? task_word_tag_accuracy(&r->train, &r->test) : NAN;
     MetricsRecord rec;
     mrec_begin(&rec, "test", r->best_step);
     mrec_num(&rec, "loss", te.loss);
-    mrec_num(&rec, "acc", te.acc);
-    mrec_num(&rec, "macro_f1", te.macro_f1);
-    mrec_num(&rec, "dev_acc", r->best_dev);
-    mrec_num(&rec, "baseline_majority_acc", base_maj);
-    if (r->train.kind == TASK_POS) mrec_num(&rec, "baseline_word_tag_acc", base_word);
+    mrec_num(&rec, "dev_acc", r->best_dev); /* the best dev score: accuracy, or Pearson for regression */
     mrec_int(&rec, "n", te.n);
+    char head[256], tail[4200], res[8192];
+    snprintf(head, sizeof head, "%.31s test (best dev step %ld, dev %s %.4f)", r->train.name, r->best_step,
+             r->train.kind == TASK_REGRESSION ? "Pearson" : "acc", r->best_dev);
+    snprintf(tail, sizeof tail, " | init %.4000s%s%.15s", r->o.init, strcmp(r->o.init, "scratch") ? " " : "",
+             strcmp(r->o.init, "scratch") ? r->o.init_model : "");
+    task_report(&r->train, &r->test, &te.m, head, tail, &rec, res, sizeof res);
     if (metrics_write(&d->log, &rec, err, sizeof err)) fatal("%s", err);
     metrics_close(&d->log);
-    char res[1024];
-    int k = snprintf(res, sizeof res,
-                     "%s test (best dev step %ld, dev acc %.4f): acc %.4f  macro-F1 %.4f  (n %ld) | baselines: majority class "
-                     "'%s' %.4f",
-                     task_kind_name(r->train.kind), r->best_step, r->best_dev, te.acc, te.macro_f1, te.n, r->train.label_names[maj], base_maj);
-    if (r->train.kind == TASK_POS) k += snprintf(res + k, sizeof res - (size_t)k, ", most frequent tag per word %.4f", base_word);
-    snprintf(res + k, sizeof res - (size_t)k, " | init %s%s%s\n", r->o.init, strcmp(r->o.init, "scratch") ? " " : "",
-             strcmp(r->o.init, "scratch") ? r->o.init_model : "");
     fputs(res, stdout);
     if (run_write_text(r->o.out, "results.txt", res, err, sizeof err)) fatal("%s", err);
     run_end(d);
@@ -572,7 +532,7 @@ static int finish(FtRun *r) {
     optim_moments_free(&r->moments);
     ft_model_free(&r->m);
     task_free(&r->train); task_free(&r->dev); task_free(&r->test);
-    free(r->perm); free(r->ids); free(r->mask); free(r->labels); free(r->idx);
+    free(r->perm); free(r->ids); free(r->mask); free(r->labels); free(r->targets); free(r->idx);
     return 0;
 }
 

@@ -26,6 +26,7 @@
 #include "model/task_head.h"
 #include "train/checkpoint.h"
 #include "train/run.h"
+#include "train/task_metrics.h"
 
 typedef struct FinetuneOptions {
     char init[4096];          /* RUN/checkpoint.h5, or "scratch" */
@@ -77,14 +78,13 @@ int ft_init_config(const char *path, const CheckpointState *st, const char *whic
 
 typedef struct FtEval {
     double loss, acc, macro_f1;
-    long n;                   /* labelled positions (pos) or examples (genre) */
+    long n;                   /* labelled positions (tagging) or examples */
+    double score;             /* what the best dev model maximises (task_eval.h task_metrics_score) */
+    TaskMetrics m;            /* every score (train/task_metrics.h) */
 } FtEval;
 
-/* Metrics on a whole split (no gradients, no dropout), in batches of B. */
+/* Metrics on a whole split (no gradients, no dropout), in batches of B (train/task_eval.h). */
 FtEval ft_evaluate(FtModel *m, Tape *t, const TaskSet *ts, int B);
-/* Macro-F1 of an L×L confusion matrix (rows gold, columns predicted) over the labels that occur as
- * gold or predicted (as scikit-learn's f1_score(average="macro")). */
-double ft_macro_f1(const long *confusion, int L);
 
 /* Runs (or resumes) a fine-tuning run, with the threads of env.  argc/argv go to RUNDIR/cmdline.txt.
  * Returns the exit code. */

@@ -18,7 +18,7 @@ int probe_open_dir(const char *dir, const ModelConfig *cfg, const char *tokenize
         return -1;
     }
     const char *bad = NULL;
-    if (p->train.kind != TASK_POS) bad = "is not a pos task file";
+    if (p->train.kind != TASK_TAGGING) bad = "is not a tagging (pos) task file";
     else if (p->train.vocab_size != cfg->vocab_size) bad = "has another vocabulary size than the model";
     else if (tokenizer_hash && strcmp(tokenizer_hash, p->train.tokenizer_hash)) bad = "was made with another tokenizer than the shards";
     if (!bad && p->train.T > cfg->max_seq_len) {
@@ -121,7 +121,7 @@ ProbeResult probe_eval(const Electra *m, Tape *t, const Probe *p, int B) {
             for (int e = 0; e < b; e++) {
                 const int64_t k = (int64_t)(s0 + e) * p->train.N / p->n_fit;
                 for (int i = 0; i < T; i++) {
-                    const int lab = task_label(&p->train, k, i);
+                    const int lab = p->train.labels[k * p->train.T + i]; /* tagging: TASK_IGNORE (< 0) off the first sub-tokens */
                     if (lab < 0) continue;
                     const real *h = f.layer[l] + ((size_t)e * T + i) * H;
                     for (int q = 0; q < H; q++) X[(size_t)n * D + q] = h[q];
@@ -164,7 +164,7 @@ ProbeResult probe_eval(const Electra *m, Tape *t, const Probe *p, int B) {
         for (int e = 0; e < b; e++) {
             const int64_t k = (int64_t)(s0 + e) * p->dev.N / p->n_dev;
             for (int i = 0; i < T; i++) {
-                const int lab = task_label(&p->dev, k, i);
+                const int lab = p->dev.labels[k * p->dev.T + i];
                 if (lab < 0) continue;
                 r.n_dev_words++;
                 n_maj += lab == maj;

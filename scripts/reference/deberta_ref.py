@@ -131,7 +131,11 @@ def cmd_encoder(args):
     B, T = ids.shape
     m = int_field(ds, "attention_mask", args.inputs, shape=(B, T), lo=0, hi=2)
     lw = labels = None
-    if args.head:
+    if args.head == "regression":
+        if "labels" not in ds or tuple(ds["labels"].shape) != (B,) or ds["labels"].dtype.kind != "f":
+            die("%s: --head regression needs float labels [%d]" % (args.inputs, B))
+        labels = torch.tensor(ds["labels"], dtype=dtype)
+    elif args.head:
         L = P["classifier.weight"].shape[0]
         labels = int_field(ds, "labels", args.inputs, shape=(B, T) if args.head == "token" else (B,), lo=-100, hi=L)
         if ((labels < 0) & (labels != -100)).any():
@@ -707,9 +711,10 @@ def main(argv=None):
     p.add_argument("--ignore-dropout", action="store_true", help="run with dropout off even if config says not")
     p.add_argument("--model", choices=("generator", "discriminator"),
                    help="run one backbone of a full-model weights file or checkpoint (GDES/ES tables materialised)")
-    p.add_argument("--head", choices=("token", "sequence"),
+    p.add_argument("--head", choices=("token", "sequence", "regression"),
                    help="a fine-tuning head (classifier.*, pooler.*) on top: loss = its cross-entropy on the "
-                        "inputs' labels (-100 ignored) instead of sum(last_hidden * loss_weight)")
+                        "inputs' labels (-100 ignored), or for regression the MSE on float labels [B], "
+                        "instead of sum(last_hidden * loss_weight)")
     p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own)")
 
     p = sub.add_parser("dump", help="generator + discriminator: activations, logits, losses, gradients")

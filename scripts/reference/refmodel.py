@@ -374,7 +374,7 @@ def head_shapes(cfg, kind, n_labels):
     """Fine-tuning heads (names of HF DebertaV2ForTokenClassification / ...ForSequenceClassification)."""
     H = cfg["hidden_size"]
     s = {"classifier.weight": (n_labels, H), "classifier.bias": (n_labels,)}
-    if kind == "sequence":
+    if kind in ("sequence", "regression"):
         s.update({"pooler.dense.weight": (H, H), "pooler.dense.bias": (H,)})
     return s
 
@@ -383,11 +383,14 @@ def task_head(P, kind, hidden, labels):
     """Logits and loss of a fine-tuning head on the last hidden state [B, T, H] (dropout off).
     token:    logits[b, i] = classifier(h[b, i]);                 labels [B, T]
     sequence: p = gelu(pooler.dense(h[b, 0])) (the first token); logits[b] = classifier(p); labels [B]
+    regression: the sequence head with one output; float labels [B]; loss = MSE (HF num_labels == 1)
     loss:     mean cross-entropy over the labels that are not -100."""
     if kind == "token":
         logits = _lin(hidden.reshape(-1, hidden.shape[-1]), P, "classifier")
     else:
         logits = _lin(F.gelu(_lin(hidden[:, 0], P, "pooler.dense")), P, "classifier")
+    if kind == "regression":
+        return logits, F.mse_loss(logits.view(-1), labels.view(-1).to(logits.dtype))
     y = labels.reshape(-1)
     keep = y != -100
     lp = torch.log_softmax(logits[keep], dim=-1)

@@ -4,7 +4,8 @@
 # pretrain of the test preset, its export): a shard, a checkpoint, tokenizer.bin, config.txt,
 # model.safetensors and config.json; with the small files of tests/fuzz/seeds/<target>/ (made by
 # tests/fuzz/seeds/make-seeds.py: every safetensors dtype, config.json variants, SentencePiece
-# models).  libFuzzer adds its finds to build-fuzz/corpus/<target>/.  A crash is kept in build-fuzz/crashes/<target>/ and
+# models; the task-input targets task_jsonl, task_csv, task_conll start from theirs alone).
+# libFuzzer adds its finds to build-fuzz/corpus/<target>/.  A crash is kept in build-fuzz/crashes/<target>/ and
 # makes the run fail; turn it into a regression test (tests/test_shard.c, test_checkpoint.c, ...).
 set -u
 S=$1; shift
@@ -21,7 +22,7 @@ $D prep --input "$W/corpus.txt" --out "$W/shards" --vocab-size 280 --val-fractio
 OMP_NUM_THREADS=1 $D pretrain --preset test --max_seq_len 16 --batch 2 --steps 2 --eval-every 0 --eval-batches 1 \
     --data "$W/shards" --out "$W/run" > /dev/null 2>&1 || { echo "FAIL: seed pretrain"; exit 1; }
 $D export "$W/run/checkpoint.h5" "$W/hf" > /dev/null 2>&1 || { echo "FAIL: seed export"; exit 1; }
-for t in shard checkpoint tokenizer config safetensors hf_config spm; do
+for t in shard checkpoint tokenizer config safetensors hf_config spm "$@"; do
     mkdir -p "$F/corpus/$t" "$F/crashes/$t"
     [ -d "tests/fuzz/seeds/$t" ] && cp tests/fuzz/seeds/$t/* "$F/corpus/$t/"
 done

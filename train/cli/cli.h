@@ -18,8 +18,10 @@ int cmd_gradcheck(int argc, char **argv); /* finite-difference checks           
 int cmd_dump(int argc, char **argv);      /* every activation/gradient of one batch  (train/cli/cmd_dump.c) */
 int cmd_dump_encoder(int argc, char **argv); /* encoder parity files                (train/cli/cmd_dump_encoder.c) */
 int cmd_export(int argc, char **argv);    /* Hugging Face folder                     (train/cli/cmd_export.c) */
-int cmd_prep_task(int argc, char **argv); /* tagged Brown texts -> task files          (train/cli/cmd_prep_task.c) */
+int cmd_prep_task(int argc, char **argv); /* labelled text -> task files             (train/cli/cmd_prep_task.c) */
 int cmd_finetune(int argc, char **argv);  /* encoder + task head fine-tuning         (train/cli/cmd_finetune.c) */
+int cmd_predict(int argc, char **argv);  /* a fine-tuned model on new text          (train/cli/cmd_predict.c) */
+int cmd_fill_mask(int argc, char **argv); /* the generator's top-k for each [MASK]   (train/cli/cmd_fill_mask.c) */
 int cmd_bench(int argc, char **argv);     /* timings                                 (train/cli/cmd_bench.c) */
 int cmd_import(int argc, char **argv);    /* Hugging Face DebertaV2 -> run directory (train/cli/cmd_import.c) */
 int cmd_encode(int argc, char **argv);    /* text lines -> token ids                 (train/cli/cmd_encode.c) */

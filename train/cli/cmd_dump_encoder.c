@@ -12,7 +12,9 @@
  *   With a task head (--init --head token|sequence --num-labels L writes classifier.* and, for
  *   sequence, pooler.dense.*; a weights file holding classifier.weight runs it): the loss is the
  *   head's cross-entropy on the inputs' `labels` ([B,T] token, [B] sequence; -100 ignored) instead
- *   of the loss_weight sum, and `logits` is written too.
+ *   of the loss_weight sum, and `logits` is written too.  --head regression writes a sequence head
+ *   with one output; a weights file with one output run on float `labels` [B] is the regression
+ *   head, its loss the MSE.
  */
 #include <hdf5.h>
 #include <stdio.h>
@@ -28,7 +30,7 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: deberta dump-encoder --init --out W.h5 [--preset tiny|xsmall|test] [--KEY VALUE ...] [--seed N] [--perturb]\n"
-               "                                  [--head token|sequence --num-labels L]\n"
+               "                                  [--head token|sequence --num-labels L | --head regression]\n"
                "       deberta dump-encoder --weights W.h5 --inputs I.h5 --out O.h5\n"
                "Encoder parity files (docs/FORMATS.md, \"Parity and dump files\"): --init writes a weights file\n"
                "(\"deberta.\" parameter names, config as root attributes); the second form runs the encoder with\n"
@@ -115,6 +117,15 @@ static int run_encoder(const char *wpath, const char *ipath, const char *opath) 
             kind = H5Lexists(wf, "pooler.dense.weight", H5P_DEFAULT) > 0 ? HEAD_SEQUENCE : HEAD_TOKEN;
         }
         if (wf >= 0) H5Fclose(wf);
+        /* one output and float labels: the regression head (MSE) */
+        hid_t inf = kind == HEAD_SEQUENCE && n_labels == 1 ? H5Fopen(ipath, H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
+        if (inf >= 0 && H5Lexists(inf, "labels", H5P_DEFAULT) > 0) {
+            hid_t d = H5Dopen2(inf, "labels", H5P_DEFAULT), ty = H5Dget_type(d);
+            if (H5Tget_class(ty) == H5T_FLOAT) kind = HEAD_REGRESSION;
+            H5Tclose(ty);
+            H5Dclose(d);
+        }
+        if (inf >= 0) H5Fclose(inf);
     }
     if (has_head) task_head_register(&head, &ps, kind, cfg.hidden_size, n_labels, 0, 0, "");
     params_finalize(&ps);
@@ -128,7 +139,7 @@ static int run_encoder(const char *wpath, const char *ipath, const char *opath) 
     int32_t *ids = read_ds(f, ipath, "input_ids", 2, di, 0);
     int32_t *mask = read_ds(f, ipath, "attention_mask", 2, dm, 0);
     real *lw = has_head ? NULL : read_ds(f, ipath, "loss_weight", 3, dw, 1);
-    int32_t *labels = has_head ? read_ds(f, ipath, "labels", kind == HEAD_TOKEN ? 2 : 1, dl, 0) : NULL;
+    void *labels = has_head ? read_ds(f, ipath, "labels", kind == HEAD_TOKEN ? 2 : 1, dl, kind == HEAD_REGRESSION) : NULL;
     H5Fclose(f);
     const int B = (int)di[0], T = (int)di[1], H = cfg.hidden_size;
     if (dm[0] != di[0] || dm[1] != di[1]) fatal("inputs %s: attention_mask shape differs from input_ids [%d, %d]", ipath, B, T);
@@ -149,7 +160,8 @@ static int run_encoder(const char *wpath, const char *ipath, const char *opath) 
     params_zero_grad(&ps);
     TaskHeadOut ho;
     if (has_head) {
-        Tensor *l = task_head_forward(&t, &head, last, B, T, labels, &ho);
+        Tensor *l = kind == HEAD_REGRESSION ? task_head_mse(&t, &head, last, B, T, labels, &ho)
+                                            : task_head_forward(&t, &head, last, B, T, labels, &ho);
         loss = l->data[0];
         tape_backward(&t, l, 1);
     } else {
@@ -233,10 +245,13 @@ int cmd_dump_encoder(int argc, char **argv) {
     Encoder e;
     encoder_register(&e, &ps, &cfg, cfg.num_hidden_layers, "deberta.", 0);
     if (head) {
-        if ((strcmp(head, "token") && strcmp(head, "sequence")) || n_labels < 1)
-            fatal("dump-encoder: --head token|sequence needs --num-labels L >= 1");
+        const int reg = !strcmp(head, "regression");
+        if (reg) n_labels = n_labels ? n_labels : 1;
+        if ((strcmp(head, "token") && strcmp(head, "sequence") && !reg) || n_labels < 1 || (reg && n_labels != 1))
+            fatal("dump-encoder: --head token|sequence needs --num-labels L >= 1 (regression: one output)");
         TaskHead th;
-        task_head_register(&th, &ps, !strcmp(head, "token") ? HEAD_TOKEN : HEAD_SEQUENCE, cfg.hidden_size, n_labels, 0, 0, "");
+        task_head_register(&th, &ps, !strcmp(head, "token") ? HEAD_TOKEN : reg ? HEAD_REGRESSION : HEAD_SEQUENCE, cfg.hidden_size,
+                           n_labels, 0, 0, "");
     }
     params_finalize(&ps);
     model_init_params(&ps, cfg.initializer_range, seed);

@@ -84,7 +84,8 @@ static int export_finetuned(const char *src, const char *outdir, CheckpointState
     HeadKind kind;
     if (!strcmp(keys.head, "token")) kind = HEAD_TOKEN;
     else if (!strcmp(keys.head, "sequence")) kind = HEAD_SEQUENCE;
-    else fatal("checkpoint %s: ft_head is '%s', expected token or sequence", src, keys.head);
+    else if (!strcmp(keys.head, "regression")) kind = HEAD_REGRESSION;
+    else fatal("checkpoint %s: ft_head is '%s', expected token, sequence or regression", src, keys.head);
     char names[TASK_MAX_LABELS][TASK_LABEL_LEN];
     int L = 0;
     char *save = NULL;
@@ -92,7 +93,8 @@ static int export_finetuned(const char *src, const char *outdir, CheckpointState
         if (L == TASK_MAX_LABELS) fatal("checkpoint %s: more than %d labels", src, TASK_MAX_LABELS);
         snprintf(names[L++], TASK_LABEL_LEN, "%s", t);
     }
-    if (L < 2) fatal("checkpoint %s: ft_labels names %d labels (at least 2 expected)", src, L);
+    if (kind == HEAD_REGRESSION ? L != 1 : L < 2)
+        fatal("checkpoint %s: ft_labels names %d labels (%s expected)", src, L, kind == HEAD_REGRESSION ? "one, the regression target's name" : "at least 2");
     FtModel m;
     ft_model_build(&m, cfg, kind, L, 0, 0);
     CheckpointState st2;

@@ -23,7 +23,7 @@ int cmd_gradcheck(int argc, char **argv) {
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: deberta gradcheck [--op NAME]   (NAME: an op, or 'layer' / 'encoder2' / 'token_head' / 'seq_head' for the model)\n"
+            printf("usage: deberta gradcheck [--op NAME]   (NAME: an op, or 'layer' / 'encoder2' / 'token_head' / 'seq_head' / 'reg_head' for the model)\n"
                    "  Central finite differences (4th order) against every hand-written backward.\n"
                    "  Build with `make PRECISION=double` for the real check (tolerance 1e-7);\n"
                    "  the float build runs the same cases as a smoke test (tolerance 5e-2).\n");

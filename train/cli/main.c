@@ -36,6 +36,8 @@ int main(int argc, char **argv) {
         {"export", cmd_export, "checkpoint -> Hugging Face folders (config.json, model.safetensors)"},
         {"prep-task", cmd_prep_task, "tagged Brown texts -> task files for fine-tuning (pos, genre)"},
         {"finetune", cmd_finetune, "an encoder + task head fine-tuned on a task, tested beside the baselines"},
+        {"predict", cmd_predict, "a fine-tuned model on new text (JSONL/CSV/TSV/CoNLL): labels, probabilities, scores"},
+        {"fill-mask", cmd_fill_mask, "the generator's most probable tokens for each [MASK] of a text"},
         {"bench", cmd_bench, "timings of the training step and its parts"},
         {"import", cmd_import, "Hugging Face DebertaV2 folder(s) -> run directory (checkpoint.h5, config.txt)"},
         {"encode", cmd_encode, "text lines -> token ids (SentencePiece .model or tokenizer.bin)"},

@@ -1,0 +1,158 @@
+#!/bin/sh
+# e2e-predict.sh — own data end to end on the fixtures of tests/fixtures/task/: prep-task (GLUE SST-2
+# TSV, STS-B float labels with pairs, CoNLL BIO tags, JSONL of both kinds) -> finetune (4 steps, scratch) -> predict with
+# and without labels.  The scores predict prints are recomputed from its own JSON lines by
+# scripts/check_metrics.py --predict (plain Python formulas); the finetune results carry every
+# baseline.  fill-mask: its probabilities equal a softmax of the generator logits that `deberta dump`
+# writes for the same ids.  Bad input: predict with a pretraining checkpoint, with the task files of
+# another task and of another tokenizer; fill-mask without [MASK] (argument and --input line).
+# Exit 0 = pass, 77 = skipped (reason printed), anything else = fail.
+. "$(dirname "$0")/lib-e2e.sh"
+e2e_need_bin
+PY=${REF_PYTHON:-/usr/bin/python3}
+"$PY" -c "import h5py, numpy" 2>/dev/null || { echo "SKIPPED: $PY cannot import h5py/numpy (apt-get install python3-h5py python3-numpy)"; exit 77; }
+e2e_tmpdir T e2e-predict
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails+1)); }
+F=tests/fixtures/task
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+
+cat $F/*.tsv $F/*.conll $F/*.jsonl $F/*.csv docs/FORMATS.md | tr '\t' ' ' | awk 'NR % 6 == 0 { print ""; print "" } { print }' > "$T/corpus.txt"
+"$BIN" prep --input "$T/corpus.txt" --out "$T/bpe" --vocab-size 400 --val-fraction 0.1 > "$T/prep.log" 2>&1 || { cat "$T/prep.log"; echo "FAIL: prep"; exit 1; }
+"$BIN" prep --input "$T/corpus.txt" --out "$T/bpe2" --vocab-size 350 --val-fraction 0.1 > "$T/prep2.log" 2>&1 || { cat "$T/prep2.log"; echo "FAIL: prep 2"; exit 1; }
+pt() { "$BIN" prep-task "$@" > "$T/pt.log" 2>&1 || { cat "$T/pt.log"; fail "prep-task $*"; }; }
+pt --format tsv --train $F/sst2-train.tsv --dev $F/sst2-dev.tsv --shards "$T/bpe" --out "$T/sst2" --seq-len 16 --text-field sentence
+pt --format tsv --train $F/sst2-train.tsv --dev $F/sst2-dev.tsv --shards "$T/bpe2" --out "$T/sst2-tok2" --seq-len 16 --text-field sentence
+pt --format tsv --train $F/stsb-train.tsv --shards "$T/bpe" --out "$T/stsb" --seq-len 24 --text-field sentence1 --text-pair-field sentence2 \
+    --label-field score --regression
+pt --format conll --train $F/ner-train.conll --shards "$T/bpe" --out "$T/ner" --seq-len 8 --name ner --tag-column 4
+pt --format jsonl --train $F/tag.jsonl --shards "$T/bpe" --out "$T/tag" --seq-len 32 --name ner
+pt --format jsonl --train $F/cls.jsonl --shards "$T/bpe" --out "$T/cls" --seq-len 24 --text-field text --label-field label
+
+for tk in sst2:classification stsb:regression ner:ner tag:ner cls:classification; do
+    n=${tk%%:*} task=${tk#*:}
+    "$BIN" finetune --init scratch --preset test --task "$task" --data "$T/$n" --out "$T/ft-$n" --steps 4 --batch 4 --eval-every 2 \
+        > "$T/ft-$n.out" 2> "$T/ft-$n.err" || { cat "$T/ft-$n.err"; fail "finetune $n"; }
+done
+# every result names its baselines, in results.txt and in the test record of metrics.jsonl
+grep -q "^classification test (best dev step [0-9]*, dev acc .*MCC .* | baselines: majority class '[01]' [01.0-9]*, naive Bayes (bag of tokens) [01.0-9]* | init scratch" \
+    "$T/ft-sst2/results.txt" || fail "sst2 results: $(cat "$T/ft-sst2/results.txt")"
+grep -q "^regression test (best dev step [0-9]*, dev Pearson .*Spearman .* | baselines: train mean " "$T/ft-stsb/results.txt" || fail "stsb results: $(cat "$T/ft-stsb/results.txt")"
+grep -q "^ner test .*entity P .* | baselines: majority class 'O' .*, most frequent tag per word " "$T/ft-ner/results.txt" || fail "ner results: $(cat "$T/ft-ner/results.txt")"
+"$PY" - "$T" <<'PYEOF' || fail "metrics.jsonl test records"
+import json, sys
+t = sys.argv[1]
+def test_rec(n):
+    return [json.loads(l) for l in open("%s/ft-%s/metrics.jsonl" % (t, n)) if '"kind":"test"' in l][-1]
+r = test_rec("sst2")
+for k in ("acc", "macro_f1", "mcc", "pos_f1", "baseline_majority_acc", "baseline_naive_bayes_acc", "baseline_naive_bayes_mcc", "dev_acc"):
+    assert k in r, (k, r)
+r = test_rec("stsb")
+for k in ("pearson", "spearman", "mse", "baseline_mean_mse"):
+    assert k in r, (k, r)
+r = test_rec("ner")
+for k in ("acc", "entity_f1", "entity_p", "entity_r", "baseline_word_tag_acc", "baseline_word_tag_entity_f1", "baseline_majority_acc"):
+    assert k in r, (k, r)
+print("ok   metrics.jsonl: the test records carry every score and the baselines")
+PYEOF
+
+# the baselines refitted by scripts/check_metrics.py (majority, naive Bayes, word tag, train mean), also on a
+# larger classification set: the lines of docs/*.md, labelled by whether they hold a digit
+"$PY" -c "
+import glob, json, re
+for p in sorted(glob.glob('docs/*.md')):
+    for l in open(p, encoding='utf-8'):
+        l = l.strip()
+        if len(l) > 20: print(json.dumps({'text': l, 'label': 'digit' if re.search('[0-9]', l) else 'none'}))
+" > "$T/docs.jsonl"
+pt --format jsonl --train "$T/docs.jsonl" --shards "$T/bpe" --out "$T/docs" --seq-len 24 --text-field text --label-field label
+"$BIN" finetune --init scratch --preset test --task classification --data "$T/docs" --out "$T/ft-docs" --steps 2 --batch 4 --eval-every 2 \
+    > "$T/ft-docs.out" 2> "$T/ft-docs.err" || { cat "$T/ft-docs.err"; fail "finetune docs"; }
+for n in sst2 stsb ner docs; do
+    "$PY" scripts/check_metrics.py --baselines "$T/$n" "$T/ft-$n" > "$T/cb-$n" 2>&1 && echo "ok   baselines $n: $(grep -c '^ok' "$T/cb-$n") values agree" ||
+        { cat "$T/cb-$n"; fail "baselines of $n differ from scripts/check_metrics.py"; }
+done
+
+# predict with labels: the printed scores against scripts/check_metrics.py
+pr() { # name checkpoint-run out args...
+    n=$1 out=$2; shift 2
+    "$BIN" predict "$T/ft-$n/best.h5" --output "$T/$out.jsonl" "$@" 2> "$T/$out.log" || { cat "$T/$out.log"; fail "predict $out"; return 1; }
+    grep -q "examples/s, [0-9]* tokens/s" "$T/$out.log" || fail "predict $out: no examples/s and tokens/s: $(cat "$T/$out.log")"
+}
+pr sst2 p-sst2 --input $F/sst2-dev.tsv --format tsv --text-field sentence --label-field label &&
+    "$PY" scripts/check_metrics.py --predict "$T/p-sst2.jsonl" "$T/p-sst2.log" > "$T/c1" && echo "ok   predict sst2: $(tr '\n' ' ' < "$T/c1")" || { cat "$T/c1"; fail "predict sst2 scores"; }
+pr stsb p-stsb --input $F/stsb-train.tsv --format tsv --text-field sentence1 --text-pair-field sentence2 --label-field score &&
+    "$PY" scripts/check_metrics.py --predict "$T/p-stsb.jsonl" "$T/p-stsb.log" > "$T/c2" && echo "ok   predict stsb: $(tr '\n' ' ' < "$T/c2")" || { cat "$T/c2"; fail "predict stsb scores"; }
+pr ner p-ner --input $F/ner-train.conll --format conll --tag-column 4 &&
+    "$PY" scripts/check_metrics.py --predict "$T/p-ner.jsonl" "$T/p-ner.log" > "$T/c3" && echo "ok   predict ner: $(tr '\n' ' ' < "$T/c3")" || { cat "$T/c3"; fail "predict ner scores"; }
+pr tag p-tag --input $F/tag.jsonl --format jsonl &&
+    "$PY" scripts/check_metrics.py --predict "$T/p-tag.jsonl" "$T/p-tag.log" > "$T/c4" && echo "ok   predict tag (jsonl): $(tr '\n' ' ' < "$T/c4")" || { cat "$T/c4"; fail "predict tag scores"; }
+pr cls p-cls --input $F/cls.jsonl --format jsonl --text-field text --label-field label &&
+    "$PY" scripts/check_metrics.py --predict "$T/p-cls.jsonl" "$T/p-cls.log" > "$T/c5" && echo "ok   predict cls (jsonl): $(tr '\n' ' ' < "$T/c5")" || { cat "$T/c5"; fail "predict cls scores"; }
+# one line per record; tagging: one tag per word of the record, the words as written
+[ "$(wc -l < "$T/p-sst2.jsonl")" -eq "$(($(wc -l < $F/sst2-dev.tsv) - 1))" ] || fail "predict sst2: not one line per example"
+"$PY" - "$T/p-ner.jsonl" $F/ner-train.conll <<'PYEOF' || fail "predict ner: words/tags"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+sents, cur = [], []
+for line in open(sys.argv[2]):
+    c = line.split()
+    if not c or c[0] == "-DOCSTART-":
+        if cur: sents.append(cur)
+        cur = []
+    else:
+        cur.append((c[0], c[-1]))
+if cur: sents.append(cur)
+assert len(rows) == len(sents), (len(rows), len(sents))
+for r, s in zip(rows, sents):
+    assert r["words"] == [w for w, _ in s] and r["gold"] == [g for _, g in s] and len(r["tags"]) == len(s) == len(r["probs"]), (r, s)
+    assert all(0 < p <= 1 for p in r["probs"])
+print("ok   predict ner: one line per sentence, a tag and its probability per word")
+PYEOF
+# without labels: no gold, no scores
+pr sst2 p-nolab --input $F/sst2-dev.tsv --format tsv --text-field sentence &&
+    { ! grep -q gold "$T/p-nolab.jsonl" && ! grep -q "acc" "$T/p-nolab.log" && grep -q '"label":"[01]","prob":' "$T/p-nolab.jsonl" || fail "predict without labels: $(head -2 "$T/p-nolab.jsonl")"; }
+
+# bad input: one error line, exit 1, no output file
+"$BIN" pretrain --data "$T/bpe" --out "$T/pre" --preset test --steps 2 --batch 2 --max_seq_len 16 > "$T/pre.log" 2>&1 || { cat "$T/pre.log"; fail "pretrain"; }
+e2e_bad "is not a fine-tuned model" -- "$BIN" predict "$T/pre/checkpoint.h5" --input $F/sst2-dev.tsv --format tsv --text-field sentence --data "$T/sst2" --output "$T/x.jsonl"
+e2e_bad "is a model of task 'ner'" -- "$BIN" predict "$T/ft-ner/best.h5" --input $F/sst2-dev.tsv --format tsv --text-field sentence --data "$T/sst2" --output "$T/x.jsonl"
+e2e_bad "(another tokenizer)" -- "$BIN" predict "$T/ft-sst2/best.h5" --input $F/sst2-dev.tsv --format tsv --text-field sentence --data "$T/sst2-tok2" --output "$T/x.jsonl"
+[ -e "$T/x.jsonl" ] && fail "a refused predict wrote its output"
+e2e_bad "has no \\[MASK\\] to fill" -- "$BIN" fill-mask "$T/pre/checkpoint.h5" "a text without a mask"
+printf 'the [MASK] is\nno mask here\n' > "$T/q.txt"
+e2e_bad "q.txt:2: the query has no \\[MASK\\]" -- "$BIN" fill-mask "$T/pre/checkpoint.h5" --input "$T/q.txt"
+[ -s "$T/out" ] && fail "fill-mask printed answers before refusing a query"
+e2e_bad "is a fine-tuned model" -- "$BIN" fill-mask "$T/ft-sst2/best.h5" "the [MASK] is"
+
+# fill-mask = softmax of the generator logits of deberta dump on the same ids
+printf 'The [MASK] is a word.\nData [MASK] in a [MASK].\n' > "$T/q2.txt"
+"$BIN" fill-mask "$T/pre/checkpoint.h5" --input "$T/q2.txt" --json --top-k 7 > "$T/fm.jsonl" 2> "$T/fm.err" || { cat "$T/fm.err"; fail "fill-mask"; }
+"$PY" - "$BIN" "$T" <<'PYEOF' || fail "fill-mask against deberta dump"
+import json, subprocess, sys
+import h5py, numpy as np
+binp, t = sys.argv[1], sys.argv[2]
+rows = [json.loads(l) for l in open(t + "/fm.jsonl")]
+assert len(rows) == 2 and [len(r["masks"]) for r in rows] == [1, 2], rows
+worst = 0.0
+for q, r in enumerate(rows):
+    ids = np.array([r["input_ids"]], dtype=np.int32)
+    lab = np.where(ids == 4, 4, 0).astype(np.int32)
+    with h5py.File("%s/b%d.h5" % (t, q), "w") as f:
+        f["input_ids"] = ids; f["attention_mask"] = np.ones_like(ids); f["labels"] = lab; f["replaced_ids"] = ids
+    subprocess.run([binp, "dump", "--weights", t + "/pre/checkpoint.h5", "--batch", "%s/b%d.h5" % (t, q), "--out", "%s/d%d.h5" % (t, q)],
+                   check=True, stdout=subprocess.DEVNULL)
+    logits = h5py.File("%s/d%d.h5" % (t, q), "r")["generator/mlm_logits"][()].astype(np.float64)
+    assert logits.shape[0] == len(r["masks"]), logits.shape
+    for row, got in zip(logits, r["masks"]):
+        p = np.exp(row - row.max()); p /= p.sum()
+        order = sorted(range(len(p)), key=lambda v: (-p[v], v))[:7]
+        assert [g["token"] for g in got] == order, ([g["token"] for g in got], order)
+        for g in got:
+            worst = max(worst, abs(g["score"] - p[g["token"]]))
+assert worst <= 1e-6, worst
+print("ok   fill-mask: top-7 ids and probabilities = softmax of deberta dump's generator/mlm_logits (max diff %.1e)" % worst)
+PYEOF
+
+[ $fails -eq 0 ] && echo "e2e-predict: all checks passed"
+[ $fails -eq 0 ]

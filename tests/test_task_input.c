@@ -1,0 +1,179 @@
+/* test_task_input.c — the task-input readers (data/task_input.c) on small inputs in memory: UTF-8
+ * validation, RFC 4180 CSV (quoted commas, doubled quotes, line breaks in fields, CRLF, a BOM) with the
+ * line each record starts on, TSV, CoNLL (-DOCSTART-, spaces or tabs, default and given columns),
+ * JSONL (\u escapes and surrogate pairs, integer and real labels, token lists); and the split draw. */
+#include "data/task_build.h"
+#include "data/task_input.h"
+#include "autograd/util.h"
+#include "tests/testutil.h"
+#include <string.h>
+
+static void test_utf8(void **state) {
+    (void)state;
+    static const char *const good[] = {"", "plain", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf", "\xed\x9f\xbf"};
+    for (size_t i = 0; i < ARRAY_LEN(good); i++)
+        if (!utf8_valid(good[i], strlen(good[i]), NULL)) fail_msg("valid UTF-8 #%zu refused", i);
+    static const struct { const char *s; size_t bad; } B[] = {
+        {"ab\x80", 2},             /* lone continuation byte */
+        {"\xc0\xaf", 0},           /* overlong '/' */
+        {"\xc1\xbf", 0},           /* overlong */
+        {"x\xe0\x80\x80", 1},      /* overlong 3-byte */
+        {"\xed\xa0\x80", 0},       /* surrogate U+D800 */
+        {"\xf0\x8f\xbf\xbf", 0},   /* overlong 4-byte */
+        {"\xf4\x90\x80\x80", 0},   /* above U+10FFFF */
+        {"ok\xe2\x82", 2},         /* truncated at the end */
+        {"\xc3(", 0},              /* bad continuation */
+        {"\xff", 0},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(B); i++) {
+        size_t bad = 99;
+        if (utf8_valid(B[i].s, strlen(B[i].s), &bad)) fail_msg("invalid UTF-8 #%zu accepted", i);
+        assert_int_equal(bad, B[i].bad);
+    }
+}
+
+static TaskExamples read_ok(const char *text, const TaskInputSpec *sp) {
+    TaskExamples ex;
+    char err[512];
+    if (task_input_read_mem(text, strlen(text), "mem", sp, &ex, err, sizeof err)) fail_msg("%s", err);
+    return ex;
+}
+static void read_bad(const char *text, const TaskInputSpec *sp, const char *needle) {
+    TaskExamples ex;
+    char err[512];
+    if (task_input_read_mem(text, strlen(text), "mem", sp, &ex, err, sizeof err) == 0) fail_msg("accepted; expected '%s'", needle);
+    if (!strstr(err, needle)) fail_msg("message '%s' lacks '%s'", err, needle);
+    assert_null(ex.ex);
+}
+
+static void test_csv(void **state) {
+    (void)state;
+    TaskInputSpec sp = {.format = TI_CSV, .need_labels = 1, .text_field = "text", .label_field = "label"};
+    const char *in = "\xef\xbb\xbfid,text,label\r\n"
+                     "1,\"a, b\",x\r\n"
+                     "2,\"say \"\"hi\"\"\nand go\",y\r\n"
+                     "\r\n"
+                     "3, spaced ,x\r\n";
+    TaskExamples ex = read_ok(in, &sp);
+    assert_int_equal(ex.n, 3);
+    assert_string_equal(ex.ex[0].text, "a, b");
+    assert_int_equal(ex.ex[0].line, 2);
+    assert_string_equal(ex.ex[1].text, "say \"hi\"\nand go");
+    assert_int_equal(ex.ex[1].line, 3);
+    assert_string_equal(ex.ex[2].text, " spaced ");   /* RFC 4180: spaces belong to the field */
+    assert_int_equal(ex.ex[2].line, 6);                /* after the two-line record and a blank line */
+    assert_string_equal(ex.ex[2].label, "x");
+    assert_true(ex.has_labels);
+    task_examples_free(&ex);
+    read_bad("text,label\n\"open,x\n", &sp, "mem:2: unterminated quoted field");
+    read_bad("text,label\na\"b,x\n", &sp, "mem:2: CSV:");
+    read_bad("txt,label\na,x\n", &sp, "mem:1: no column 'text' (the header has: txt, label)");
+    read_bad("text,label\n,x\n", &sp, "mem:2: empty text in column 'text'");
+    read_bad("text,label\na,\n", &sp, "mem:2: empty label in column 'label'");
+    /* labels optional (predict): no label column is fine */
+    TaskInputSpec pr = sp;
+    pr.need_labels = 0;
+    ex = read_ok("text\nhello\n", &pr);
+    assert_int_equal(ex.n, 1);
+    assert_null(ex.ex[0].label);
+    assert_false(ex.has_labels);
+    task_examples_free(&ex);
+}
+
+static void test_tsv(void **state) {
+    (void)state;
+    TaskInputSpec sp = {.format = TI_TSV, .need_labels = 1, .text_field = "a", .text_pair_field = "b", .label_field = "y"};
+    TaskExamples ex = read_ok("y\ta\tb\r\n1\tone \"q\"\ttwo\n0\tthree\tfour\n", &sp);
+    assert_int_equal(ex.n, 2);
+    assert_string_equal(ex.ex[0].text, "one \"q\"");  /* no quoting in TSV */
+    assert_string_equal(ex.ex[0].text_pair, "two");
+    assert_string_equal(ex.ex[1].label, "0");
+    assert_int_equal(ex.ex[1].line, 3);
+    task_examples_free(&ex);
+    read_bad("y\ta\tb\n1\tx\n", &sp, "mem:2: 2 fields, the header has 3");
+    read_bad("y\ta\tb\n1\tx\t\n", &sp, "mem:2: empty text in column 'b'");
+}
+
+static void test_conll(void **state) {
+    (void)state;
+    TaskInputSpec sp = {.format = TI_CONLL, .tagging = 1, .need_labels = 1};
+    const char *in = "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects\tVBZ\tB-VP\tO\n\n\n-DOCSTART- O\nPeter NNP B-NP B-PER\r\n";
+    TaskExamples ex = read_ok(in, &sp);
+    assert_int_equal(ex.n, 2);
+    assert_int_equal(ex.ex[0].n_words, 2);
+    assert_int_equal(ex.ex[0].line, 3);
+    assert_string_equal(ex.ex[0].words[1], "rejects");
+    assert_string_equal(ex.ex[0].tags[0], "B-ORG");    /* the last column by default */
+    assert_int_equal(ex.ex[1].line, 8);
+    assert_string_equal(ex.ex[1].tags[0], "B-PER");
+    task_examples_free(&ex);
+    sp.tag_column = 2;
+    ex = read_ok(in, &sp);
+    assert_string_equal(ex.ex[0].tags[1], "VBZ");
+    task_examples_free(&ex);
+    sp.tag_column = 4;
+    read_bad("a b c d\nx y\n", &sp, "mem:2: 2 columns, --tag-column 4 needs at least 4");
+    sp.tag_column = 0;
+    read_bad("word\n", &sp, "mem:1: 1 column, a token and its tag need at least 2");
+}
+
+static void test_jsonl(void **state) {
+    (void)state;
+    TaskInputSpec sp = {.format = TI_JSONL, .need_labels = 1, .text_field = "t", .label_field = "l"};
+    TaskExamples ex = read_ok("{\"t\": \"caf\\u00e9 \\ud83d\\ude00\", \"l\": 7}\n\n  \n{\"t\": \"x\", \"l\": 0.25, \"other\": [1]}\n", &sp);
+    assert_int_equal(ex.n, 2);
+    assert_string_equal(ex.ex[0].text, "caf\xc3\xa9 \xf0\x9f\x98\x80");
+    assert_string_equal(ex.ex[0].label, "7");
+    assert_string_equal(ex.ex[1].label, "0.25");
+    assert_int_equal(ex.ex[1].line, 4);
+    task_examples_free(&ex);
+    read_bad("{\"t\": \"x\", \"l\": true}\n", &sp, "mem:1: the label at key 'l' is not a string or a number");
+    read_bad("{\"t\": 5, \"l\": 1}\n", &sp, "mem:1: the value at key 't' is not a string");
+    read_bad("{\"t\": \"a\\u0000b\", \"l\": 1}\n", &sp, "mem:1: not JSON");
+    read_bad("{\"t\": \"a\", \"t\": \"b\", \"l\": 1}\n", &sp, "mem:1: not JSON: duplicate object key");
+    TaskInputSpec tg = {.format = TI_JSONL, .tagging = 1, .need_labels = 1};
+    ex = read_ok("{\"tokens\": [\"A\", \"b\"], \"tags\": [3, \"O\"]}\n", &tg);
+    assert_int_equal(ex.ex[0].n_words, 2);
+    assert_string_equal(ex.ex[0].tags[0], "3");
+    task_examples_free(&ex);
+    read_bad("{\"tokens\": [\"A\", \"b\"], \"tags\": [\"O\"]}\n", &tg, "mem:1: 2 tokens at key 'tokens' but 1 tags at key 'tags'");
+    read_bad("{\"tokens\": [\"A\", \"\"], \"tags\": [\"O\", \"O\"]}\n", &tg, "mem:1: token 2 at key 'tokens' is empty");
+    read_bad("{\"tokens\": [], \"tags\": []}\n", &tg, "mem:1: empty list at key 'tokens'");
+}
+
+/* the split: a partition of the records, sizes round(n * fraction), each list ascending, and the
+ * same draw for the same seed */
+static void test_split_draw(void **state) {
+    (void)state;
+    size_t *sel[3], n_sel[3], *sel2[3], n2[3];
+    task_split_draw(101, 7, 0.1, 0.2, 1, 1, sel, n_sel);
+    assert_int_equal(n_sel[1], 10);
+    assert_int_equal(n_sel[2], 20);
+    assert_int_equal(n_sel[0], 71);
+    int seen[101] = {0};
+    for (int k = 0; k < 3; k++)
+        for (size_t i = 0; i < n_sel[k]; i++) {
+            seen[sel[k][i]]++;
+            if (i) assert_true(sel[k][i - 1] < sel[k][i]);
+        }
+    for (int i = 0; i < 101; i++) assert_int_equal(seen[i], 1);
+    task_split_draw(101, 7, 0.1, 0.2, 1, 1, sel2, n2);
+    for (int k = 0; k < 3; k++) assert_memory_equal(sel[k], sel2[k], n_sel[k] * sizeof(size_t));
+    for (int k = 0; k < 3; k++) free(sel2[k]);
+    task_split_draw(101, 8, 0.1, 0.2, 1, 1, sel2, n2);
+    assert_true(memcmp(sel[1], sel2[1], n_sel[1] * sizeof(size_t)) != 0);  /* another seed, another dev */
+    for (int k = 0; k < 3; k++) { free(sel[k]); free(sel2[k]); }
+    task_split_draw(10, 1, 0.1, 0.1, 0, 1, sel, n_sel);                       /* dev given as a file */
+    assert_null(sel[1]);
+    assert_int_equal(n_sel[2], 1);
+    assert_int_equal(n_sel[0], 9);
+    free(sel[0]); free(sel[2]);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_utf8), cmocka_unit_test(test_csv), cmocka_unit_test(test_tsv),
+        cmocka_unit_test(test_conll), cmocka_unit_test(test_jsonl), cmocka_unit_test(test_split_draw),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
