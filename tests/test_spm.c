@@ -1,14 +1,15 @@
 /* test_spm.c — the SentencePiece model reader (data/spm.c) on damaged models: byte pieces whose text
  * is not exactly "<0xNN>".  Regression of the spm fuzz target's finding: "<0x-6>" (same length as
  * "<0x06>") passed sscanf("<0x%2X%c") with a huge value and was written far outside byte_id[256].
- * The models are the seed tests/fuzz/seeds/spm/unigram.model (byte fallback on) with one piece's
- * bytes changed in place (the protobuf lengths stay valid). */
+ * The models are the fuzz seed unigram.model (byte fallback on), made for the run by
+ * tests/fuzz/seeds/make-seeds.py (python3-sentencepiece), with one piece's bytes changed in place
+ * (the protobuf lengths stay valid). */
 #include "tests/testutil.h"
 #include <string.h>
 #include "autograd/util.h"
 #include "data/spm.h"
 
-static const char *SEED = "tests/fuzz/seeds/spm/unigram.model";
+static char SEED[256]; /* DIR/spm/unigram.model, made by main */
 
 /* The seed with the first occurrence of `from` replaced by `to` (same length). */
 static uint8_t *patched(const char *from, const char *to, size_t *len) {
@@ -50,9 +51,21 @@ static void bad_byte_pieces_refused(void **state) {
 }
 
 int main(void) {
+    if (system("/usr/bin/python3 -c 'import sentencepiece' 2>/dev/null") != 0) {
+        fprintf(stderr, "SKIPPED: test_spm needs /usr/bin/python3 with sentencepiece to make its seed model\n");
+        return 77;
+    }
+    char dir[] = "/tmp/deberta-test-spm.XXXXXX", cmd[512];
+    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/fuzz/seeds/make-seeds.py %s", dir);
+    if (system(cmd) != 0) { fprintf(stderr, "test_spm: %s failed\n", cmd); return 1; }
+    snprintf(SEED, sizeof SEED, "%s/spm/unigram.model", dir);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(seed_loads),
         cmocka_unit_test(bad_byte_pieces_refused),
     };
-    return cmocka_run_group_tests_name("spm", tests, NULL, NULL);
+    const int failed = cmocka_run_group_tests_name("spm", tests, NULL, NULL);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) fprintf(stderr, "test_spm: could not remove %s\n", dir);
+    return failed;
 }

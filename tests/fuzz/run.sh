@@ -2,9 +2,9 @@
 # Runs each libFuzzer target of build-fuzz/ for SECONDS: tests/fuzz/run.sh SECONDS TARGET...
 # The seed corpus is made the way the tests make their files (build/deberta prep, a 2-step
 # pretrain of the test preset, its export): a shard, a checkpoint, tokenizer.bin, config.txt,
-# model.safetensors and config.json; with the small files of tests/fuzz/seeds/<target>/ (made by
-# tests/fuzz/seeds/make-seeds.py: every safetensors dtype, config.json variants, SentencePiece
-# models; the task-input targets task_jsonl, task_csv, task_conll start from theirs alone).
+# model.safetensors and config.json; with the small files tests/fuzz/seeds/make-seeds.py makes here
+# (every safetensors dtype, config.json variants, SentencePiece models) and, for the task-input targets
+# task_jsonl, task_csv, task_conll, the files of tests/fuzz/seeds/<target>/.
 # libFuzzer adds its finds to build-fuzz/corpus/<target>/.  A crash is kept in build-fuzz/crashes/<target>/ and
 # makes the run fail; turn it into a regression test (tests/test_shard.c, test_checkpoint.c, ...).
 set -u
@@ -22,9 +22,10 @@ $D prep --input "$W/corpus.txt" --out "$W/shards" --vocab-size 280 --val-fractio
 OMP_NUM_THREADS=1 $D pretrain --preset test --max_seq_len 16 --batch 2 --steps 2 --eval-every 0 --eval-batches 1 \
     --data "$W/shards" --out "$W/run" > /dev/null 2>&1 || { echo "FAIL: seed pretrain"; exit 1; }
 $D export "$W/run/checkpoint.h5" "$W/hf" > /dev/null 2>&1 || { echo "FAIL: seed export"; exit 1; }
+/usr/bin/python3 tests/fuzz/seeds/make-seeds.py "$W/seeds" || { echo "FAIL: tests/fuzz/seeds/make-seeds.py"; exit 1; }
 for t in shard checkpoint tokenizer config safetensors hf_config spm "$@"; do
     mkdir -p "$F/corpus/$t" "$F/crashes/$t"
-    [ -d "tests/fuzz/seeds/$t" ] && cp tests/fuzz/seeds/$t/* "$F/corpus/$t/"
+    for s in "tests/fuzz/seeds/$t" "$W/seeds/$t"; do [ -d "$s" ] && cp "$s"/* "$F/corpus/$t/"; done
 done
 cp "$W/shards/val-00000.h5" "$F/corpus/shard/seed-val.h5"
 cp "$W/run/checkpoint.h5" "$F/corpus/checkpoint/seed.h5"

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""make-seeds.py OUTDIR — the small seed files of tests/fuzz/seeds/ (safetensors, hf_config, spm):
+"""make-seeds.py OUTDIR — small seed files made afresh at each use, not kept in the repo (tests/fuzz/run.sh
+makes them for the safetensors, hf_config and spm targets, tests/test_spm.c for its models):
 a safetensors file of every readable dtype and an integer one with crc32 entries, one with an empty
 tensor, two DebertaV2 config.json, and three tiny SentencePiece models (unigram with and without
-byte fallback; BPE, which the reader refuses; identity normalization, so no large character map).  Re-run only to change the seeds."""
+byte fallback; BPE, which the reader refuses; identity normalization, so no large character map)."""
 import json, os, struct, sys, zlib
 
 out = sys.argv[1]
