@@ -4,8 +4,8 @@
  *
  * Called outside a parallel region with more than one OpenMP thread, the product is cut into one
  * contiguous block of C's rows per thread (of its columns when C has too few rows), and each thread
- * makes one single-threaded call on its block.  On this project's machine that was mostly 5–15 %
- * faster than the BLAS library splitting one call itself at the model's shapes (docs/PERFORMANCE.md).
+ * makes one single-threaded call on its block, which measured faster than the BLAS library splitting
+ * one call itself at the model's shapes (docs/PERFORMANCE.md).
  * Each element of C is computed by one call over the whole inner dimension, so the result is
  * bitwise repeatable for a given thread count; it may differ in the last bit between thread counts
  * (as the library's own threading does).  Inside a parallel region, with one thread or for a small

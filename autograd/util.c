@@ -105,7 +105,8 @@ char *xstrdup(const char *s) {
 }
 
 /* Slicing-by-8: table[k][b] is the CRC of byte b followed by k zero bytes, so eight bytes are folded
- * per step (~1.5 GB/s here, 4x the byte loop; the whole-file seals of data/h5util.c read every file). */
+ * per step (several times the byte loop, docs/PERFORMANCE.md "Seal check"; the whole-file seals of
+ * data/h5util.c read every file). */
 uint32_t crc32_update(uint32_t crc, const void *p, size_t n) {
     static uint32_t table[8][256];
     static int ready;

@@ -177,6 +177,48 @@ char *h5_read_str_attr(hid_t obj, const char *name) {
     return out;
 }
 
+int h5_read_f64_attr(hid_t obj, const char *name, double *v) {
+    if (H5Aexists(obj, name) <= 0) return -1;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    if (a < 0) return -1;
+    hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
+    const int ok = H5Tget_class(t) == H5T_FLOAT && H5Tget_size(t) == 8 && H5Sget_simple_extent_npoints(sp) == 1 &&
+                   H5Aread(a, H5T_NATIVE_DOUBLE, v) >= 0;
+    H5Tclose(t);
+    H5Sclose(sp);
+    H5Aclose(a);
+    return ok ? 0 : -1;
+}
+
+void *h5_read_dataset(hid_t f, const char *name, H5T_class_t cls, int rank, hid_t mtype, size_t esize, hsize_t *dims, char *msg,
+                      size_t msglen) {
+    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) { snprintf(msg, msglen, "dataset '%s' is missing", name); return NULL; }
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    if (d < 0) { snprintf(msg, msglen, "dataset '%s' cannot be opened (corrupt file?)", name); return NULL; }
+    hid_t t = H5Dget_type(d), sp = H5Dget_space(d);
+    void *buf = NULL;
+    const int r = H5Sget_simple_extent_ndims(sp);
+    if (H5Tget_class(t) != cls) {
+        snprintf(msg, msglen, "dataset '%s' is not %s dataset", name, cls == H5T_INTEGER ? "an integer" : "a floating-point");
+    } else if (r != rank) {
+        snprintf(msg, msglen, "dataset '%s' has %d dimensions, expected %d", name, r, rank);
+    } else {
+        H5Sget_simple_extent_dims(sp, dims, NULL);
+        size_t n = 1;
+        for (int i = 0; i < rank; i++) n *= dims[i];
+        buf = xmalloc((n ? n : 1) * esize);
+        if (n && H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+            snprintf(msg, msglen, "dataset '%s' cannot be read (truncated or corrupt)", name);
+            free(buf);
+            buf = NULL;
+        }
+    }
+    H5Tclose(t);
+    H5Sclose(sp);
+    H5Dclose(d);
+    return buf;
+}
+
 int h5_read_tensor(H5Ctx *c, hid_t d, const Tensor *t, real *dst, const char *what, const char *shape_hint, const char *nan_hint) {
     hid_t ty = H5Dget_type(d), sp = H5Dget_space(d);
     int rc = 0;

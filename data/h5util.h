@@ -59,6 +59,14 @@ int h5_attr_str(hid_t obj, const char *name, const char *v);
 /* String attribute `name` of obj (fixed or variable length, see h5_read_string), malloc'd; NULL when
  * absent or not one readable string. */
 char *h5_read_str_attr(hid_t obj, const char *name);
+/* Float attribute `name` of obj (one 8-byte float) into *v: 0, or -1 missing or not one float64. */
+int h5_read_f64_attr(hid_t obj, const char *name, double *v);
+/* Dataset `name` of f, of class cls (H5T_INTEGER or H5T_FLOAT) and the given rank, read whole as mtype
+ * (esize bytes a value) into a new buffer; dims[] receives its shape.  NULL with msg ("dataset 'x' is
+ * missing", "... is not an integer dataset", "... has 3 dimensions, expected 2", "... cannot be read
+ * (truncated or corrupt)") for the caller to prefix with the file and follow with its hint. */
+void *h5_read_dataset(hid_t f, const char *name, H5T_class_t cls, int rank, hid_t mtype, size_t esize, hsize_t *dims, char *msg,
+                      size_t msglen);
 /* The fixed- or variable-length string held by the open attribute (is_attr) or scalar dataset obj,
  * read whole whatever its padding (NULLTERM, NULLPAD without a terminating NUL as h5py writes
  * numpy bytes, SPACEPAD: trailing pad characters removed) in the file's character set (cset is

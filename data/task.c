@@ -237,62 +237,21 @@ int task_write(const char *path, const TaskSet *ts, char *err, size_t errlen) {
 /* Attributes through the checked readers of data/h5util (class, size, precision and element count
  * before H5Aread; strings whole whatever their padding). */
 static int read_attr_i64(hid_t f, const char *name, int64_t *v) { return h5_read_int_attr(f, name, H5T_NATIVE_INT64, v) ? -1 : 0; }
-static char *read_attr_str(hid_t f, const char *name) {
-    if (H5Aexists(f, name) <= 0) return NULL;
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    if (a < 0) return NULL;
-    char *out = h5_read_string(a, 1, H5T_CSET_ASCII);
-    H5Aclose(a);
-    return out;
-}
-static int read_attr_f64(hid_t f, const char *name, double *v) {
-    if (H5Aexists(f, name) <= 0) return -1;
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    if (a < 0) return -1;
-    hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
-    int ok = H5Tget_class(t) == H5T_FLOAT && H5Tget_size(t) == 8 && H5Sget_simple_extent_npoints(sp) == 1 &&
-             H5Aread(a, H5T_NATIVE_DOUBLE, v) >= 0;
-    H5Tclose(t); H5Sclose(sp); H5Aclose(a);
-    return ok ? 0 : -1;
-}
 /* A string attribute into buf (cap bytes); -1 when missing or too long. */
 static int read_attr_buf(hid_t f, const char *name, char *buf, size_t cap) {
-    char *s = read_attr_str(f, name);
+    char *s = h5_read_str_attr(f, name);
     int rc = s && strlen(s) < cap ? 0 : -1;
     if (!rc) snprintf(buf, cap, "%s", s);
     free(s);
     return rc;
 }
 
-/* Opens a dataset of class cls (H5T_INTEGER or H5T_FLOAT) and the given rank and reads it (converted
- * to mtype) into a new buffer.  dims[] receives its shape. */
+/* A whole dataset (data/h5util h5_read_dataset), its message prefixed with the file. */
 static void *read_dataset(hid_t f, const char *path, const char *name, H5T_class_t cls, int rank, hid_t mtype, size_t esize,
                           hsize_t *dims, char *err, size_t errlen) {
-    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) { errf(err, errlen, "task %s: dataset '%s' is missing (re-run deberta prep-task)", path, name); return NULL; }
-    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-    if (d < 0) { errf(err, errlen, "task %s: dataset '%s' cannot be opened (corrupt file?)", path, name); return NULL; }
-    hid_t t = H5Dget_type(d), sp = H5Dget_space(d);
-    void *buf = NULL;
-    int r = H5Sget_simple_extent_ndims(sp);
-    if (H5Tget_class(t) != cls) {
-        errf(err, errlen, "task %s: dataset '%s' is not %s dataset (re-run deberta prep-task)", path, name,
-             cls == H5T_INTEGER ? "an integer" : "a floating-point");
-    } else if (r != rank) {
-        errf(err, errlen, "task %s: dataset '%s' has %d dimensions, expected %d", path, name, r, rank);
-    } else {
-        H5Sget_simple_extent_dims(sp, dims, NULL);
-        size_t n = 1;
-        for (int i = 0; i < rank; i++) n *= dims[i];
-        buf = xmalloc((n ? n : 1) * esize);
-        if (n && H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-            errf(err, errlen, "task %s: dataset '%s' cannot be read (truncated or corrupt file?)", path, name);
-            free(buf);
-            buf = NULL;
-        }
-    }
-    H5Tclose(t);
-    H5Sclose(sp);
-    H5Dclose(d);
+    char msg[512];
+    void *buf = h5_read_dataset(f, name, cls, rank, mtype, esize, dims, msg, sizeof msg);
+    if (!buf) errf(err, errlen, "task %s: %s (re-run deberta prep-task)", path, msg);
     return buf;
 }
 
@@ -324,7 +283,7 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
     if (h5_seal_require("task", path, "re-run deberta prep-task", err, errlen) != 0) goto out;
     f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) { errf(err, errlen, "task %s: not an HDF5 file, or truncated (re-run deberta prep-task)", path); goto out; }
-    s = read_attr_str(f, "format");
+    s = h5_read_str_attr(f, "format");
     if (!s || strcmp(s, TASK_FORMAT)) {
         errf(err, errlen, "task %s: format is '%s', expected '%s' (is it a task file of deberta prep-task?)", path, s ? s : "(none)", TASK_FORMAT);
         goto out;
@@ -335,7 +294,7 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
         errf(err, errlen, "task %s: version is not %d (a task file of an older deberta.c: re-run deberta prep-task)", path, TASK_VERSION);
         goto out;
     }
-    s = read_attr_str(f, "kind");
+    s = h5_read_str_attr(f, "kind");
     if (!s || task_kind_parse(s, &ts->kind)) {
         errf(err, errlen, "task %s: attribute 'kind' is '%s', expected 'classification', 'regression' or 'tagging'", path, s ? s : "(none)");
         goto out;
@@ -359,7 +318,7 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
         if (read_attr_i64(f, SID[k], &sid[k]) || sid[k] < 0 || sid[k] >= vocab) { errf(err, errlen, "task %s: attribute '%s' is missing or outside the vocabulary", path, SID[k]); goto out; }
     ts->T = (int)T; ts->N = N; ts->n_labels = (int)nl; ts->vocab_size = vocab; ts->pair = (int)pair;
     ts->pad_id = (int32_t)sid[0]; ts->cls_id = (int32_t)sid[1]; ts->sep_id = (int32_t)sid[2];
-    s = read_attr_str(f, "label_names");
+    s = h5_read_str_attr(f, "label_names");
     {
         int k = 0;
         char *save = NULL;
@@ -380,8 +339,8 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
         goto out;
     }
     if (read_attr_buf(f, "source", ts->source, sizeof ts->source) || read_attr_buf(f, "input_format", ts->input_format, sizeof ts->input_format) ||
-        read_attr_i64(f, "split_seed", &ts->split_seed) || read_attr_f64(f, "split_dev_fraction", &ts->split_dev_fraction) ||
-        read_attr_f64(f, "split_test_fraction", &ts->split_test_fraction) || read_attr_i64(f, "n_truncated", &ts->n_truncated) ||
+        read_attr_i64(f, "split_seed", &ts->split_seed) || h5_read_f64_attr(f, "split_dev_fraction", &ts->split_dev_fraction) ||
+        h5_read_f64_attr(f, "split_test_fraction", &ts->split_test_fraction) || read_attr_i64(f, "n_truncated", &ts->n_truncated) ||
         read_attr_i64(f, "n_windows", &ts->n_windows)) {
         errf(err, errlen, "task %s: one of the attributes source, input_format, split_seed, split_dev_fraction, split_test_fraction, "
              "n_truncated, n_windows is missing or of the wrong type", path);
@@ -390,7 +349,7 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
     if (H5Aexists(f, "n_docs") > 0) {
         if (read_attr_i64(f, "n_docs", &nd) || nd < 1 || nd > INT32_MAX) { errf(err, errlen, "task %s: attribute 'n_docs' is < 1", path); goto out; }
         ts->n_docs = (int)nd;
-        s = read_attr_str(f, "doc_names");
+        s = h5_read_str_attr(f, "doc_names");
         ts->doc_names = xcalloc((size_t)nd, sizeof *ts->doc_names);
         int k = 0;
         char *save = NULL;

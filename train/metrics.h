@@ -92,8 +92,8 @@ char *progress_text(const Progress *p, long step, double g_loss, double d_loss, 
 
 /* ---- the `speed:` line ---- */
 /* Wall time of the training steps of one invocation (evaluations and checkpoints outside).  The
- * first step is kept apart: it maps the step's memory (tape arena, gradients, scratch) and measured
- * ~1.6 s against ~0.33 s for the next ones (tiny, 16 x 128, 2 threads), so an average over a short
+ * first step is kept apart: it maps the step's memory (tape arena, gradients, scratch) and takes
+ * several times as long as the next ones (docs/PERFORMANCE.md), so an average over a short
  * invocation that includes it says more about the page faults than about the kernels. */
 typedef struct StepClock {
     double first_s, rest_s; /* the invocation's first step; the others */

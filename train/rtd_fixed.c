@@ -24,45 +24,16 @@ static int fail(char *err, size_t len, const char *path, const char *fmt, ...) {
 
 /* An [N, T] integer dataset read as mtype into a new buffer; NULL with err set. */
 static void *read_2d(hid_t f, const char *path, const char *name, hid_t mtype, size_t esize, int N, int T, char *err, size_t len) {
-    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) { fail(err, len, path, "dataset '%s' is missing", name); return NULL; }
-    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-    if (d < 0) { fail(err, len, path, "dataset '%s' cannot be opened", name); return NULL; }
-    hid_t ty = H5Dget_type(d), sp = H5Dget_space(d);
-    hsize_t dims[2] = {0, 0};
-    void *buf = NULL;
-    if (H5Tget_class(ty) != H5T_INTEGER) fail(err, len, path, "dataset '%s' is not an integer dataset", name);
-    else if (H5Sget_simple_extent_ndims(sp) != 2 || H5Sget_simple_extent_dims(sp, dims, NULL) < 0 || dims[0] != (hsize_t)N || dims[1] != (hsize_t)T)
+    char msg[512];
+    hsize_t dims[2];
+    void *buf = h5_read_dataset(f, name, H5T_INTEGER, 2, mtype, esize, dims, msg, sizeof msg);
+    if (!buf) { fail(err, len, path, "%s", msg); return NULL; }
+    if (dims[0] != (hsize_t)N || dims[1] != (hsize_t)T) {
         fail(err, len, path, "dataset '%s' is not of shape [n_seq, seq_len] = [%d, %d]", name, N, T);
-    else {
-        buf = xmalloc((size_t)N * T * esize);
-        if (H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-            fail(err, len, path, "dataset '%s' cannot be read (truncated or corrupt)", name);
-            free(buf);
-            buf = NULL;
-        }
+        free(buf);
+        return NULL;
     }
-    H5Tclose(ty);
-    H5Sclose(sp);
-    H5Dclose(d);
     return buf;
-}
-
-static int attr_f64(hid_t f, const char *name, double *v) {
-    if (H5Aexists(f, name) <= 0) return -1;
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    if (a < 0) return -1;
-    int rc = h5_scalar_sane(a, 1) && H5Aread(a, H5T_NATIVE_DOUBLE, v) >= 0 ? 0 : -1;
-    H5Aclose(a);
-    return rc;
-}
-
-static char *attr_str(hid_t f, const char *name) {
-    if (H5Aexists(f, name) <= 0) return NULL;
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    if (a < 0) return NULL;
-    char *s = h5_read_string(a, 1, H5T_CSET_ASCII);
-    H5Aclose(a);
-    return s;
 }
 
 int rtd_fixed_read(const char *path, RtdFixed *fx, char *err, size_t errlen) {
@@ -76,19 +47,19 @@ int rtd_fixed_read(const char *path, RtdFixed *fx, char *err, size_t errlen) {
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     int64_t v, N, T;
     if (f < 0) { fail(err, errlen, path, "not an HDF5 file, or truncated"); goto out; }
-    s = attr_str(f, "format");
+    s = h5_read_str_attr(f, "format");
     if (!s || strcmp(s, RTD_FIXED_FORMAT)) { fail(err, errlen, path, "format is '%s', expected '%s'", s ? s : "(none)", RTD_FIXED_FORMAT); goto out; }
     free(s);
-    s = attr_str(f, "tokenizer_hash");
+    s = h5_read_str_attr(f, "tokenizer_hash");
     if (!s || strlen(s) != 16) { fail(err, errlen, path, "attribute 'tokenizer_hash' is missing"); goto out; }
     snprintf(fx->tokenizer_hash, sizeof fx->tokenizer_hash, "%s", s);
     if (h5_read_int_attr(f, "version", H5T_NATIVE_INT64, &v) || v != RTD_FIXED_VERSION) { fail(err, errlen, path, "version is not %d", RTD_FIXED_VERSION); goto out; }
     if (h5_read_int_attr(f, "n_seq", H5T_NATIVE_INT64, &N) || N < 1 || N > 1 << 24) { fail(err, errlen, path, "attribute 'n_seq' is missing or not in [1, 2^24]"); goto out; }
     if (h5_read_int_attr(f, "seq_len", H5T_NATIVE_INT64, &T) || T < 3 || T > 1 << 16) { fail(err, errlen, path, "attribute 'seq_len' is missing or not in [3, 65536]"); goto out; }
     if (h5_read_int_attr(f, "vocab_size", H5T_NATIVE_INT64, &fx->vocab_size) || fx->vocab_size < 6) { fail(err, errlen, path, "attribute 'vocab_size' is missing"); goto out; }
-    if (h5_read_int_attr(f, "counter_flagged", H5T_NATIVE_INT64, &fx->counter_flagged) || attr_f64(f, "counter_auc", &fx->counter_auc) ||
-        attr_f64(f, "counter_precision", &fx->counter_precision) || attr_f64(f, "counter_accuracy", &fx->counter_accuracy) ||
-        attr_f64(f, "baseline_accuracy", &fx->baseline_accuracy)) {
+    if (h5_read_int_attr(f, "counter_flagged", H5T_NATIVE_INT64, &fx->counter_flagged) || h5_read_f64_attr(f, "counter_auc", &fx->counter_auc) ||
+        h5_read_f64_attr(f, "counter_precision", &fx->counter_precision) || h5_read_f64_attr(f, "counter_accuracy", &fx->counter_accuracy) ||
+        h5_read_f64_attr(f, "baseline_accuracy", &fx->baseline_accuracy)) {
         fail(err, errlen, path, "an attribute of the count detector (counter_auc, counter_flagged, counter_precision, counter_accuracy, baseline_accuracy) is missing");
         goto out;
     }

@@ -7,14 +7,13 @@
  * the 2-thread speed:
  *   - libgomp's default spins ~300,000 iterations (several ms) before it sleeps.  On a loaded machine
  *     (other processes on the cores) the spinning thread burns the time slices the working threads
- *     need: a step measured 3.6x slower than PASSIVE under a load average of ~15 on 2 cores, 2.2x
- *     under four busy loops (docs/PERFORMANCE.md).
+ *     need: the step becomes several times slower than with PASSIVE (docs/PERFORMANCE.md, "OpenMP
+ *     wait policy", has the figures).
  *   - PASSIVE (no spinning) sleeps at once, and every region then pays a futex wake-up, which on a
- *     virtual machine (the sleeping vCPU halted) costs tens of microseconds: ~50 ms of a ~500 ms
- *     tiny step on an idle machine.
- *   - A short spin (GOMP_SPINCOUNT=10000, ~0.3 ms on the CPU measured) catches the next region on an
- *     idle machine (the step 8-10 % faster than PASSIVE) but still costs a loaded one (+25 % under
- *     four busy loops).
+ *     virtual machine (the sleeping vCPU halted) costs tens of microseconds: a tenth of a tiny step
+ *     on an idle machine.
+ *   - A short spin (GOMP_SPINCOUNT=10000, a fraction of a millisecond) catches the next region on an
+ *     idle machine (the step faster than with PASSIVE) but still costs a loaded one.
  * So, unless the user chose a policy (OMP_WAIT_POLICY or GOMP_SPINCOUNT set), the binary looks at the
  * machine once and re-executes itself, before main(), with GOMP_SPINCOUNT=10000 if nothing else is
  * running (the kernel's count of runnable tasks, /proc/stat "procs_running", sampled 10 times over
