@@ -31,18 +31,19 @@ LDLIBS  += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas $(HDF5_LIBS) -ljansson 
 # The library (build/libdeberta.a): autograd/, model/, data/, the training library train/*.c and the
 # Hugging Face interop room train/interop/ (safetensors, config.json, the import / export tensor maps).
 # The command line (train/cli/) and the benchmarks (train/bench/) are linked only into build/deberta;
-# train/bench/bench_data.c is a program of its own, built by scripts/bench-tokenizer.sh.
+# train/bench/bench_data.c and bench_gemm_libs.c are programs of their own, built by
+# scripts/bench-tokenizer.sh and scripts/bench-gemm-libs.sh (make bench-gemm-libs).
 LIB_SRC  := $(wildcard autograd/*.c model/*.c data/*.c train/*.c train/interop/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_SRC  := $(filter-out train/cli/main.c,$(wildcard train/cli/*.c))
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
-BENCH_SRC := $(filter-out train/bench/bench_data.c,$(wildcard train/bench/*.c))
+BENCH_SRC := $(filter-out train/bench/bench_data.c train/bench/bench_gemm_libs.c,$(wildcard train/bench/*.c))
 BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 HDRS     := $(wildcard autograd/*.h model/*.h data/*.h train/*.h train/interop/*.h train/cli/*.h train/bench/*.h)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: FORCE all test test-one check-float check-double sanitize fuzz clean demo demo-finetune demo-task bench deps
+.PHONY: FORCE all test test-one check-float check-double sanitize fuzz clean demo demo-finetune demo-task bench deps bench-gemm-libs
 
 all: $(BUILD)/deberta $(BUILD)/libdeberta.a
 
@@ -126,6 +127,12 @@ demo-finetune:
 # pretrained vs scratch beside the baselines, predict (scripts/demo-task.sh).
 demo-task:
 	@sh scripts/demo-task.sh
+
+# The model's gemms under OpenBLAS, the own kernel, BLIS, oneDNN and libxsmm side by side (issue #35;
+# docs/PERFORMANCE.md "Gemm libraries").  Installs the optional packages when run as root; none of them
+# is needed by any other target.  BENCH_GEMM_ARGS="--reps 3 --threads 1" passes options.
+bench-gemm-libs:
+	@sh scripts/bench-gemm-libs.sh $(BENCH_GEMM_ARGS)
 
 clean:
 	rm -rf build build-double build-asan build-fuzz
