@@ -44,6 +44,8 @@ if have libdnnl-dev; then FLAGS="$FLAGS -DHAVE_DNNL"; LIBS="$LIBS -ldnnl"; fi
 if have libxsmm-dev; then FLAGS="$FLAGS -DHAVE_XSMM"; LIBS="$LIBS -lxsmm -lpthread -lrt -ldl"; fi
 cc -O3 -march=native -std=c11 -D_GNU_SOURCE -fopenmp -I. -I$BLASINC $FLAGS train/bench/bench_gemm_libs.c "$BUILD/libdeberta.a" \
    -o "$BUILD/bench_gemm_libs" -L$BLASDIR -Wl,-rpath,$BLASDIR -lopenblas $LIBS -lm
-echo "# bench-gemm-libs: commit $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)," \
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD -- 2>/dev/null || commit="$commit-dirty"
+echo "# bench-gemm-libs: commit $commit," \
      "$(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 exec "$BUILD/bench_gemm_libs" "$@"

@@ -484,6 +484,9 @@ static void print_machine(void) {
     printf("# OpenBLAS core: %s; config: %s\n", openblas_get_corename(), openblas_get_config());
     const char *cty = getenv("OPENBLAS_CORETYPE");
     printf("# OPENBLAS_CORETYPE=%s; deberta gemm() kernel: %s\n", cty ? cty : "(unset)", gemm_kernel_name());
+    const char *wp = getenv("OMP_WAIT_POLICY"), *sc = getenv("GOMP_SPINCOUNT");
+    printf("# OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s (libgomp's defaults when unset; build/deberta picks its own)\n",
+           wp ? wp : "(unset)", sc ? sc : "(unset)");
     Dl_info di;
     if (dladdr((void *)cblas_sgemm, &di)) printf("# cblas_sgemm from %s\n", di.dli_fname);
 #ifdef HAVE_BLIS
@@ -536,6 +539,7 @@ static void print_rows(int nt, const char *preset, const char *layer, const Case
 static void usage(void) {
     printf("usage: bench_gemm_libs [--reps N (11)] [--warmup N (3)] [--min-ms MS (20)] [--threads LIST (1,2)]\n"
            "                       [--presets LIST (tiny,xsmall)] [--xsmm-tile M,N,K (64,64,256)] [--xsmm-otrans]\n"
+           "  (the --xsmm options only with libxsmm built in)\n"
            "  GFLOP/s of the model's linear-layer gemms (fwd, dX, dW; M = 2048) and of 2048^3 under each\n"
            "  library built in, the fraction of the same-run OpenBLAS 2048^3 rate, and each result's\n"
            "  max relative difference from OpenBLAS.\n");
@@ -545,7 +549,7 @@ int main(int argc, char **argv) {
     Opts o = {11, 3, 0.020};
     char threads_list[64] = "1,2", presets[64] = "tiny,xsmall";
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage();
             return 0;
@@ -556,33 +560,53 @@ int main(int argc, char **argv) {
             continue;
         }
 #endif
-        if (!v) {
+        static const char *const valued[] = {"--reps", "--warmup", "--min-ms", "--threads", "--presets", "--xsmm-tile"};
+        int known = 0;
+        for (size_t q = 0; q < sizeof valued / sizeof valued[0]; q++) known |= !strcmp(a, valued[q]);
+        if (!known) {
+            fprintf(stderr, "error: bench-gemm-libs: unknown option %s (see --help)\n", a);
+            return 2;
+        }
+        if (i + 1 >= argc) {
             fprintf(stderr, "error: bench-gemm-libs: %s needs a value (see --help)\n", a);
             return 2;
         }
-        i++;
+        const char *v = argv[++i];
         if (!strcmp(a, "--reps")) o.reps = atoi(v);
         else if (!strcmp(a, "--warmup")) o.warmup = atoi(v);
         else if (!strcmp(a, "--min-ms")) o.min_s = atof(v) * 1e-3;
         else if (!strcmp(a, "--threads")) snprintf(threads_list, sizeof threads_list, "%s", v);
         else if (!strcmp(a, "--presets")) snprintf(presets, sizeof presets, "%s", v);
+        else { /* --xsmm-tile */
 #ifdef HAVE_XSMM
-        else if (!strcmp(a, "--xsmm-tile")) {
             if (sscanf(v, "%d,%d,%d", &XT_M, &XT_N, &XT_K) != 3 || XT_M < 1 || XT_N < 1 || XT_K < 1) {
                 fprintf(stderr, "error: bench-gemm-libs: --xsmm-tile wants M,N,K, got '%s'\n", v);
                 return 2;
             }
-        }
-#endif
-        else {
-            fprintf(stderr, "error: bench-gemm-libs: unknown option %s (see --help)\n", a);
+#else
+            fprintf(stderr, "error: bench-gemm-libs: --xsmm-tile: libxsmm is not built in\n");
             return 2;
+#endif
         }
     }
     if (o.reps < 1 || o.warmup < 1 || !(o.min_s >= 0)) {
         fprintf(stderr, "error: bench-gemm-libs: --reps and --warmup must be >= 1, --min-ms >= 0\n");
         return 2;
     }
+    /* check the lists before any output */
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, "%s", threads_list);
+    for (char *ts = strtok(tmp, ","); ts; ts = strtok(NULL, ","))
+        if (atoi(ts) < 1 || atoi(ts) > 1024) {
+            fprintf(stderr, "error: bench-gemm-libs: --threads: bad thread count '%s' (a list like 1,2)\n", ts);
+            return 2;
+        }
+    snprintf(tmp, sizeof tmp, "%s", presets);
+    for (char *ps = strtok(tmp, ","); ps; ps = strtok(NULL, ","))
+        if (strcmp(ps, "tiny") && strcmp(ps, "xsmall")) {
+            fprintf(stderr, "error: bench-gemm-libs: --presets: unknown preset '%s' (tiny, xsmall)\n", ps);
+            return 2;
+        }
     __builtin_cpu_init();
     have_avx512f = __builtin_cpu_supports("avx512f");
 #ifdef HAVE_DNNL
@@ -617,10 +641,6 @@ int main(int argc, char **argv) {
     snprintf(tl, sizeof tl, "%s", threads_list);
     for (char *ts = strtok(tl, ","); ts; ts = strtok(NULL, ",")) {
         const int nt = atoi(ts);
-        if (nt < 1) {
-            fprintf(stderr, "error: bench-gemm-libs: bad thread count '%s'\n", ts);
-            return 2;
-        }
         set_threads(nt);
         double g[NLIBS], e[NLIBS];
         /* 1) the 2048^3 reference of every library: OpenBLAS's, and the best one's */
