@@ -1,7 +1,7 @@
 /* op_table.h — the static table of op kinds: name and backward function.
  * To add an op: add one X(...) line here, write xxx_forward / xxx_backward kernels and op_xxx()
  * in an autograd/ops_*.c file, define `void xxx_backward_node(Tape *, TapeNode *)`, and add a
- * gradient check case in autograd/gradcheck_ops.c (a test fails if an op has none). */
+ * gradient check case in autograd/gradcheck/gradcheck_ops.c (a test fails if an op has none). */
 #ifndef DEBERTA_OP_TABLE_H
 #define DEBERTA_OP_TABLE_H
 

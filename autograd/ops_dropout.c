@@ -20,7 +20,7 @@
  *   arena (cheaper than regenerating it in the backward: 1 byte vs a Philox block per element). */
 #include "autograd/ops.h"
 #include "autograd/rmath.h"
-#include "autograd/rng.h"
+#include "autograd/base/rng.h"
 
 /* y[n] = keep[n] ? x[n] / (1 − p) : 0,  keep[n] = word g%4 of rng_block(seed, stream, g/4) >= p·2^32 with
  * g = off + n (off > 0: x is a slice of a larger tensor that starts at element off).  The blocks are

@@ -17,7 +17,7 @@
 #include <strings.h>
 #include <omp.h>
 #include "autograd/sgemm_avx512.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

@@ -1,6 +1,6 @@
 /* tape.c — see tape.h */
 #include "autograd/tape.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>

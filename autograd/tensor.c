@@ -1,6 +1,6 @@
 /* tensor.c — shapes, Arena, ParamSet.  See tensor.h. */
 #include "autograd/tensor.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

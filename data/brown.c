@@ -1,6 +1,6 @@
 /* brown.c — tagged Brown texts, tag mapping, genres and split.  See brown.h and docs/FORMATS.md. */
 #include "data/brown.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* corpus.c — input discovery and document reading for `deberta prep`.  See corpus.h. */
 #include "data/corpus.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 
 void h5_quiet(H5Quiet *q) {
     H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);

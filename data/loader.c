@@ -2,8 +2,8 @@
 #include "data/loader.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
-#include "autograd/rng.h"
-#include "autograd/util.h"
+#include "autograd/base/rng.h"
+#include "autograd/base/util.h"
 #include <dirent.h>
 #include <math.h>
 #include <stdarg.h>

@@ -6,8 +6,8 @@
 #include "data/spm.h"
 #include "data/tokenizer.h"
 #include "data/tokfile.h"
-#include "autograd/rng.h"
-#include "autograd/util.h"
+#include "autograd/base/rng.h"
+#include "autograd/base/util.h"
 #include <errno.h>
 #include <math.h>
 #include <omp.h>

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "data/hashmap.h"
 
 /* ---- a byte trie (pieces; user-defined pieces) ---- */

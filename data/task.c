@@ -3,7 +3,7 @@
 #include "data/h5util.h"
 #include "data/tokenizer.h"
 #include "data/tokfile.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>

@@ -1,7 +1,7 @@
 /* task_build.c — task examples from the readers' examples.  See task_build.h and docs/FORMATS.md. */
 #include "data/task_build.h"
-#include "autograd/rng.h"
-#include "autograd/util.h"
+#include "autograd/base/rng.h"
+#include "autograd/base/util.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* task_input.c — JSONL (libjansson), CSV (libcsv), TSV and CoNLL readers.  See task_input.h and
  * docs/FORMATS.md, "Task inputs". */
 #include "data/task_input.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include <csv.h>
 #include <errno.h>
 #include <jansson.h>

@@ -1,7 +1,7 @@
 /* tokenizer.c — byte-fallback BPE: training, encoding, decoding, file I/O.  See tokenizer.h. */
 #include "data/tokenizer.h"
 #include "data/hashmap.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include <errno.h>
 #include <omp.h>
 #include <stdarg.h>

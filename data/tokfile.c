@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 
 static const char BPE_MAGIC[8] = {'D', 'B', 'T', 'O', 'K', 'E', 'N', 'Z'};
 

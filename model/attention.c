@@ -2,7 +2,7 @@
 #include "model/attention.h"
 #include <math.h>
 #include <string.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "model/relpos.h"
 
 int g_attention_unfused = 0;

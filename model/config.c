@@ -1,7 +1,7 @@
 /* config.c — see config.h.  One table of keys drives parsing, flags and the writer. */
 #include "model/config.h"
-#include "autograd/keytable.h"
-#include "autograd/util.h"
+#include "autograd/base/keytable.h"
+#include "autograd/base/util.h"
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>

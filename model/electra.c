@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "autograd/rmath.h"
-#include "autograd/rng.h"
-#include "autograd/util.h"
+#include "autograd/base/rng.h"
+#include "autograd/base/util.h"
 #include "model/init.h"
 
 static Tensor *add_param(ParamSet *ps, const char *name, int ndim, int d0, int d1) {

@@ -2,7 +2,7 @@
 #include "model/gradcheck_model.h"
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "model/encoder.h"
 #include "model/init.h"
 #include "model/task_head.h"

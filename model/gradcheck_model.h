@@ -11,7 +11,7 @@
  * Double build: max relative error <= 1e-7 (gradcheck_tolerance).  Float build: smoke test. */
 #ifndef DEBERTA_MODEL_GRADCHECK_MODEL_H
 #define DEBERTA_MODEL_GRADCHECK_MODEL_H
-#include "autograd/gradcheck_ops.h"
+#include "autograd/gradcheck/gradcheck_ops.h"
 
 #define GC_MODEL_ELEMS 12
 #define GC_MODEL_FLOAT_TOL 0.25  /* float build: smoke test only */

@@ -1,7 +1,7 @@
 /* init.c — see init.h */
 #include "model/init.h"
 #include <string.h>
-#include "autograd/rng.h"
+#include "autograd/base/rng.h"
 
 static int ends_with(const char *s, const char *suf) {
     size_t n = strlen(s), m = strlen(suf);

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "autograd/ops.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 
 static Tensor *add(ParamSet *ps, const char *prefix, const char *name, int ndim, int d0, int d1) {
     char full[256];

@@ -4,7 +4,7 @@
 #include "tests/testutil.h"
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
 

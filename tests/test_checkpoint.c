@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "autograd/rng.h"
+#include "autograd/base/rng.h"
 #include "train/checkpoint.h"
 #include "tests/moments.h"
 #include "tests/h5flip.h"

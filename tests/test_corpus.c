@@ -2,7 +2,7 @@
  * .jsonl errors, and file discovery. */
 #include "tests/testutil.h"
 #include "data/corpus.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -3,9 +3,9 @@
 #include "tests/testutil.h"
 #include <string.h>
 #include <math.h>
-#include "autograd/gradcheck.h"
-#include "autograd/rng.h"
-#include "autograd/util.h"
+#include "autograd/gradcheck/gradcheck.h"
+#include "autograd/base/rng.h"
+#include "autograd/base/util.h"
 #include "model/electra.h"
 #include "model/init.h"
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/rng.h"
+#include "autograd/base/rng.h"
 #include "data/loader.h"
 #include "train/evaluate.h"
 

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "autograd/rng.h"
-#include "autograd/util.h"
+#include "autograd/base/rng.h"
+#include "autograd/base/util.h"
 #include "data/tokenizer.h"
 #include "model/electra.h"
 #include "train/checkpoint.h"

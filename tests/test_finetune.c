@@ -6,7 +6,7 @@
 #include "train/pretrain.h"
 #include "model/electra.h"
 #include "model/init.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "tests/testutil.h"
 #include <string.h>
 

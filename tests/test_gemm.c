@@ -11,8 +11,8 @@
 #include <string.h>
 #include "autograd/gemm.h"
 #include "autograd/sgemm_avx512.h"
-#include "autograd/rng.h"
-#include "autograd/util.h"
+#include "autograd/base/rng.h"
+#include "autograd/base/util.h"
 
 #define TOL (REAL_IS_DOUBLE ? 1e-12 : 2e-5)
 

@@ -2,7 +2,7 @@
  * synthetic shards whose every token is unique (token value = 5 + global token number). */
 #include "tests/shardutil.h"
 #include "data/loader.h"
-#include "autograd/rng.h"
+#include "autograd/base/rng.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/rng.h"
-#include "autograd/util.h"
+#include "autograd/base/rng.h"
+#include "autograd/base/util.h"
 #include "data/loader.h"
 #include "model/electra.h"
 #include "train/memory.h"

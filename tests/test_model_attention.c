@@ -7,8 +7,8 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/gradcheck.h"
-#include "autograd/rng.h"
+#include "autograd/gradcheck/gradcheck.h"
+#include "autograd/base/rng.h"
 #include "model/attention.h"
 #include "model/encoder.h"
 #include "model/init.h"

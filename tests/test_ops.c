@@ -2,7 +2,7 @@
  * precision's tolerance, and forward values match hand-computed results. */
 #include "tests/testutil.h"
 #include <string.h>
-#include "autograd/gradcheck_ops.h"
+#include "autograd/gradcheck/gradcheck_ops.h"
 #include "autograd/ops.h"
 
 static Tape T;
@@ -14,7 +14,7 @@ static void every_op_has_a_gradcheck_case(void **state) {
         int found = 0;
         for (int i = 0; i < gradcheck_n_op_cases; i++)
             if (!strcmp(gradcheck_op_cases[i].op, op_table[op].name)) found = 1;
-        if (!found) fail_msg("op '%s' is in the op table but has no gradient-check case in autograd/gradcheck_ops.c", op_table[op].name);
+        if (!found) fail_msg("op '%s' is in the op table but has no gradient-check case in autograd/gradcheck/gradcheck_ops.c", op_table[op].name);
     }
     for (int i = 0; i < gradcheck_n_op_cases; i++) {
         int found = 0;

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "autograd/gradcheck.h"
+#include "autograd/gradcheck/gradcheck.h"
 #include "autograd/ops.h"
 #include "autograd/ops_attention.h"
 

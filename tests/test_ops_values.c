@@ -6,10 +6,10 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/gradcheck.h"
+#include "autograd/gradcheck/gradcheck.h"
 #include "autograd/ops.h"
-#include "autograd/rng.h"
-#include "autograd/util.h"
+#include "autograd/base/rng.h"
+#include "autograd/base/util.h"
 
 static Tape T;
 static int setup(void **s) { tape_init(&T, 1 << 20); return 0; }

@@ -1,6 +1,6 @@
 /* test_pretrain_step.c — the full training step (train/pretrain.c pretrain_step: generator
  * forward/backward, sampling, discriminator forward/backward, both updates) does no heap allocation
- * after warm-up: g_alloc_count (autograd/util.h counts every x* allocation, the arena's included)
+ * after warm-up: g_alloc_count (autograd/base/util.h counts every x* allocation, the arena's included)
  * is unchanged over steps 3..5, in decoupled (GDES) and joint (ES) mode, with dropout on; and the
  * arena has stopped growing.  Also: the step is bitwise repeatable (same seed, same batches ->
  * same parameters), and recycling dead activation gradients (tape.h, the default) changes no bit of
@@ -8,8 +8,8 @@
 #include "tests/testutil.h"
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/rng.h"
-#include "autograd/util.h"
+#include "autograd/base/rng.h"
+#include "autograd/base/util.h"
 #include "data/loader.h"
 #include "train/step.h"
 

@@ -6,7 +6,7 @@
  * (the protobuf lengths stay valid). */
 #include "tests/testutil.h"
 #include <string.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "data/spm.h"
 
 static char SEED[256]; /* DIR/spm/unigram.model, made by main */

@@ -6,7 +6,7 @@
 #include "data/prep.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "tests/testutil.h"
 #include "tests/h5flip.h"
 #include <hdf5.h>

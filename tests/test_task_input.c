@@ -4,7 +4,7 @@
  * JSONL (\u escapes and surrogate pairs, integer and real labels, token lists); and the split draw. */
 #include "data/task_build.h"
 #include "data/task_input.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "tests/testutil.h"
 #include <string.h>
 

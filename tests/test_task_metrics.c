@@ -4,7 +4,7 @@
  * as JSON lines, which scripts/check_metrics.py recomputes with its own formulas
  * (tests/e2e-task-metrics.sh). */
 #include "train/task_metrics.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "tests/testutil.h"
 #include <string.h>
 

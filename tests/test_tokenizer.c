@@ -2,8 +2,8 @@
  * on hard strings and a corpus sample, determinism, file save/load and its validation. */
 #include "tests/testutil.h"
 #include "data/tokenizer.h"
-#include "autograd/rng.h"
-#include "autograd/util.h"
+#include "autograd/base/rng.h"
+#include "autograd/base/util.h"
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>

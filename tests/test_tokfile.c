@@ -7,7 +7,7 @@
 #include "tests/shardutil.h"
 #include "data/loader.h"
 #include "data/tokfile.h"
-#include "autograd/rng.h"
+#include "autograd/base/rng.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

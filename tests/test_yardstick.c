@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/rng.h"
+#include "autograd/base/rng.h"
 #include "data/h5util.h"
 #include "data/task.h"
 #include "train/yardstick.h"

@@ -1,6 +1,6 @@
 /* checkpoint.c — HDF5 checkpoints: atomic write, validating load.  See checkpoint.h. */
 #include "train/checkpoint.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "model/config.h"
 #include "data/h5util.h"
 #include "data/tokenizer.h"

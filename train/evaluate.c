@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "train/dist.h"
 #include "model/electra.h"
 

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "autograd/keytable.h"
+#include "autograd/base/keytable.h"
 #include "autograd/ops.h"
-#include "autograd/rng.h"
-#include "autograd/util.h"
+#include "autograd/base/rng.h"
+#include "autograd/base/util.h"
 #include "data/tokenizer.h"
 #include "model/electra.h"
 #include "model/init.h"

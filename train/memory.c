@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "autograd/tensor.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "model/electra.h"
 
 /* Per token of a micro-batch (N = B·T tokens), with Lt = generator + discriminator layers,

@@ -1,7 +1,7 @@
 /* metrics.c — metrics.jsonl, progress line, run directory files.  See metrics.h. */
 #include "train/metrics.h"
 #include "train/version.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>

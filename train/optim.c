@@ -1,6 +1,6 @@
 /* optim.c — AdamW / XAdam over a parameter group.  See optim.h for the exact semantics. */
 #include "train/optim.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/keytable.h"
-#include "autograd/util.h"
+#include "autograd/base/keytable.h"
+#include "autograd/base/util.h"
 #include "model/config.h"
 
 void train_options_default(TrainOptions *o) {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "autograd/gemm.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "data/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/dist.h"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 
 int probe_open_dir(const char *dir, const ModelConfig *cfg, const char *tokenizer_hash, Probe *p, char *err, size_t errlen) {
     memset(p, 0, sizeof *p);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "data/h5util.h"
 #include "train/evaluate.h"
 

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "autograd/gemm.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "train/dist.h"
 #include "train/signals.h"
 #include "train/version.h"

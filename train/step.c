@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "train/dist.h"
 
 static int finite1(const Tensor *x) { return isfinite((double)x->data[0]); }

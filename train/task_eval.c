@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 
 /* 1 when position i of example n is a row (see task_eval.h) */
 static int is_row(const TaskSet *ts, int64_t n, int i) {

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 
 double tm_macro_f1(const long *cm, int L) {
     double sum = 0;

@@ -1,7 +1,7 @@
 /* yardstick.c — see yardstick.h. */
 #include "train/yardstick.h"
 #include <string.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 
 int yardsticks_open(Yardsticks *y, const char *dir, const ModelConfig *cfg, const char *tokenizer_hash, char *err, size_t errlen) {
     memset(y, 0, sizeof *y);

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "train/dist.h"
 
 static void sum_partials(double *partial, int n) { dist_allreduce_double(partial, n); }

@@ -3,7 +3,7 @@
  * opens, every convertible tensor read and converted (the byte ranges the header vouched for). */
 #include <stdint.h>
 #include <stdlib.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "train/interop/safetensors.h"
 #include "tests/fuzz/fuzz_file.h"
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "model/electra.h"
 #include "train/bench/bench.h"
 #include "train/dist.h"

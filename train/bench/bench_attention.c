@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/gradcheck.h"
-#include "autograd/util.h"
+#include "autograd/gradcheck/gradcheck.h"
+#include "autograd/base/util.h"
 #include "model/encoder.h"
 #include "model/init.h"
 #include "train/bench/bench.h"

@@ -11,7 +11,7 @@
 #include "data/loader.h"
 #include "data/tokenizer.h"
 #include "autograd/gemm.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>

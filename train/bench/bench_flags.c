@@ -3,7 +3,7 @@
  * config flag the same way. */
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "train/bench/bench.h"
 
 int bench_parse_flags(const BenchFlags *f, ModelConfig *cfg, int argc, char **argv) {

@@ -14,8 +14,8 @@
 #include <time.h>
 #include "autograd/gemm.h"
 #include "autograd/ops.h"
-#include "autograd/rng.h"
-#include "autograd/util.h"
+#include "autograd/base/rng.h"
+#include "autograd/base/util.h"
 #include "train/bench/bench.h"
 
 static Tensor *bench_tensor(int r, int c, uint64_t stream) {

@@ -16,8 +16,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include "autograd/gemm.h"
-#include "autograd/rng.h"
-#include "autograd/util.h"
+#include "autograd/base/rng.h"
+#include "autograd/base/util.h"
 #include "data/loader.h"
 #include "train/bench/bench.h"
 #include "train/cli/cli.h"

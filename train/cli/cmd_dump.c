@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "autograd/tape.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "model/electra.h"
 #include "train/checkpoint.h"
 #include "train/step.h"

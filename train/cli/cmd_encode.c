@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "data/spm.h"
 #include "data/tokenizer.h"
 #include "train/cli/cli.h"

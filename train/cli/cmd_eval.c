@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "autograd/gemm.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "train/cli/cli.h"
 #include "train/cli/model_source.h"
 #include "data/tokenizer.h"

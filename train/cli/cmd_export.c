@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "data/tokenizer.h"
 #include "data/tokfile.h"
 #include "model/electra.h"

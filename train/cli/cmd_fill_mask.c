@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "autograd/tape.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "data/tokfile.h"
 #include "model/electra.h"
 #include "train/cli/cli.h"

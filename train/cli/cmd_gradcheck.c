@@ -1,8 +1,8 @@
 /* cmd_gradcheck.c — `deberta gradcheck`: every registered finite-difference case, one line each. */
 #include <stdio.h>
 #include <string.h>
-#include "autograd/gradcheck_ops.h"
-#include "autograd/util.h"
+#include "autograd/gradcheck/gradcheck_ops.h"
+#include "autograd/base/util.h"
 #include "model/gradcheck_model.h"
 #include "train/cli/cli.h"
 

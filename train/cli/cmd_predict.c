@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "data/task_build.h"
 #include "data/task_input.h"
 #include "data/tokfile.h"

@@ -6,7 +6,7 @@
 #include "data/brown.h"
 #include "data/tokenizer.h"
 #include "autograd/gemm.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

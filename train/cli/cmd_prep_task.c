@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "data/brown.h"
 #include "data/shard.h"
 #include "data/task.h"

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "train/checkpoint.h"
 #include "train/cli/cli.h"
 #include "train/dist.h"

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "data/h5util.h"
 #include "train/cli/cli.h"
 

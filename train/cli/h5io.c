@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "data/h5util.h"
 
 /* Errors are one line "<what> <path>: <message>" (data/h5util.h): what is "weights", "batch" or "output". */

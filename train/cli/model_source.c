@@ -2,7 +2,7 @@
 #include "train/cli/model_source.h"
 #include <stdio.h>
 #include <string.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "train/cli/h5io.h"
 
 void model_source_config(ModelSource *s, const char *path, int allow_weights, ModelConfig *cfg) {

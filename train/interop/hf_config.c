@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 
 static int cfg_fail(char *err, size_t errlen, const char *path, const char *fmt, const char *key, double v) {
     char what[512];

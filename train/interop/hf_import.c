@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include "train/interop/hf_config.h"
 
 int hf_folder_open(HfFolder *f, const char *dir, ModelConfig *c, char *err, size_t errlen) {

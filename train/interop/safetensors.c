@@ -1,6 +1,6 @@
 /* safetensors.c — see safetensors.h */
 #include "train/interop/safetensors.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

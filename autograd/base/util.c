@@ -1,5 +1,5 @@
 /* util.c — see util.h */
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>

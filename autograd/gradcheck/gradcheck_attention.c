@@ -1,5 +1,5 @@
 /* gradcheck_attention.c — see gradcheck_attention.h */
-#include "autograd/gradcheck_attention.h"
+#include "autograd/gradcheck/gradcheck_attention.h"
 #include "autograd/ops_attention.h"
 #include <math.h>
 

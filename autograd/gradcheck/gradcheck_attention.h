@@ -1,9 +1,9 @@
 /* gradcheck_attention.h — finite-difference cases of the fused disentangled-attention op, one per
  * subset of attention terms plus edge cases (fully padded query rows and sequences, Tq != Tk,
- * a [1, A, R, D] table).  Listed in gradcheck_op_cases (autograd/gradcheck_ops.c). */
+ * a [1, A, R, D] table).  Listed in gradcheck_op_cases (autograd/gradcheck/gradcheck_ops.c). */
 #ifndef DEBERTA_GRADCHECK_ATTENTION_H
 #define DEBERTA_GRADCHECK_ATTENTION_H
-#include "autograd/gradcheck.h"
+#include "autograd/gradcheck/gradcheck.h"
 
 GCResult gradcheck_attention_c2c(Tape *t);
 GCResult gradcheck_attention_c2p(Tape *t);

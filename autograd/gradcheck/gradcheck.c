@@ -1,8 +1,8 @@
 /* gradcheck.c — see gradcheck.h */
-#include "autograd/gradcheck.h"
+#include "autograd/gradcheck/gradcheck.h"
 #include "autograd/ops.h"
-#include "autograd/rng.h"
-#include "autograd/util.h"
+#include "autograd/base/rng.h"
+#include "autograd/base/util.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

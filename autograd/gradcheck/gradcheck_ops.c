@@ -1,11 +1,11 @@
 /* gradcheck_ops.c — one or more finite-difference cases per op (see gradcheck_ops.h).
  * Each case builds small random leaves (edge cases included: size-1 dims, fully masked rows,
  * repeated indices), checks every element, frees its leaves and returns the result. */
-#include "autograd/gradcheck_ops.h"
-#include "autograd/gradcheck_attention.h"
+#include "autograd/gradcheck/gradcheck_ops.h"
+#include "autograd/gradcheck/gradcheck_attention.h"
 #include "autograd/ops.h"
 #include "autograd/ops_attention.h"
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 
 /* Build leaves from shapes, run the element check, free the leaves. */
 static GCResult run_leaves(Tape *t, GraphFn f, void *ctx, int n, const int ndims[], const int shapes[][4]) {
@@ -367,6 +367,6 @@ const GCCase gradcheck_op_cases[] = {
     {"merge_heads", "[2,3,2,2]", gradcheck_merge_heads},
     {"attention_context", "P[2,2,3,4] v[2,4,6]", gradcheck_attention_context},
     {"attention_context", "P[1,1,1,2] v[1,2,1]", gradcheck_attention_context_1},
-    GC_ATTENTION_CASES /* autograd/gradcheck_attention.c */
+    GC_ATTENTION_CASES /* autograd/gradcheck/gradcheck_attention.c */
 };
 const int gradcheck_n_op_cases = (int)ARRAY_LEN(gradcheck_op_cases);

@@ -1,5 +1,5 @@
 /* rng.c — draws built on Philox4x32-10 (rng_block, inline in rng.h) */
-#include "autograd/rng.h"
+#include "autograd/base/rng.h"
 #include <math.h>
 
 uint64_t rng_u64(uint64_t seed, uint64_t stream, uint64_t counter) {

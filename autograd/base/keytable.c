@@ -1,12 +1,12 @@
 /* keytable.c — see keytable.h. */
-#include "autograd/keytable.h"
+#include "autograd/base/keytable.h"
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "autograd/util.h"
+#include "autograd/base/util.h"
 
 static int only_blanks(const char *s) {
     while (isspace((unsigned char)*s)) s++;

@@ -2,7 +2,7 @@
  * tests/test_ops.c).  Every op in op_table must have at least one case: a test enforces it. */
 #ifndef DEBERTA_GRADCHECK_OPS_H
 #define DEBERTA_GRADCHECK_OPS_H
-#include "autograd/gradcheck.h"
+#include "autograd/gradcheck/gradcheck.h"
 
 typedef struct GCCase {
     const char *op;      /* op_table name this case covers */
