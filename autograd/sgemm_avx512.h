@@ -5,7 +5,7 @@
  * AVX-512F but OpenBLAS runs a kernel set without it (an environment that forces OPENBLAS_CORETYPE=
  * Haswell, or an OpenBLAS that does not know the CPU), checked once at run time, unless
  * DEBERTA_BLAS_ONLY=1 asks for OpenBLAS everywhere.  Where OpenBLAS runs its own AVX-512 kernels
- * (SkylakeX, Cooperlake, SapphireRapids) they are used: they were 1.1-1.8x this kernel's speed at
+ * (SkylakeX, Cooperlake, SapphireRapids) they are used: they measured faster than this kernel at
  * the model's shapes (docs/PERFORMANCE.md "Own AVX-512 kernel").  The file builds with any x86-64
  * gcc or clang; the AVX-512 code sits behind target attributes.
  */

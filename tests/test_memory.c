@@ -1,6 +1,6 @@
 /* test_memory.c — the up-front memory estimate of a pretraining run (train/memory.c): the parameter
  * count without building equals the built model's, the arena formula bounds the measured arena peak
- * of a real step from above by at most 2x at three shapes (float: 1.03-1.64x; the double build
+ * of a real step from above by at most 2x at three shapes (it prints each ratio; the double build
  * doubles the activations but not the byte masks and indices, so its ratio is a little higher),
  * and memory_check refuses with one line. */
 #include "tests/testutil.h"

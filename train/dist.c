@@ -90,10 +90,9 @@ void dist_exit(int code) {
 
 void dist_allreduce_real(real *buf, long n) {
     if (g_world == 1) return;
-    /* In pieces of 8 MB: on this machine's shared-memory transport (Open MPI 4.1.4, 2 ranks) one
-     * allreduce of 32 MB or more ran at 0.3-0.5 GB/s against 4-8 GB/s for pieces of 16 MB or less
-     * (xsmall's 157 MB: 427 ms as one call, 29-36 ms in 8-16 MB pieces; docs/PERFORMANCE.md).
-     * With 2 ranks each element's sum is the same whatever the pieces. */
+    /* In pieces of 8 MB: on Open MPI's shared-memory transport one allreduce of 32 MB or more was
+     * many times slower per byte than pieces of 16 MB or less (docs/PERFORMANCE.md, "Data
+     * parallel", has the figures).  With 2 ranks each element's sum is the same whatever the pieces. */
     const long chunk = (8L << 20) / (long)sizeof(real);
     for (long i = 0; i < n; i += chunk)
         check(MPI_Allreduce(MPI_IN_PLACE, buf + i, (int)MIN(chunk, n - i), MPI_REAL_T, MPI_SUM, MPI_COMM_WORLD), "allreduce");

@@ -14,9 +14,8 @@
  * 2·heads·R) + ...; refitted when the heads stayed in the projections' layout, LN(dropout + residual)
  * became one op and the attention backward's gathered gradients became per thread (the peak fell);
  * refitted again when P·V joined the attention op (no dropped [B, A, T, T] tensor or gradient: heads·T
- * per layer and token instead of 2·heads·T): 1.11–1.80 times the measured peak at tests/test_memory.c's
- * three shapes, 1.34–1.57 at the bench shapes (tiny T 128 B 16 and T 512 B 4, xsmall T 256 B 8; the
- * peak there = `deberta bench`'s arena capacity / 1.125). */
+ * per layer and token instead of 2·heads·T).  How far above the measured peak it lands:
+ * tests/test_memory.c prints it at three shapes (docs/PERFORMANCE.md, "Memory estimate"). */
 double memory_arena_elements(const ModelConfig *c, int B) {
     const double T = c->max_seq_len, N = (double)B * T, A = c->num_attention_heads;
     const double W = MAX((double)c->hidden_size, A * (double)c->attention_head_size);

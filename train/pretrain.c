@@ -277,9 +277,9 @@ static void check_init_data(const Run *r) {
 }
 
 /* Seconds of one steady step `step` (no update): two untimed steps first -- the first grows the
- * arena, the second touches its new pages (page faults made a timed second step ~3x slower than a
- * steady one) -- then the median of CALIBRATION_STEPS timed ones (one step's time alone varied by
- * tens of percent on a shared VM); the loader is put back, so the run starts where it would have. */
+ * arena, the second touches its new pages (page faults made a timed second step several times slower
+ * than a steady one) -- then the median of CALIBRATION_STEPS timed ones (one step's time alone varies
+ * widely on a shared VM); the loader is put back, so the run starts where it would have. */
 enum { CALIBRATION_STEPS = 3 };
 static double time_step(Run *r, long step) {
     Loader *L = step_loader(r, step);
