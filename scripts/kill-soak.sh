@@ -14,7 +14,7 @@
 # Prints one line per kill and a summary; exit 0 when every check held.  BUILD=build-double for
 # the double build; KEEP=1 keeps the work directory.
 set -u
-cd "$(dirname "$0")/.." || exit 1
+. "$(dirname "$0")/../tests/lib-e2e.sh"  # changes to the repository root
 NP=2 KILLS=20 SEED=1 STEPS=4000
 while [ $# -gt 0 ]; do
     case $1 in
@@ -46,12 +46,7 @@ launch() { if [ "$NP" = 2 ]; then exec $MPI $D "$@"; else exec $D "$@"; fi; }
 # rnd N K: a number in [0, N), the K-th draw of this attempt, from the soak's seed
 rnd() { awk -v s="$SEED" -v a="$attempt" -v k="$2" -v n="$1" 'BEGIN { srand(s * 7919 + a * 16 + k); print int(rand() * n) }'; }
 
-awk 'BEGIN { srand(7); split("the a one every some that this my our your", det, " ");
-      split("cat dog bird model teacher river city garden window letter", noun, " ");
-      split("sees finds likes carries paints opens follows reads keeps moves", verb, " ");
-      for (d = 0; d < 300; d++) { n = 2 + int(rand() * 4);
-        for (s = 0; s < n; s++) printf "%s %s %s %s %s. ", det[1+int(rand()*10)], noun[1+int(rand()*10)], verb[1+int(rand()*10)], det[1+int(rand()*10)], noun[1+int(rand()*10)];
-        printf "\n\n" } }' > "$W/corpus.txt"
+e2e_corpus 7 300 > "$W/corpus.txt"
 $D prep --input "$W/corpus.txt" --out "$W/shards" --vocab-size 320 --val-fraction 0.1 > "$W/prep.log" 2>&1 || { cat "$W/prep.log"; fail "prep"; }
 # dropout on (its masks are keyed by position: a resume must draw the same ones); a checkpoint every
 # 3 steps, so that many kills fall near one

@@ -5,6 +5,7 @@
 #   a run dir made with other flags is refused; the cosine command reads the checkpoints.
 # Float build only (the double build would repeat the same logic).
 set -u
+. "$(dirname "$0")/lib-e2e.sh"
 BUILD=${BUILD:-build}
 if [ "${PRECISION:-float}" = "double" ]; then echo "SKIPPED: e2e-ablate: float build only (the double run has nothing of its own to check here)"; exit 77; fi
 PY=/usr/bin/python3
@@ -16,12 +17,7 @@ trap 'rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 ok() { echo "ok   $*"; }
 
-awk 'BEGIN { srand(11); split("the a one every some that this my our your", det, " ");
-      split("cat dog bird model teacher river city garden window letter", noun, " ");
-      split("sees finds likes carries paints opens follows reads keeps moves", verb, " ");
-      for (d = 0; d < 120; d++) { n = 2 + int(rand() * 4);
-        for (s = 0; s < n; s++) printf "%s %s %s %s %s. ", det[1+int(rand()*10)], noun[1+int(rand()*10)], verb[1+int(rand()*10)], det[1+int(rand()*10)], noun[1+int(rand()*10)];
-        printf "\n\n" } }' > "$W/corpus.txt"
+e2e_corpus 11 120 > "$W/corpus.txt"
 $D prep --input "$W/corpus.txt" --out "$W/shards" --vocab-size 300 --val-fraction 0.1 > "$W/prep.log" 2>&1 || { cat "$W/prep.log"; fail "prep"; }
 
 BASE="--preset test --max_seq_len 32 --batch 2 --steps 4 --eval-every 2 --eval-batches 1 --save-every 2 --log-every 1"

@@ -56,12 +56,7 @@ same() {
 }
 
 # ---- fixtures: shards, a 2-step run, synthetic tagged Brown texts, task files, an export
-awk 'BEGIN { srand(11); split("the a one every some that this my our your", det, " ");
-      split("cat dog bird model teacher river city garden window letter", noun, " ");
-      split("sees finds likes carries paints opens follows reads keeps moves", verb, " ");
-      for (d = 0; d < 120; d++) { n = 2 + int(rand() * 3);
-        for (s = 0; s < n; s++) printf "%s %s %s %s %s. ", det[1+int(rand()*10)], noun[1+int(rand()*10)], verb[1+int(rand()*10)], det[1+int(rand()*10)], noun[1+int(rand()*10)];
-        printf "\n\n" } }' > "$W/corpus.txt"
+e2e_corpus 11 120 4 > "$W/corpus.txt"
 $D prep --input "$W/corpus.txt" --out "$W/d" --vocab-size 300 --val-fraction 0.2 > "$W/log" 2>&1 || { cat "$W/log"; fail "prep"; }
 RUN="--preset test --max_seq_len 16 --batch 2 --eval-every 0 --eval-batches 1"
 $D pretrain $RUN --steps 2 --data "$W/d" --out "$W/run" > "$W/log" 2>&1 || { cat "$W/log"; fail "pretrain"; }

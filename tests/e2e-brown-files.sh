@@ -8,8 +8,7 @@
 . "$(dirname "$0")/lib-e2e.sh"
 . tests/lib-brown.sh
 e2e_need_bin
-PY=${REF_PYTHON:-/usr/bin/python3}
-"$PY" -c "import h5py, numpy" 2>/dev/null || { echo "SKIPPED: $PY cannot import h5py/numpy"; exit 77; }
+e2e_need_h5py
 e2e_tmpdir T e2e-brown-files
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails+1)); }

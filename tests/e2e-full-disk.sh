@@ -5,6 +5,7 @@
 # .tmp left; the resumed run must end exactly where an uninterrupted one does.
 # Needs to mount small tmpfs file systems (root); skipped with a message otherwise.
 set -u
+. "$(dirname "$0")/lib-e2e.sh"
 BUILD=${BUILD:-build}
 D=$BUILD/deberta
 [ -x "$D" ] || { echo "FAIL: $D is not built"; exit 1; }
@@ -38,12 +39,7 @@ expect_full_disk() {
     [ -z "$(find "$FS" -name '*.tmp')" ] || { find "$FS" -name '*.tmp'; fail "'$*' left a .tmp file"; }
 }
 
-awk 'BEGIN { srand(7); split("the a one every some that this my our your", det, " ");
-      split("cat dog bird model teacher river city garden window letter", noun, " ");
-      split("sees finds likes carries paints opens follows reads keeps moves", verb, " ");
-      for (d = 0; d < 300; d++) { n = 2 + int(rand() * 4);
-        for (s = 0; s < n; s++) printf "%s %s %s %s %s. ", det[1+int(rand()*10)], noun[1+int(rand()*10)], verb[1+int(rand()*10)], det[1+int(rand()*10)], noun[1+int(rand()*10)];
-        printf "\n\n" } }' > "$W/corpus.txt"
+e2e_corpus 7 300 > "$W/corpus.txt"
 PREP="prep --input $W/corpus.txt --vocab-size 320 --val-fraction 0.1"
 $D $PREP --out "$W/shards" > /dev/null 2>&1 || fail "prep on a normal disk"
 

@@ -6,17 +6,15 @@
 # 1 -> 2 ranks, with and without ZeRO-1.  A global batch that does not divide among M ranks is one
 # error line naming the rank counts that do.  Under mpirun rank 0 holds the run directory's lock.  Skips (77) without mpirun, an MPI build or h5py/numpy.
 set -u
+. "$(dirname "$0")/lib-e2e.sh"
 BUILD=${BUILD:-build}
 PRECISION=${PRECISION:-float}
 D=$BUILD/deberta
-cd "$(dirname "$0")/.." || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
 ok() { echo "ok   $*"; }
 [ -x "$D" ] || fail "$D is not built"
-command -v mpirun > /dev/null 2>&1 || { echo "SKIPPED: mpirun not found"; exit 77; }
-ldd "$D" | grep -q libmpi || { echo "SKIPPED: $D was built without MPI"; exit 77; }
-PY=${REF_PYTHON:-/usr/bin/python3}
-"$PY" -c "import h5py, numpy" > /dev/null 2>&1 || { echo "SKIPPED: $PY cannot import h5py/numpy"; exit 77; }
+e2e_need_mpi "$D"
+e2e_need_h5py
 W=$(mktemp -d /tmp/deberta-e2e-mpi-reshape.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 MPIX="mpirun --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS=1 -x OMP_WAIT_POLICY=PASSIVE -x ASAN_OPTIONS=detect_leaks=0"
@@ -24,12 +22,7 @@ export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
 # ranks N CMD...: CMD as one process (N = 1) or under mpirun -np N
 ranks() { _np=$1; shift; if [ "$_np" -eq 1 ]; then "$@"; else $MPIX -np "$_np" "$@"; fi; }
 
-awk 'BEGIN { srand(7); split("the a one every some that this my our your", det, " ");
-      split("cat dog bird model teacher river city garden window letter", noun, " ");
-      split("sees finds likes carries paints opens follows reads keeps moves", verb, " ");
-      for (d = 0; d < 300; d++) { n = 2 + int(rand() * 4);
-        for (s = 0; s < n; s++) printf "%s %s %s %s %s. ", det[1+int(rand()*10)], noun[1+int(rand()*10)], verb[1+int(rand()*10)], det[1+int(rand()*10)], noun[1+int(rand()*10)];
-        printf "\n\n" } }' > "$W/corpus.txt"
+e2e_corpus 7 300 > "$W/corpus.txt"
 $D prep --input "$W/corpus.txt" --out "$W/shards" --vocab-size 320 --val-fraction 0.1 > "$W/prep.log" 2>&1 || { cat "$W/prep.log"; fail "prep"; }
 # the comparison of tests/e2e-mpi.sh (every parameter tensor and metrics.jsonl number, its bounds)
 sed -n "/^cat > \"\$W\/compare.py\" <<'EOF'$/,/^EOF$/p" tests/e2e-mpi.sh | sed '1d;$d' > "$W/compare.py"

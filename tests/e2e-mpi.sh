@@ -12,17 +12,15 @@
 #   bad launch: ranks given different flags, or different data -> one error line on every rank.
 # Skips (exit 77) when mpirun, an MPI build or python3 with h5py/numpy is missing.
 set -u
-cd "$(dirname "$0")/.." || exit 1
+. "$(dirname "$0")/lib-e2e.sh"
 BUILD=${BUILD:-build}
 PRECISION=${PRECISION:-float}
 D=$BUILD/deberta
 fail() { echo "FAIL: $*"; exit 1; }
 ok() { echo "ok   $*"; }
 [ -x "$D" ] || fail "$D is not built"
-command -v mpirun > /dev/null 2>&1 || { echo "SKIPPED: mpirun not found (apt-get install openmpi-bin libopenmpi-dev, then make clean && make)"; exit 77; }
-ldd "$D" | grep -q libmpi || { echo "SKIPPED: $D was built without MPI (install libopenmpi-dev, then make clean && make)"; exit 77; }
-PY=${REF_PYTHON:-/usr/bin/python3}
-"$PY" -c "import h5py, numpy" > /dev/null 2>&1 || { echo "SKIPPED: $PY cannot import h5py/numpy (apt-get install python3-h5py python3-numpy)"; exit 77; }
+e2e_need_mpi "$D"
+e2e_need_h5py
 W=$(mktemp -d /tmp/deberta-e2e-mpi.XXXXXX)
 MPIRUN_PID=""
 trap '[ -n "$MPIRUN_PID" ] && kill -KILL $MPIRUN_PID 2>/dev/null; rm -rf "$W"' EXIT
@@ -30,13 +28,7 @@ trap '[ -n "$MPIRUN_PID" ] && kill -KILL $MPIRUN_PID 2>/dev/null; rm -rf "$W"' E
 MPI="mpirun --allow-run-as-root --oversubscribe -np 2 -x OMP_NUM_THREADS=1 -x OMP_WAIT_POLICY=PASSIVE -x ASAN_OPTIONS=detect_leaks=0"
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
 
-awk 'BEGIN { srand(7); split("the a one every some that this my our your", det, " ");
-      split("cat dog bird model teacher river city garden window letter", noun, " ");
-      split("sees finds likes carries paints opens follows reads keeps moves", verb, " ");
-      split("red small old quiet bright green tall happy cold slow", adj, " ");
-      for (d = 0; d < 300; d++) { n = 2 + int(rand() * 4);
-        for (s = 0; s < n; s++) printf "%s %s %s %s %s %s. ", det[1+int(rand()*10)], adj[1+int(rand()*10)], noun[1+int(rand()*10)], verb[1+int(rand()*10)], det[1+int(rand()*10)], noun[1+int(rand()*10)];
-        printf "\n\n" } }' > "$W/corpus.txt"
+e2e_corpus 7 300 5 1 > "$W/corpus.txt"
 $D prep --input "$W/corpus.txt" --out "$W/shards" --vocab-size 320 --val-fraction 0.1 > "$W/prep.log" 2>&1 || { cat "$W/prep.log"; fail "prep"; }
 
 # Compares two runs: every parameter tensor of checkpoint.h5 and every number of metrics.jsonl.

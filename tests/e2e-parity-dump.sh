@@ -100,12 +100,7 @@ done < "$T/cases.txt"
 # a real `deberta pretrain` run (4 steps, test preset, its own prep'd corpus and tokenizer):
 # export its checkpoint and dump it (the reference checks both in phase 3)
 mkdir -p "$T/pt"
-awk 'BEGIN { srand(7); split("the a one every some that this my our your", d, " ");
-      split("cat dog bird model teacher river city garden window letter", n, " ");
-      split("sees finds likes carries paints opens follows reads keeps moves", v, " ");
-      for (i = 0; i < 200; i++) { k = 2 + int(rand() * 4);
-        for (s = 0; s < k; s++) printf "%s %s %s %s %s. ", d[1+int(rand()*10)], n[1+int(rand()*10)], v[1+int(rand()*10)], d[1+int(rand()*10)], n[1+int(rand()*10)];
-        printf "\n\n" } }' > "$T/pt/corpus.txt"
+e2e_corpus 7 200 > "$T/pt/corpus.txt"
 if "$BIN" prep --input "$T/pt/corpus.txt" --out "$T/pt/shards" --vocab-size 320 --val-fraction 0.1 > "$T/pt/prep.log" 2>&1 \
    && "$BIN" pretrain --preset test --max_seq_len 32 --data "$T/pt/shards" --batch 4 --steps 4 --eval-every 4 --eval-batches 1 \
         --save-every 4 --out "$T/pt/run" > "$T/pt/run.log" 2>&1; then

@@ -9,8 +9,7 @@
 # Exit 0 = pass, 77 = skipped (reason printed), anything else = fail.
 . "$(dirname "$0")/lib-e2e.sh"
 e2e_need_bin
-PY=${REF_PYTHON:-/usr/bin/python3}
-"$PY" -c "import h5py, numpy" 2>/dev/null || { echo "SKIPPED: $PY cannot import h5py/numpy (apt-get install python3-h5py python3-numpy)"; exit 77; }
+e2e_need_h5py
 e2e_tmpdir T e2e-predict
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails+1)); }

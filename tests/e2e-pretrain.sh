@@ -8,6 +8,7 @@
 #   bad flags / missing data / corrupt checkpoint -> one error line, non-zero exit, nothing overwritten.
 # Runs in the float build only (the double build would repeat the same logic).
 set -u
+. "$(dirname "$0")/lib-e2e.sh"
 BUILD=${BUILD:-build}
 if [ "${PRECISION:-float}" = "double" ]; then echo "SKIPPED: e2e-pretrain: float build only (the double run has nothing of its own to check here)"; exit 77; fi
 D=$BUILD/deberta
@@ -18,13 +19,7 @@ ok() { echo "ok   $*"; }
 export OMP_NUM_THREADS=2
 
 # a small corpus: 300 documents of generated sentences (deterministic)
-awk 'BEGIN { srand(7); split("the a one every some that this my our your", det, " ");
-      split("cat dog bird model teacher river city garden window letter", noun, " ");
-      split("sees finds likes carries paints opens follows reads keeps moves", verb, " ");
-      split("red small old quiet bright green tall happy cold slow", adj, " ");
-      for (d = 0; d < 300; d++) { n = 2 + int(rand() * 4);
-        for (s = 0; s < n; s++) printf "%s %s %s %s %s %s. ", det[1+int(rand()*10)], adj[1+int(rand()*10)], noun[1+int(rand()*10)], verb[1+int(rand()*10)], det[1+int(rand()*10)], noun[1+int(rand()*10)];
-        printf "\n\n" } }' > "$W/corpus.txt"
+e2e_corpus 7 300 5 1 > "$W/corpus.txt"
 $D prep --input "$W/corpus.txt" --out "$W/shards" --vocab-size 320 --val-fraction 0.1 > "$W/prep.log" 2>&1 || { cat "$W/prep.log"; fail "prep"; }
 
 COMMON="--preset test --max_seq_len 32 --data $W/shards --batch 4 --steps 8 --eval-every 4 --eval-batches 2 --save-every 4 --log-every 1 --lr 1e-3 --hidden_dropout_prob 0.1 --attention_probs_dropout_prob 0.1"

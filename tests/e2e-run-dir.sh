@@ -4,6 +4,7 @@
 # nothing changed); a directory whose run stopped before its first checkpoint is reused by a fresh
 # run, and --resume there says there is nothing to resume and how to start again.
 set -u
+. "$(dirname "$0")/lib-e2e.sh"
 BUILD=${BUILD:-build}
 D=$BUILD/deberta
 [ -x "$D" ] || { echo "FAIL: $D is not built"; exit 1; }
@@ -20,12 +21,7 @@ expect_err() { # PATTERN COMMAND...: exit 1, exactly one error line matching PAT
     grep -q "^error: .*$pat" "$W/err.log" || { cat "$W/err.log"; fail "'$*': no error line matching '$pat'"; }
 }
 
-awk 'BEGIN { srand(7); split("the a one every some that this my our your", det, " ");
-      split("cat dog bird model teacher river city garden window letter", noun, " ");
-      split("sees finds likes carries paints opens follows reads keeps moves", verb, " ");
-      for (d = 0; d < 200; d++) { n = 2 + int(rand() * 4);
-        for (s = 0; s < n; s++) printf "%s %s %s %s %s. ", det[1+int(rand()*10)], noun[1+int(rand()*10)], verb[1+int(rand()*10)], det[1+int(rand()*10)], noun[1+int(rand()*10)];
-        printf "\n\n" } }' > "$W/corpus.txt"
+e2e_corpus 7 200 > "$W/corpus.txt"
 $D prep --input "$W/corpus.txt" --out "$W/shards" --vocab-size 300 --val-fraction 0.1 > /dev/null 2>&1 || fail "prep"
 RUN="--preset test --max_seq_len 32 --batch 2 --steps 4 --eval-every 0 --eval-batches 1 --data $W/shards"
 

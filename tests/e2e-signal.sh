@@ -13,12 +13,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 ok() { echo "ok   $*"; }
 export OMP_NUM_THREADS=1
 
-awk 'BEGIN { srand(7); split("the a one every some that this my our your", det, " ");
-      split("cat dog bird model teacher river city garden window letter", noun, " ");
-      split("sees finds likes carries paints opens follows reads keeps moves", verb, " ");
-      for (d = 0; d < 300; d++) { n = 2 + int(rand() * 4);
-        for (s = 0; s < n; s++) printf "%s %s %s %s %s. ", det[1+int(rand()*10)], noun[1+int(rand()*10)], verb[1+int(rand()*10)], det[1+int(rand()*10)], noun[1+int(rand()*10)];
-        printf "\n\n" } }' > "$W/corpus.txt"
+e2e_corpus 7 300 > "$W/corpus.txt"
 $D prep --input "$W/corpus.txt" --out "$W/shards" --vocab-size 320 --val-fraction 0.1 > /dev/null 2>&1 || fail "prep"
 
 # A run far too long to end by itself; the signal comes once it has logged 3 steps.

@@ -5,6 +5,7 @@
 # --resume on data of the other, a checkpoint whose tokenizer_hash attribute disagrees with its bytes:
 # each one error line naming both hashes, exit 1.
 set -u
+. "$(dirname "$0")/lib-e2e.sh"
 BUILD=${BUILD:-build}
 D=$BUILD/deberta
 [ -x "$D" ] || { echo "FAIL: $D is not built"; exit 1; }
@@ -14,16 +15,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 ok() { echo "ok   $*"; }
 export OMP_NUM_THREADS=1
 
-corpus() { # SEED: 300 generated documents
-    awk -v seed="$1" 'BEGIN { srand(seed); split("the a one every some that this my our your", det, " ");
-      split("cat dog bird model teacher river city garden window letter", noun, " ");
-      split("sees finds likes carries paints opens follows reads keeps moves", verb, " ");
-      for (d = 0; d < 300; d++) { n = 2 + int(rand() * 4);
-        for (s = 0; s < n; s++) printf "%s %s %s %s %s. ", det[1+int(rand()*10)], noun[1+int(rand()*10)], verb[1+int(rand()*10)], det[1+int(rand()*10)], noun[1+int(rand()*10)];
-        printf "\n\n" } }'
-}
-corpus 7 > "$W/a.txt"
-corpus 8 | tr 'aeiou' 'eioua' > "$W/b.txt"
+e2e_corpus 7 300 > "$W/a.txt"
+e2e_corpus 8 300 | tr 'aeiou' 'eioua' > "$W/b.txt"
 $D prep --input "$W/a.txt" --out "$W/A" --vocab-size 300 --val-fraction 0.1 > "$W/A.log" 2>&1 || { cat "$W/A.log"; fail "prep A"; }
 $D prep --input "$W/b.txt" --out "$W/B" --vocab-size 300 --val-fraction 0.1 > "$W/B.log" 2>&1 || { cat "$W/B.log"; fail "prep B"; }
 ha=$(sed -n 's/.*tokenizer \([0-9a-f]\{16\}\).*/\1/p' "$W/A.log"); hb=$(sed -n 's/.*tokenizer \([0-9a-f]\{16\}\).*/\1/p' "$W/B.log")

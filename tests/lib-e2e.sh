@@ -5,11 +5,17 @@
 #   e2e_need_reference   PY = $REF_PYTHON (override only to test the skip path) or /usr/bin/python3;
 #                        exit 77 with a SKIPPED line unless it exists and imports torch, h5py, numpy
 #   e2e_need_bin         BUILD = ${BUILD:-build}, BIN = $BUILD/deberta; exit 1 with a FAIL line unless built
+#   e2e_need_h5py        PY = $REF_PYTHON or /usr/bin/python3; exit 77 with a SKIPPED line unless it
+#                        imports h5py and numpy
+#   e2e_need_mpi BIN     exit 77 with a SKIPPED line unless mpirun exists and BIN is linked with MPI
 #   e2e_tmpdir VAR NAME  VAR = a new directory /tmp/NAME-XXXXXX, removed when the script exits
 #   e2e_bad NEEDLE -- cmd...  runs cmd; calls the script's fail() unless it exits 1 with exactly one
 #                        line on stderr, an `error:` line containing NEEDLE (its output in $T/out, $T/err)
 #   e2e_wait_logged METRICS N PID LOG  waits (up to 60 s) until METRICS holds N "train" lines; fails
 #                        (printing LOG) if PID ends first, kills it if it takes longer
+#   e2e_corpus SEED DOCS [MOST] [ADJ]  prints DOCS documents of 2 to MOST (default 5) generated
+#                        sentences ("the cat sees a dog."; ADJ 1: an adjective before the first noun),
+#                        the same for the same arguments
 # Also for tests that do not run the reference (the helpers need only sh, grep and the script's fail).
 cd "$(dirname "$0")/.." || exit 1
 
@@ -29,6 +35,16 @@ e2e_need_bin() {
     BUILD=${BUILD:-build}
     BIN=$BUILD/deberta
     [ -x "$BIN" ] || { echo "FAIL: $BIN is not built"; exit 1; }
+}
+
+e2e_need_h5py() {
+    PY=${REF_PYTHON:-/usr/bin/python3}
+    "$PY" -c "import h5py, numpy" > /dev/null 2>&1 || { echo "SKIPPED: $PY cannot import h5py/numpy (apt-get install python3-h5py python3-numpy)"; exit 77; }
+}
+
+e2e_need_mpi() {
+    command -v mpirun > /dev/null 2>&1 || { echo "SKIPPED: mpirun not found (apt-get install openmpi-bin libopenmpi-dev, then make clean && make)"; exit 77; }
+    ldd "$1" | grep -q libmpi || { echo "SKIPPED: $1 was built without MPI (install libopenmpi-dev, then make clean && make)"; exit 77; }
 }
 
 e2e_tmpdir() {
@@ -53,4 +69,17 @@ e2e_wait_logged() {
         kill -0 "$3" 2>/dev/null || { cat "$4"; fail "$1: the run ended before logging $2 steps"; }
         sleep 0.1
     done
+}
+
+e2e_corpus() {
+    awk -v seed="$1" -v docs="$2" -v most="${3:-5}" -v adj="${4:-0}" 'BEGIN { srand(seed);
+      split("the a one every some that this my our your", det, " ");
+      split("cat dog bird model teacher river city garden window letter", noun, " ");
+      split("sees finds likes carries paints opens follows reads keeps moves", verb, " ");
+      split("red small old quiet bright green tall happy cold slow", adjs, " ");
+      for (d = 0; d < docs; d++) { n = 2 + int(rand() * (most - 1));
+        for (s = 0; s < n; s++)
+          if (adj) printf "%s %s %s %s %s %s. ", det[1+int(rand()*10)], adjs[1+int(rand()*10)], noun[1+int(rand()*10)], verb[1+int(rand()*10)], det[1+int(rand()*10)], noun[1+int(rand()*10)];
+          else printf "%s %s %s %s %s. ", det[1+int(rand()*10)], noun[1+int(rand()*10)], verb[1+int(rand()*10)], det[1+int(rand()*10)], noun[1+int(rand()*10)];
+        printf "\n\n" } }'
 }
