@@ -17,6 +17,7 @@
 # THREADS (default: all cores).
 set -e
 cd "$(dirname "$0")/.."
+. scripts/lib-demo.sh
 DEMO_DIR=${DEMO_DIR:-runs/demo}
 FT_DIR=${FT_DIR:-runs/demo-ft}
 DEMO_MINUTES=${DEMO_MINUTES:-10}
@@ -25,8 +26,7 @@ FT_SEED=${FT_SEED:-1}
 THREADS=${THREADS:-$(nproc)}
 BIN=./build/deberta
 
-sh scripts/install-deps.sh
-make -s -j"$THREADS" build/deberta
+demo_build
 
 echo "== corpus"
 sh scripts/fetch-corpus.sh data/corpus
@@ -39,12 +39,7 @@ if [ -f "$DEMO_DIR/checkpoint.h5" ]; then
     MODEL="demo=$DEMO_DIR/checkpoint.h5"
 else
     echo "== pretrain (no $DEMO_DIR/checkpoint.h5: tiny preset, ${DEMO_STEPS:-about $DEMO_MINUTES minutes})"
-    if [ -n "$DEMO_STEPS" ]; then BUDGET="--steps $DEMO_STEPS"; else BUDGET="--minutes $DEMO_MINUTES"; fi
-    if [ -f "$FT_DIR/pretrain/checkpoint.h5" ]; then
-        $BIN pretrain --resume "$FT_DIR/pretrain" --data data/shards --threads "$THREADS"
-    else
-        $BIN pretrain --preset tiny --data data/shards --out "$FT_DIR/pretrain" --threads "$THREADS" $BUDGET
-    fi
+    demo_pretrain "$FT_DIR/pretrain"
     MODEL="pretrained=$FT_DIR/pretrain/checkpoint.h5"
 fi
 

