@@ -190,7 +190,7 @@ static void fill_batch(const TaskSet *ts, const int64_t *idx, int B, int32_t *id
 
 FtEval ft_evaluate(FtModel *m, Tape *t, const TaskSet *ts, int B) {
     TaskPreds p;
-    task_eval_run(m, t, ts, B, &p);
+    task_eval_run(&m->enc, &m->head, t, ts, B, &p);
     FtEval e;
     task_preds_metrics(ts, &p, &e.m);
     task_preds_free(&p);

@@ -18,9 +18,9 @@ void task_preds_free(TaskPreds *p) {
     memset(p, 0, sizeof *p);
 }
 
-void task_eval_run(FtModel *m, Tape *t, const TaskSet *ts, int B, TaskPreds *out) {
+void task_eval_run(Encoder *enc, TaskHead *head, Tape *t, const TaskSet *ts, int B, TaskPreds *out) {
     memset(out, 0, sizeof *out);
-    const int T = ts->T, L = m->head.n_labels, tag = ts->kind == TASK_TAGGING, reg = ts->kind == TASK_REGRESSION;
+    const int T = ts->T, L = head->n_labels, tag = ts->kind == TASK_TAGGING, reg = ts->kind == TASK_REGRESSION;
     long cap = 0;
     if (tag) for (int64_t n = 0; n < ts->N; n++) for (int i = 0; i < T; i++) cap += is_row(ts, n, i);
     else cap = ts->N;
@@ -40,9 +40,9 @@ void task_eval_run(FtModel *m, Tape *t, const TaskSet *ts, int B, TaskPreds *out
         for (long i = 0; i < (long)nb * T; i++) mask[i] = ids[i] != ts->pad_id;
         tape_reset(t);
         tape_nograd_begin(t);
-        Tensor *h = encoder_forward(t, &m->enc, NULL, ids, mask, nb, T, NULL);
+        Tensor *h = encoder_forward(t, enc, NULL, ids, mask, nb, T, NULL);
         TaskHeadOut o;
-        task_head_forward(t, &m->head, h, nb, T, NULL, &o);
+        task_head_forward(t, head, h, nb, T, NULL, &o);
         tape_nograd_end(t);
         for (int b = 0; b < nb; b++) {
             const int64_t e = s + b;

@@ -1,4 +1,4 @@
-/* task_eval.h — a fine-tuned model (train/finetune.h FtModel) run over a task set, its predictions
+/* task_eval.h — a fine-tuned model (an encoder and its task head) run over a task set, its predictions
  * and scores (train/task_metrics.h), and the baselines beside them.  Used by `deberta finetune`
  * (dev and test) and `deberta predict`.
  *
@@ -20,8 +20,10 @@
 #ifndef DEBERTA_TRAIN_TASK_EVAL_H
 #define DEBERTA_TRAIN_TASK_EVAL_H
 #include <stdint.h>
+#include "autograd/tape.h"
 #include "data/task.h"
-#include "train/finetune.h"
+#include "model/encoder.h"
+#include "model/task_head.h"
 #include "train/task_metrics.h"
 
 typedef struct TaskPreds {
@@ -36,8 +38,8 @@ typedef struct TaskPreds {
     long n_labelled;
 } TaskPreds;
 
-/* Runs m over every example of ts in batches of B (dropout off, no gradients). */
-void task_eval_run(FtModel *m, Tape *t, const TaskSet *ts, int B, TaskPreds *out);
+/* Runs the encoder and its head over every example of ts in batches of B (dropout off, no gradients). */
+void task_eval_run(Encoder *enc, TaskHead *head, Tape *t, const TaskSet *ts, int B, TaskPreds *out);
 void task_preds_free(TaskPreds *p);
 
 /* The scores of the labelled rows (m->loss = p->loss). */

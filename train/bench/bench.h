@@ -8,7 +8,9 @@
 int bench_ops(int argc, char **argv); /* GFLOP/s of the matmul op vs raw cblas gemm (train/bench/bench_ops.c) */
 int bench_attention(int argc, char **argv); /* one attention block / one layer fwd+bwd (train/bench/bench_attention.c) */
 int bench_allreduce(int argc, char **argv); /* the step's gradient allreduces under mpirun (train/bench/bench_allreduce.c) */
-int bench_step(int argc, char **argv); /* the full pretraining step, the default mode (train/bench/bench_step.c) */
+/* The full pretraining step, the default mode (train/bench/bench_step.c); wait: the OpenMP wait policy
+ * as the command line describes it (train/cli/cli.h omp_wait_describe), printed with the results. */
+int bench_step(int argc, char **argv, const char *wait);
 
 /* The flags the modes share (train/bench/bench_flags.c): -h/--help, --batch, --seq, --steps, --warmup,
  * --threads, --profile (each an int; a NULL target = the mode has no such flag), then the mode's own

@@ -20,7 +20,6 @@
 #include "autograd/base/util.h"
 #include "data/loader.h"
 #include "train/bench/bench.h"
-#include "train/cli/cli.h"
 #include "train/step.h"
 
 static int cmp_d(const void *a, const void *b) {
@@ -139,7 +138,7 @@ static int step_flag(void *ctx, int argc, char **argv, int *i) {
     return 1;
 }
 
-int bench_step(int argc, char **argv) {
+int bench_step(int argc, char **argv, const char *wait) {
     ModelConfig cfg;
     config_preset(&cfg, "tiny");
     int B = 16, T = 0, steps = 20, warmup = 3, threads = 0, prof_steps = 3, do_sgemm = 1;
@@ -240,8 +239,6 @@ int bench_step(int argc, char **argv) {
                REAL_IS_DOUBLE ? "dgemm" : "sgemm", peak, REAL_IS_DOUBLE ? 1536 : 2048, peak_blas, peak_split);
     printf("\n  peak RSS %.0f MB  arena %.1f MB  heap allocations in the timed steps: %llu\n", rss / 1024.0,
            t.arena.cap / 1048576.0, (unsigned long long)step_allocs);
-    char wait[160];
-    omp_wait_describe(wait, sizeof wait);
     printf("  OpenMP wait policy: %s\n", wait);
     printf("  phases (mean ms/step):");
     for (int p = 0; p < PHASE_COUNT; p++) printf("%s %s %.1f", p ? "," : "", phase_names[p], phase[p] * 1e3 / steps);

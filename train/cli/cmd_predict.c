@@ -162,7 +162,7 @@ int cmd_predict(int argc, char **argv) {
     tape_init(&t, (size_t)64 << 20);
     const double t0 = now_seconds();
     TaskPreds p;
-    task_eval_run(&m, &t, &ts, B, &p);
+    task_eval_run(&m.enc, &m.head, &t, &ts, B, &p);
     const double dt = now_seconds() - t0;
     long long tokens = 0;
     for (long i = 0; i < (long)ts.N * ts.T; i++) tokens += ts.ids[i] != ts.pad_id;
