@@ -11,7 +11,7 @@
 
 /* ---------------------------------------------------------------- documents */
 
-void docset_add(DocSet *ds, const char *text, size_t len) {
+static void docset_add(DocSet *ds, const char *text, size_t len) {
     if (len == 0) return;
     if (ds->n == ds->cap) {
         ds->cap = ds->cap ? 2 * ds->cap : 1024;

@@ -27,7 +27,6 @@ typedef struct {
 int corpus_list_files(const char *const *paths, int n_paths, char ***files, size_t *n_files, char *err, size_t errlen);
 /* Appends the documents of one file.  Returns 0, or -1 with a message naming the file (and line). */
 int corpus_read_file(const char *path, DocSet *ds, char *err, size_t errlen);
-void docset_add(DocSet *ds, const char *text, size_t len);
 void docset_free(DocSet *ds);
 
 /* Parses one JSON object (line[0..len)) and extracts its top-level string field `field` into a

@@ -16,7 +16,8 @@
 
 static const char *const KIND_NAMES[3] = {"tagging", "classification", "regression"};
 const char *task_kind_name(TaskKind k) { return (unsigned)k < 3 ? KIND_NAMES[k] : "?"; }
-int task_kind_parse(const char *s, TaskKind *k) {
+/* 0, or -1 for an unknown name */
+static int task_kind_parse(const char *s, TaskKind *k) {
     for (int i = 0; i < 3; i++)
         if (!strcmp(s, KIND_NAMES[i])) { *k = (TaskKind)i; return 0; }
     return -1;

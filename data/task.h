@@ -63,7 +63,6 @@ typedef struct TaskSet {
 } TaskSet;
 
 const char *task_kind_name(TaskKind k);              /* "tagging", "classification", "regression" */
-int task_kind_parse(const char *s, TaskKind *k);     /* 0, or -1 for an unknown name */
 
 /* The Brown tasks (kind TASK_TAGGING = pos, TASK_CLASSIFICATION = genre): the examples of one split
  * built from the tagged texts with our BPE.  T >= 3.  0, or -1 with a message. */

@@ -17,7 +17,7 @@ int task_input_format_parse(const char *s, TaskInputFormat *f) {
     return -1;
 }
 
-const char *task_input_format_name(TaskInputFormat f) {
+static const char *task_input_format_name(TaskInputFormat f) {
     switch (f) {
     case TI_JSONL: return "jsonl";
     case TI_CSV: return "csv";

@@ -70,7 +70,6 @@ typedef struct TaskExamples {
 
 /* "jsonl" "csv" "tsv" "conll" -> format; 0, or -1 for another name. */
 int task_input_format_parse(const char *s, TaskInputFormat *f);
-const char *task_input_format_name(TaskInputFormat f);
 
 /* Reads every example of the file at path (named `path` in messages).  0, or -1 with one line. */
 int task_input_read(const char *path, const TaskInputSpec *spec, TaskExamples *out, char *err, size_t errlen);

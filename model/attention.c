@@ -86,8 +86,11 @@ static real att_scale(const ModelConfig *cfg) {
     return (real)(1.0 / sqrt((double)cfg->attention_head_size * config_num_terms(cfg)));
 }
 
-Tensor *attention_probs(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *q, Tensor *k, const RelContext *rc,
-                        int unfused) {
+/* The attention probabilities P [B, A, T, T] of one block (before attention dropout), from the
+ * projected q, k and the shared context: the fused op, or with unfused != 0 the readable
+ * composition of generic ops (attention_probs_unfused). */
+static Tensor *attention_probs(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *q, Tensor *k,
+                               const RelContext *rc, int unfused) {
     Tensor *qr, *kr;
     rel_tables(t, cfg, p, rc, &qr, &kr);
     if (unfused) return attention_probs_unfused(t, q, k, qr, kr, rc->c, cfg->att_terms, att_scale(cfg), rc->mask, rc->mask);

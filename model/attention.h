@@ -43,12 +43,6 @@ typedef struct RelContext {
 void relctx_build(Tape *t, RelContext *rc, const ModelConfig *cfg, Tensor *rel_w, Tensor *rel_ln_g, Tensor *rel_ln_b,
                   const int32_t *mask, int B, int T);
 
-/* The attention probabilities P [B, A, T, T] of one block (before attention dropout), from the
- * projected q, k and the shared context: the fused op, or with unfused != 0 the readable
- * composition of generic ops (attention_probs_unfused).  Exposed for tests and the benchmark. */
-Tensor *attention_probs(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *q, Tensor *k, const RelContext *rc,
-                        int unfused);
-
 /* The whole block: qin, kv [B, T, H] -> out [B, T, H] (after the residual LayerNorm). */
 Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *qin, Tensor *kv, const RelContext *rc);
 

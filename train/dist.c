@@ -12,7 +12,8 @@
 
 static int g_init, g_rank, g_world = 1, g_local = 1;
 
-int dist_launched(void) {
+/* 1 when the environment says a launcher (mpirun) started this process. */
+static int dist_launched(void) {
     return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
 }
 

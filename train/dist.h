@@ -22,8 +22,6 @@
 #include <stdint.h>
 #include "autograd/tensor.h"
 
-/* 1 when the environment says a launcher (mpirun) started this process. */
-int dist_launched(void);
 /* Initialises MPI when launched by mpirun, else nothing.  Exits with one clear line when launched
  * by mpirun but built without MPI.  Safe to call more than once. */
 void dist_init(int *argc, char ***argv);

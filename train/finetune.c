@@ -80,7 +80,8 @@ int finetune_options_set_flag(FinetuneOptions *o, const char *flag, const char *
     return 1;
 }
 
-void finetune_options_keep_resume(FinetuneOptions *saved, const FinetuneOptions *cli) { key_keep_resume_ok(KEYS, N_KEYS, saved, cli); }
+/* --resume: what the command line gave of the options a resume accepts, over the saved ones. */
+static void finetune_options_keep_resume(FinetuneOptions *saved, const FinetuneOptions *cli) { key_keep_resume_ok(KEYS, N_KEYS, saved, cli); }
 
 char *finetune_options_to_text(const FinetuneOptions *o) { return key_table_to_text(KEYS, N_KEYS, o, "ft_", NULL); }
 

@@ -52,8 +52,6 @@ void finetune_options_default(FinetuneOptions *o);
  * whether --resume accepts it), 0 if the table has no such flag, -1 with a message ("--steps 'x' must
  * be a positive integer") on a bad value. */
 int finetune_options_set_flag(FinetuneOptions *o, const char *flag, const char *value, int *resume_ok, char *err, size_t errlen);
-/* --resume: what the command line gave of the options a resume accepts, over the saved ones. */
-void finetune_options_keep_resume(FinetuneOptions *saved, const FinetuneOptions *cli);
 /* The persisted options as `ft_<key> = value` lines, and back (resume). */
 char *finetune_options_to_text(const FinetuneOptions *o);
 int finetune_options_from_text(FinetuneOptions *o, const char *text, char *err, size_t errlen);

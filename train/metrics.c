@@ -287,7 +287,8 @@ static int needs_quotes(const char *s) {
     return 0;
 }
 
-char *shell_join(int argc, char **argv, char *buf, size_t len) {
+/* Shell-quotes argv into buf (words that need it in single quotes). */
+static char *shell_join(int argc, char **argv, char *buf, size_t len) {
     size_t k = 0;
     buf[0] = 0;
 #define PUT(c)                         \

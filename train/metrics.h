@@ -119,6 +119,4 @@ int run_check_fresh(const char *rundir, char *err, size_t errlen);
 int run_write_text(const char *rundir, const char *name, const char *text, char *err, size_t errlen);
 /* Appends argv as one shell-quoted line to RUNDIR/cmdline.txt (a resumed run adds its line). */
 int run_append_cmdline(const char *rundir, int argc, char **argv, char *err, size_t errlen);
-/* Shell-quotes argv into buf (words that need it in single quotes). */
-char *shell_join(int argc, char **argv, char *buf, size_t len);
 #endif

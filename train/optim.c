@@ -51,8 +51,9 @@ void optim_moments_free(OptimMoments *mo) {
     memset(mo, 0, sizeof *mo);
 }
 
-void optim_group_init_list(OptimGroup *g, const char *name, const OptimConfig *cfg, ParamSet *ps, OptimMoments *mo, Tensor *const *list,
-                           int n) {
+/* Group of an explicit list of parameters (each must belong to ps). */
+static void optim_group_init_list(OptimGroup *g, const char *name, const OptimConfig *cfg, ParamSet *ps, OptimMoments *mo,
+                                  Tensor *const *list, int n) {
     if (!ps->finalized) fatal("optimizer group '%s': the parameter set is not finalized", name);
     if (!mo || mo->total != ps->total) fatal("optimizer group '%s': the moments are not those of this parameter set", name);
     if (n <= 0) fatal("optimizer group '%s' has no parameters", name);

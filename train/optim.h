@@ -111,9 +111,6 @@ void optim_moments_free(OptimMoments *mo);
 /* Group of every parameter of ps whose name starts with prefix (NULL or "" = all of them), with
  * its moments in mo (initialised for ps).  ps must be finalized.  Fatal if the prefix selects nothing. */
 void optim_group_init(OptimGroup *g, const char *name, const OptimConfig *cfg, ParamSet *ps, OptimMoments *mo, const char *prefix);
-/* Group of an explicit list of parameters (each must belong to ps). */
-void optim_group_init_list(OptimGroup *g, const char *name, const OptimConfig *cfg, ParamSet *ps, OptimMoments *mo, Tensor *const *list,
-                           int n);
 void optim_group_free(OptimGroup *g);
 
 /* ZeRO-1 (train/zero.h owns the collectives): rank `rank` of `world` updates (and keeps moments for)

@@ -36,7 +36,9 @@ static void *read_2d(hid_t f, const char *path, const char *name, hid_t mtype, s
     return buf;
 }
 
-int rtd_fixed_read(const char *path, RtdFixed *fx, char *err, size_t errlen) {
+/* Reads and validates path (sealed; format, version, shapes, ids below vocab_size, 0/1 masks).
+ * 0, or -1 with one line naming the file in err. */
+static int rtd_fixed_read(const char *path, RtdFixed *fx, char *err, size_t errlen) {
     memset(fx, 0, sizeof *fx);
     if (access(path, R_OK) != 0) return fail(err, errlen, path, "cannot open (%s)", strerror(errno));
     if (h5_seal_require("fixed-corruption file", path, "re-make it with scripts/rtd_fixed.py", err, errlen)) return -1;

@@ -35,9 +35,6 @@ typedef struct RtdFixedResult {
     long n_scored, n_replaced;
 } RtdFixedResult;
 
-/* Reads and validates path (sealed; format, version, shapes, ids below vocab_size, 0/1 masks).
- * 0, or -1 with one line naming the file in err. */
-int rtd_fixed_read(const char *path, RtdFixed *f, char *err, size_t errlen);
 /* DIR/rtd-fixed.h5 when it exists: 1 = read (and checked against the model: vocabulary, tokenizer
  * hash when given), 0 = absent (f zeroed), 2 = not for this model (seq_len above its max_seq_len: f
  * zeroed, a note in err), -1 = error in err. */

@@ -180,7 +180,8 @@ static void naive_bayes(const TaskSet *train, const TaskSet *eval, int32_t *pred
     free(cnt); free(tot); free(prior); free(seen); free(score);
 }
 
-void task_baselines_eval(const TaskSet *train, const TaskSet *eval, TaskBaselines *b) {
+/* The baselines of the task kind fitted on train and scored on eval's labelled rows. */
+static void task_baselines_eval(const TaskSet *train, const TaskSet *eval, TaskBaselines *b) {
     memset(b, 0, sizeof *b);
     if (train->kind == TASK_REGRESSION) {
         double mean = 0;

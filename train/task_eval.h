@@ -55,8 +55,6 @@ typedef struct TaskBaselines {
     TaskMetrics m[TASK_MAX_BASELINES];
 } TaskBaselines;
 
-/* The baselines of the task kind fitted on train and scored on eval's labelled rows. */
-void task_baselines_eval(const TaskSet *train, const TaskSet *eval, TaskBaselines *b);
 
 /* The results of a test evaluation: adds the model's scores and every baseline's (keys prefixed
  * "baseline_<key>_") to rec, and writes into text the line "HEAD: <scores> (n N) | baselines:

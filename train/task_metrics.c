@@ -46,7 +46,7 @@ void tm_classification(const int32_t *gold, const int32_t *pred, long n, int L, 
     free(cm);
 }
 
-double tm_pearson(const double *x, const double *y, long n) {
+static double tm_pearson(const double *x, const double *y, long n) {
     if (n < 2) return NAN;
     double mx = 0, my = 0;
     for (long i = 0; i < n; i++) { mx += x[i]; my += y[i]; }
@@ -83,7 +83,7 @@ static void ranks(const double *v, long n, double *r) {
     free(ix);
 }
 
-double tm_spearman(const double *x, const double *y, long n) {
+static double tm_spearman(const double *x, const double *y, long n) {
     double *rx = xmalloc((size_t)(n ? n : 1) * sizeof(double)), *ry = xmalloc((size_t)(n ? n : 1) * sizeof(double));
     ranks(x, n, rx);
     ranks(y, n, ry);

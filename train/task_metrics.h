@@ -43,8 +43,6 @@ void tm_classification(const int32_t *gold, const int32_t *pred, long n, int L, 
 
 /* MSE, Pearson, Spearman of n pairs. */
 void tm_regression(const double *gold, const double *pred, long n, TaskMetrics *m);
-double tm_pearson(const double *x, const double *y, long n);
-double tm_spearman(const double *x, const double *y, long n);
 
 /* 1 when the label names form a BIO tag set: each is "O", "B-X" or "I-X", with at least one B-. */
 int tm_is_bio(const char (*names)[TASK_LABEL_LEN], int L);

@@ -13,7 +13,8 @@ static int only_blanks(const char *s) {
     return *s == 0;
 }
 
-int key_parse_long(const char *s, long *out) {
+/* The one set of number parsers: the whole string (trailing blanks allowed) must be the number. */
+static int key_parse_long(const char *s, long *out) {
     char *end;
     errno = 0;
     const long x = strtol(s, &end, 10);
@@ -22,7 +23,8 @@ int key_parse_long(const char *s, long *out) {
     return 0;
 }
 
-int key_parse_double(const char *s, double *out) {
+/* A finite number. */
+static int key_parse_double(const char *s, double *out) {
     char *end;
     errno = 0;
     const double x = strtod(s, &end);
@@ -31,7 +33,8 @@ int key_parse_double(const char *s, double *out) {
     return 0;
 }
 
-int key_parse_bool(const char *s, int *out) {
+/* 1/true/True/yes, 0/false/False/no */
+static int key_parse_bool(const char *s, int *out) {
     if (!strcmp(s, "1") || !strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "yes")) *out = 1;
     else if (!strcmp(s, "0") || !strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "no")) *out = 0;
     else return -1;

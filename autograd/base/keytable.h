@@ -40,10 +40,6 @@ typedef struct KeyRow {
 
 #define KEY_FIELD(T, m) offsetof(T, m), sizeof(((T *)0)->m)
 
-/* The one set of number parsers: the whole string (trailing blanks allowed) must be the number. */
-int key_parse_long(const char *s, long *out);
-int key_parse_double(const char *s, double *out);   /* finite */
-int key_parse_bool(const char *s, int *out);        /* 1/true/True/yes, 0/false/False/no */
 
 /* The row whose key (by_flag 0) or flag / alias (by_flag 1) is name, or NULL.  A flag matches with
  * '-' and '_' interchangeable when the table spells it with '_'. */
