@@ -18,12 +18,9 @@
 set -e
 cd "$(dirname "$0")/.."
 . scripts/lib-demo.sh
-DEMO_DIR=${DEMO_DIR:-runs/demo}
 FT_DIR=${FT_DIR:-runs/demo-ft}
-DEMO_MINUTES=${DEMO_MINUTES:-10}
 FT_STEPS=${FT_STEPS:-300}
 FT_SEED=${FT_SEED:-1}
-THREADS=${THREADS:-$(nproc)}
 BIN=./build/deberta
 
 demo_build

@@ -20,13 +20,10 @@
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/lib-demo.sh
-DEMO_DIR=${DEMO_DIR:-runs/demo}
 FT_DIR=${FT_DIR:-runs/demo-task}
 FT_STEPS=${FT_STEPS:-600}
 FT_SEEDS=${FT_SEEDS:-1 2 3}
 FT_LR=${FT_LR:-1e-4}
-DEMO_MINUTES=${DEMO_MINUTES:-10}
-THREADS=${THREADS:-$(nproc)}
 BIN=./build/deberta
 PY=/usr/bin/python3
 

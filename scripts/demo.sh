@@ -10,9 +10,6 @@
 set -e
 cd "$(dirname "$0")/.."
 . scripts/lib-demo.sh
-DEMO_DIR=${DEMO_DIR:-runs/demo}
-DEMO_MINUTES=${DEMO_MINUTES:-10}
-THREADS=${THREADS:-$(nproc)}
 DEMO_FLAGS=${DEMO_FLAGS-}
 
 demo_build

@@ -14,8 +14,6 @@ D=$BUILD/deberta
 A="sh scripts/ablate.sh"
 W=$(mktemp -d /tmp/deberta-e2e-ablate.XXXXXX)
 trap 'rm -rf "$W"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-ok() { echo "ok   $*"; }
 
 e2e_corpus 11 120 > "$W/corpus.txt"
 $D prep --input "$W/corpus.txt" --out "$W/shards" --vocab-size 300 --val-fraction 0.1 > "$W/prep.log" 2>&1 || { cat "$W/prep.log"; fail "prep"; }

@@ -19,8 +19,6 @@ e2e_tmpdir W deberta-e2e-bad-input
 export OMP_NUM_THREADS=1
 D=$BIN
 cases=0
-fail() { echo "FAIL: $*"; exit 1; }
-ok() { echo "ok   $*"; }
 
 # bad RC NEEDLE COMMAND...: exit status RC; on stderr exactly one "error: ..." line, the last one
 # (progress, notes before it), matching NEEDLE (a grep pattern); no sanitizer report, no HDF5 error

@@ -14,8 +14,6 @@ FS=$W/fs
 mkdir -p "$FS"
 cleanup() { umount "$FS" 2>/dev/null; rm -rf "$W"; }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-ok() { echo "ok   $*"; }
 export OMP_NUM_THREADS=2
 
 # mount_fs KBYTES: a fresh tmpfs of that size on $FS

@@ -7,12 +7,9 @@
 # error line naming the rank counts that do.  Under mpirun rank 0 holds the run directory's lock.  Skips (77) without mpirun, an MPI build or h5py/numpy.
 set -u
 . "$(dirname "$0")/lib-e2e.sh"
-BUILD=${BUILD:-build}
+e2e_need_bin
+D=$BIN
 PRECISION=${PRECISION:-float}
-D=$BUILD/deberta
-fail() { echo "FAIL: $*"; exit 1; }
-ok() { echo "ok   $*"; }
-[ -x "$D" ] || fail "$D is not built"
 e2e_need_mpi "$D"
 e2e_need_h5py
 W=$(mktemp -d /tmp/deberta-e2e-mpi-reshape.XXXXXX)

@@ -13,12 +13,9 @@
 # Skips (exit 77) when mpirun, an MPI build or python3 with h5py/numpy is missing.
 set -u
 . "$(dirname "$0")/lib-e2e.sh"
-BUILD=${BUILD:-build}
+e2e_need_bin
+D=$BIN
 PRECISION=${PRECISION:-float}
-D=$BUILD/deberta
-fail() { echo "FAIL: $*"; exit 1; }
-ok() { echo "ok   $*"; }
-[ -x "$D" ] || fail "$D is not built"
 e2e_need_mpi "$D"
 e2e_need_h5py
 W=$(mktemp -d /tmp/deberta-e2e-mpi.XXXXXX)

@@ -14,8 +14,6 @@ if [ "${PRECISION:-float}" = "double" ]; then echo "SKIPPED: e2e-pretrain: float
 D=$BUILD/deberta
 W=$(mktemp -d /tmp/deberta-e2e-pretrain.XXXXXX)
 trap 'rm -rf "$W"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-ok() { echo "ok   $*"; }
 export OMP_NUM_THREADS=2
 
 # a small corpus: 300 documents of generated sentences (deterministic)

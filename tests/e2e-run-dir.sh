@@ -10,8 +10,6 @@ D=$BUILD/deberta
 [ -x "$D" ] || { echo "FAIL: $D is not built"; exit 1; }
 W=$(mktemp -d /tmp/deberta-e2e-run-dir.XXXXXX)
 trap 'rm -rf "$W"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-ok() { echo "ok   $*"; }
 export OMP_NUM_THREADS=1
 expect_err() { # PATTERN COMMAND...: exit 1, exactly one error line matching PATTERN
     pat=$1; shift

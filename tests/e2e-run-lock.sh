@@ -9,8 +9,6 @@ set -u
 e2e_need_bin
 e2e_tmpdir W deberta-e2e-run-lock
 T=$W
-fail() { echo "FAIL: $*"; exit 1; }
-ok() { echo "ok   $*"; }
 export OMP_NUM_THREADS=1
 
 . tests/lib-brown.sh

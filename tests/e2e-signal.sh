@@ -9,8 +9,6 @@ D=$BUILD/deberta
 [ -x "$D" ] || { echo "FAIL: $D is not built"; exit 1; }
 W=$(mktemp -d /tmp/deberta-e2e-signal.XXXXXX)
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$W"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-ok() { echo "ok   $*"; }
 export OMP_NUM_THREADS=1
 
 e2e_corpus 7 300 > "$W/corpus.txt"

@@ -16,8 +16,12 @@
 #   e2e_corpus SEED DOCS [MOST] [ADJ]  prints DOCS documents of 2 to MOST (default 5) generated
 #                        sentences ("the cat sees a dog."; ADJ 1: an adjective before the first noun),
 #                        the same for the same arguments
-# Also for tests that do not run the reference (the helpers need only sh, grep and the script's fail).
+#   fail MSG, ok MSG     "FAIL: MSG" and exit 1; "ok   MSG" (a test may define its own after sourcing)
+# Also for tests that do not run the reference (the helpers need only sh and grep).
 cd "$(dirname "$0")/.." || exit 1
+
+fail() { echo "FAIL: $*"; exit 1; }
+ok() { echo "ok   $*"; }
 
 e2e_need_reference() {
     PY=${REF_PYTHON:-/usr/bin/python3}
