@@ -13,7 +13,7 @@
 # fine-tuning make demo's encoder (DEMO_DIR/checkpoint.h5; without it this pretrains its own tiny model
 # as scripts/demo-finetune.sh does) and the same model from scratch, FT_STEPS steps of 32, seeds FT_SEEDS
 # (default "1 2 3": mean ± sd), beside the majority class and naive Bayes baselines (in every results.txt).
-# Finally predict on the test split's records with the best pretrained run (tokens/s printed).
+# Finally predict on the test split's records with the first seed's pretrained run (its best-dev checkpoint, best.h5; tokens/s printed).
 #
 # Environment knobs: DEMO_DIR (runs/demo), FT_DIR (runs/demo-task), FT_STEPS (600), FT_SEEDS ("1 2 3"),
 # FT_LR (1e-4), DEMO_MINUTES (10) / DEMO_STEPS for the fallback pretraining, THREADS (all cores).
@@ -71,7 +71,7 @@ for s in $FT_SEEDS; do
     done
 done
 
-echo "== predict: the best pretrained run (seed $(echo $FT_SEEDS | cut -d' ' -f1)) on the test split's records"
+echo "== predict: the pretrained run of seed $(echo $FT_SEEDS | cut -d' ' -f1) (its best-dev checkpoint) on the test split's records"
 "$PY" - "$TASK/test.h5" data/spam/mail.jsonl "$FT_DIR/test.jsonl" <<'PYEOF'
 import h5py, sys
 ex = sorted(set(int(x) for x in h5py.File(sys.argv[1], "r")["example"][()]))
