@@ -17,13 +17,10 @@
 # deberta.c is run as users run it (its first printed line names its gemm kernel: own AVX-512 or
 # OpenBLAS): no OMP_* variables (it sets its own wait policy, see
 # train/cli/omp_policy.c).  OPENBLAS_* variables of the environment are passed through unchanged.
-# Where OpenBLAS does not know the CPU and falls back to a generic kernel set (deberta.c's 'BLAS core'
-# Prescott, Nehalem, Core2, Atom, Katmai or Generic: OpenBLAS 0.3.21 on an Intel family 6 model 207),
-# PyTorch's matmuls would run on that fallback too (Debian's torch calls the system BLAS), so every
-# PyTorch run gets OPENBLAS_CORETYPE=SkylakeX (CPUs with avx512f) or Haswell (avx2): the fastest
-# kernels OpenBLAS has for the CPU, so that the yardstick stays a fast PyTorch (deberta.c is run as
-# users run it and uses its own AVX-512 kernel there).  TORCH_CORETYPE=X forces a kernel set for the
-# PyTorch runs, TORCH_CORETYPE=none leaves OpenBLAS's choice.
+# Where OpenBLAS does not know the CPU and falls back to a generic kernel set (Prescott on an Intel family
+# 6 model 207), every PyTorch run gets OPENBLAS_CORETYPE=SkylakeX (avx512f) or Haswell (avx2), so that
+# the yardstick stays a fast PyTorch (scripts/lib-bench.sh, bench_torch_coretype).  TORCH_CORETYPE=X
+# forces a kernel set for the PyTorch runs, TORCH_CORETYPE=none leaves OpenBLAS's choice.
 # A measurement, never an assertion.  Numbers: docs/PERFORMANCE.md, "Training step".
 set -e
 cd "$(dirname "$0")/.."
@@ -36,21 +33,10 @@ BIN=$BUILD/deberta
 OUT=$(mktemp /tmp/bench-vs-torch-XXXXXX)
 trap 'rm -f "$OUT"' EXIT
 WARM=${WARMUP:-3}
-CORE=$("$BIN" --version | sed -n 's/.*BLAS \([A-Za-z0-9_]*\).*/\1/p')
-TCORE=${TORCH_CORETYPE:-}
-if [ -z "$TCORE" ] && [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-    case $CORE in
-        Prescott|Nehalem|Core2|Atom|Katmai|Generic|generic)
-            if grep -qw avx512f /proc/cpuinfo; then TCORE=SkylakeX; elif grep -qw avx2 /proc/cpuinfo; then TCORE=Haswell; fi ;;
-    esac
-fi
-[ "$TCORE" = none ] && TCORE=
 MALLOC=${TORCH_MALLOC:-tuned}
-CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-FLAGS=$(grep -m 1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx|avx2|fma|avx512f|avx512bw|avx512vl|avx512_bf16|amx_tile)$' | tr '\n' ' ')
-echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $CPU, flags: $FLAGS"
-echo "# OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset} (both programs; deberta.c reports the kernel set it runs as 'BLAS core': $CORE)"
-[ -n "$TCORE" ] && echo "# OpenBLAS's own choice here is $CORE: every PyTorch run gets OPENBLAS_CORETYPE=$TCORE"
+. scripts/lib-bench.sh
+bench_torch_coretype "$BIN"   # CORE (OpenBLAS's kernel set here) and TCORE (the PyTorch runs' OPENBLAS_CORETYPE)
+bench_machine                 # the '#' lines: CPU, family/model, flags, OPENBLAS_* variables, CORE, TCORE
 echo "# load $(cut -d' ' -f1-3 /proc/loadavg), threads $TH, $ROUNDS rounds x $STEPS steps (+$WARM warm-up), PyTorch malloc $MALLOC, commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 # deberta.c runs twice per round, before and after the four PyTorch runs: the VM's speed drifts by
 # up to 25 % within minutes, and the mean of the two brackets the PyTorch runs in time.

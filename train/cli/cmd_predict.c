@@ -219,9 +219,11 @@ int cmd_predict(int argc, char **argv) {
     } else if (fflush(stdout)) {
         fatal("predict: cannot write the output");
     }
+    char wait[160];
+    omp_wait_describe(wait, sizeof wait);
     fprintf(stderr, "predict: %lld examples (%zu records) of %d tokens in %.2f s: %.1f examples/s, %.0f tokens/s (%.0f without "
-            "padding; batch %d, %d threads)\n", (long long)ts.N, ex.n, ts.T, dt, ts.N / dt, (double)ts.N * ts.T / dt, tokens / dt, B,
-            omp_get_max_threads());
+            "padding; batch %d, %d threads; OpenMP wait policy: %s)\n", (long long)ts.N, ex.n, ts.T, dt, ts.N / dt,
+            (double)ts.N * ts.T / dt, tokens / dt, B, omp_get_max_threads(), wait);
     if (p.n_labelled) {
         TaskMetrics tm;
         task_preds_metrics(&ts, &p, &tm);

@@ -1,0 +1,38 @@
+# lib-bench.sh — sourced by the benchmark scripts that compare deberta.c with PyTorch (bench-vs-torch.sh,
+# bench-predict.sh): the machine a measurement ran on, and the OpenBLAS kernel set PyTorch gets.
+#
+# bench_torch_coretype BIN: sets CORE, OpenBLAS's kernel set on this CPU as BIN reports it ('BLAS core'
+# of `deberta --version`), and TCORE, the OPENBLAS_CORETYPE every PyTorch run gets (empty: OpenBLAS's own
+# choice).  Where OpenBLAS does not know the CPU and falls back to a generic set (Prescott, Nehalem,
+# Core2, Atom, Katmai or Generic: OpenBLAS 0.3.21 on an Intel family 6 model 207), PyTorch's matmuls would
+# run on that fallback too (Debian's torch calls the system BLAS), so TCORE is SkylakeX (CPUs with
+# avx512f) or Haswell (avx2): the fastest kernels OpenBLAS has for the CPU, so that the yardstick stays a
+# fast PyTorch (deberta.c is run as users run it and uses its own AVX-512 kernel there).
+# TORCH_CORETYPE=X forces a kernel set for the PyTorch runs, TORCH_CORETYPE=none leaves OpenBLAS's choice;
+# an OPENBLAS_CORETYPE of the environment is left to both programs.
+bench_torch_coretype() {
+    CORE=$("$1" --version | sed -n 's/.*BLAS \([A-Za-z0-9_]*\).*/\1/p')
+    TCORE=${TORCH_CORETYPE:-}
+    if [ -z "$TCORE" ] && [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+        case $CORE in
+            Prescott|Nehalem|Core2|Atom|Katmai|Generic|generic)
+                if grep -qw avx512f /proc/cpuinfo; then TCORE=SkylakeX; elif grep -qw avx2 /proc/cpuinfo; then TCORE=Haswell; fi ;;
+        esac
+    fi
+    [ "$TCORE" != none ] || TCORE=
+}
+
+# bench_machine: sets CPU (model name), CPU_FAMILY, CPU_MODEL (lscpu's "CPU family" and "Model", the
+# numbers that tell CPU generations apart when the model name does not) and FLAGS (the vector flags among
+# avx avx2 fma avx512f avx512bw avx512vl avx512_bf16 amx_tile), and prints '#' lines: the date, cores,
+# CPU and flags; the OPENBLAS_* variables of the environment (both programs) with CORE; TCORE when set
+# (call bench_torch_coretype first).
+bench_machine() {
+    CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+    CPU_FAMILY=$(sed -n 's/^cpu family[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+    CPU_MODEL=$(sed -n 's/^model[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+    FLAGS=$(grep -m 1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx|avx2|fma|avx512f|avx512bw|avx512vl|avx512_bf16|amx_tile)$' | tr '\n' ' ')
+    echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $CPU (family $CPU_FAMILY model $CPU_MODEL), flags: $FLAGS"
+    echo "# OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset} (both programs; deberta.c reports the kernel set it runs as 'BLAS core': ${CORE:-?})"
+    if [ -n "${TCORE:-}" ]; then echo "# OpenBLAS's own choice here is $CORE: the PyTorch runs get OPENBLAS_CORETYPE=$TCORE"; fi
+}
