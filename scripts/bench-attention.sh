@@ -4,7 +4,7 @@
 # (`deberta bench attention`) next to the PyTorch reference (`deberta_ref.py bench --part ...`) in
 # the same run, same thread count; prints the medians and the ratio C / PyTorch (lower is better).
 # usage: scripts/bench-attention.sh [threads (default 2)] [steps (default 20)] [build dir (default build)]
-# A ratio, never an assertion.  Numbers: docs/PERFORMANCE.md, "Model".
+# A ratio, never an assertion.  Numbers: docs/HISTORY.md ("Model", moved from docs/PERFORMANCE.md).
 set -e
 cd "$(dirname "$0")/.."
 TH=${1:-2}; STEPS=${2:-20}; BUILD=${3:-build}
