@@ -96,9 +96,10 @@ typedef struct {
 } DACtx;
 
 /* Reals of the forward's per-thread scratch: the gathered products Pc [Tq, R] and PpT [R, Tk]; with the
- * context and a dropout also one pair's Pd. */
-static size_t da_forward_scratch(const DAGeom *g, int ctx_drop) {
-    return (g->terms & (ATT_C2P | ATT_P2C) ? (size_t)(g->Tq + g->Tk) * g->R : 0) + (ctx_drop ? (size_t)g->Tq * g->Tk : 0);
+ * context and a dropout also one pair's Pd; with no P kept (own_p) one pair's P. */
+static size_t da_forward_scratch(const DAGeom *g, int ctx_drop, int own_p) {
+    return (g->terms & (ATT_C2P | ATT_P2C) ? (size_t)(g->Tq + g->Tk) * g->R : 0) +
+           ((size_t)(ctx_drop != 0) + (size_t)(own_p != 0)) * g->Tq * g->Tk;
 }
 
 /* Row i of the scores in place, for the position terms that are on:
@@ -147,23 +148,25 @@ static void da_score_row(real *Si, const int32_t *ci, const real *pci, const rea
 
 /* P [B,A,Tq,Tk] from q [B,A,Tq,D], k [B,A,Tk,D], qr/kr [A,R,D], c [Tq,Tk] (with its runs, da_runs); with dr->keep also
  * Pd = dropout(P), and with cx->ctx the context Pd · v, block by block while the block is in cache.
- * scratch: omp_get_max_threads() · da_forward_scratch reals. */
+ * P NULL (only with cx->ctx): each pair's P lives in the thread's scratch and is not kept (a forward that
+ * records nothing for a backward).  scratch: omp_get_max_threads() · da_forward_scratch reals. */
 static void disentangled_attention_forward(real *P, real *scratch, const real *q, const real *k, const real *qr, const real *kr,
                                     const int32_t *c, const int32_t *run_off, const int32_t *run_start, const int32_t *qmask,
                                     const int32_t *kmask, const DAGeom *g, real scale, const DADrop *dr, const DACtx *cx) {
     const int Tq = g->Tq, Tk = g->Tk, D = g->D, R = g->R, A = g->A, ld = da_ld(g);
-    const long nba = (long)g->B * A, fs = (long)da_forward_scratch(g, cx->ctx && dr->keep);
+    const int ctx_drop = cx->ctx && dr->keep;
+    const long nba = (long)g->B * A, fs = (long)da_forward_scratch(g, ctx_drop, !P);
     const int par = nba > 1 && nba * Tq * Tk >= 4096;
 #pragma omp parallel for schedule(static) if (par)
     for (long ba = 0; ba < nba; ba++) {
         const int b = (int)(ba / A), a = (int)(ba % A);
-        real *S = P + ba * Tq * Tk;
         const real *qb = q + da_off(g, b, a, Tq), *kb = k + da_off(g, b, a, Tk);
         real *own = scratch ? scratch + omp_get_thread_num() * fs : NULL;
         const int pos = (g->terms & (ATT_C2P | ATT_P2C)) != 0;
         real *Pc = pos ? own : NULL;                      /* [Tq, R] */
         real *PpT = pos ? Pc + (long)Tq * R : NULL;       /* [R, Tk] */
         real *Pd = pos ? PpT + (long)Tk * R : own;        /* [Tq, Tk] (context with dropout) */
+        real *S = P ? P + ba * Tq * Tk : Pd + (ctx_drop ? (long)Tq * Tk : 0);
         /* c2c: S = q · k^T */
         if (g->terms & ATT_C2C)
             gemm(0, 1, Tq, Tk, D, 1, qb, ld, kb, ld, 0, S, Tk);
@@ -482,29 +485,37 @@ static Tensor *attention(Tape *t, Tensor *q, Tensor *k, int heads, Tensor *qr, T
     const int use_pos = (terms & (ATT_C2P | ATT_P2C)) != 0;
     const int merge_runs = use_pos ? da_check_index(c_idx, g.Tq, g.Tk, g.R) : 0;
     const int shape[4] = {g.B, g.A, g.Tq, g.Tk};
-    Tensor *p = tape_tensor(t, 4, shape, "attn_probs"), *out = p;
+    Tensor *in[5] = {q, k, (terms & ATT_P2C) ? qr : NULL, (terms & ATT_C2P) ? kr : NULL, v};
+    int record = 0; /* will tape_record keep a node (and so need P for the backward)? */
+    for (int i = 0; i < 5; i++) record |= in[i] && in[i]->requires_grad;
+    record &= t->nograd <= 0;
+    Tensor pshape = {.ndim = 4, .shape = {g.B, g.A, g.Tq, g.Tk}, .n = (long)g.B * g.A * g.Tq * g.Tk, .name = "attn_probs"};
+    Tensor *p = &pshape, *out = NULL;
     DADrop dr = {0};
     DACtx cx = {0};
+    if (dropout_site) {
+        const int64_t off = dropout_begin(t, p, pdrop, 1, &dr.stream);
+        if (off >= 0) dr = (DADrop){NULL, arena_alloc(&t->arena, (size_t)p->n), pdrop, t->seed, dr.stream, off};
+    }
+    /* P is an output, or kept for the backward; the context of a forward that records nothing and has no
+     * dropout mask to keep computes each pair's P in scratch and writes only the context */
+    if (!v || record || dr.keep) p = tape_tensor(t, 4, shape, "attn_probs");
+    out = p;
     if (v) {
         out = tape_tensor(t, 3, (const int[]){g.B, g.Tq, g.A * g.D}, "attention_context");
         cx = (DACtx){v->data, out->data};
-    }
-    if (dropout_site) {
-        const int64_t off = dropout_begin(t, p, pdrop, 1, &dr.stream);
-        if (off >= 0) {
-            if (!v) out = tape_tensor(t, 4, shape, "attn_probs_dropout");
-            dr = (DADrop){v ? NULL : out->data, arena_alloc(&t->arena, (size_t)p->n), pdrop, t->seed, dr.stream, off};
-        }
+    } else if (dr.keep) {
+        out = tape_tensor(t, 4, shape, "attn_probs_dropout");
+        dr.Pd = out->data;
     }
     int32_t *run_off = NULL, *run_start = NULL; /* the runs of c: the forward's score pass and the backward read them */
     if (use_pos) da_runs(t, c_idx, g.Tq, g.Tk, &run_off, &run_start);
-    const size_t sbytes = (size_t)omp_get_max_threads() * da_forward_scratch(&g, v && dr.keep) * sizeof(real);
+    const size_t sbytes = (size_t)omp_get_max_threads() * da_forward_scratch(&g, v && dr.keep, p == &pshape) * sizeof(real);
     real *scratch = sbytes ? tape_scratch(t, sbytes, 0) : NULL;
-    disentangled_attention_forward(p->data, scratch, q->data, k->data, (terms & ATT_P2C) ? qr->data : NULL,
+    disentangled_attention_forward(p == &pshape ? NULL : p->data, scratch, q->data, k->data, (terms & ATT_P2C) ? qr->data : NULL,
                                    (terms & ATT_C2P) ? kr->data : NULL, c_idx, run_off, run_start, qmask, kmask, &g, scale, &dr,
                                    &cx);
     tape_scratch_release(t, scratch, sbytes);
-    Tensor *in[5] = {q, k, (terms & ATT_P2C) ? qr : NULL, (terms & ATT_C2P) ? kr : NULL, v};
     TapeNode *nd = tape_record(t, v ? OP_DISENTANGLED_ATTENTION_CONTEXT : OP_DISENTANGLED_ATTENTION, out, v ? 5 : 4, in);
     if (nd) {
         DASaved *sv = arena_alloc(&t->arena, sizeof *sv);

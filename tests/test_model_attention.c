@@ -503,6 +503,42 @@ static void fused_context_equals_two_ops(void **state) {
     for (int i = 0; i < 5; i++) gradcheck_leaf_free(x[i]);
 }
 
+/* A forward that records nothing (a no-grad scope, no dropout: inference) keeps no [B, A, Tq, Tk] P: the
+ * same context bit for bit as the recorded op, for every term subset on 2 and 3 threads, with less than
+ * P's bytes of the arena taken (the recorded op takes more than P's). */
+static void context_without_record_keeps_no_p(void **state) {
+    (void)state;
+    enum { BB = 12, AA = 2, TT = 40, DD = 8, RR = 31, HH = AA * DD };
+    const int s3[3] = {BB, TT, HH}, st[3] = {AA, RR, DD};
+    Tensor *x[5] = {gradcheck_leaf(3, s3, 1, "q"), gradcheck_leaf(3, s3, 1, "k"), gradcheck_leaf(3, st, 1, "qr"),
+                    gradcheck_leaf(3, st, 1, "kr"), gradcheck_leaf(3, s3, 1, "v")};
+    for (int i = 0; i < 5; i++) gradcheck_fill_uniform(x[i], 90 + i, -1, 1);
+    static int32_t c[TT * TT], m[BB * TT];
+    schedule_inputs(c, m, BB, TT, RR);
+    const size_t pbytes = (size_t)BB * AA * TT * TT * sizeof(real);
+    const int nt0 = omp_get_max_threads();
+    for (int terms = 1; terms <= 7; terms++)
+        for (int th = 2; th <= 3; th++) {
+            omp_set_num_threads(th);
+            tape_reset(&T);
+            const size_t a0 = T.arena.used + T.arena.overflow_used;
+            Tensor *o1 = op_disentangled_attention_context(&T, x[0], x[1], x[4], AA, x[2], x[3], c, terms, (real)0.2, m, m, 0);
+            const size_t a1 = T.arena.used + T.arena.overflow_used;
+            tape_nograd_begin(&T);
+            Tensor *o2 = op_disentangled_attention_context(&T, x[0], x[1], x[4], AA, x[2], x[3], c, terms, (real)0.2, m, m, 0);
+            tape_nograd_end(&T);
+            const size_t a2 = T.arena.used + T.arena.overflow_used;
+            assert_true(o1->requires_grad && !o2->requires_grad);
+            assert_int_equal(memcmp(o1->data, o2->data, (size_t)o1->n * sizeof(real)), 0);
+            if (!(a1 - a0 > pbytes && a2 - a1 < pbytes))
+                fail_msg("terms %d, %d threads: arena taken %zu recorded, %zu not recorded; P is %zu bytes", terms, th, a1 - a0,
+                         a2 - a1, pbytes);
+        }
+    omp_set_num_threads(nt0);
+    tape_reset(&T);
+    for (int i = 0; i < 5; i++) gradcheck_leaf_free(x[i]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fused_matches_formula),
@@ -512,6 +548,7 @@ int main(void) {
         cmocka_unit_test(backward_schedules_bitwise_equal),
         cmocka_unit_test(interleaved_heads_equal_split_heads),
         cmocka_unit_test(fused_context_equals_two_ops),
+        cmocka_unit_test(context_without_record_keeps_no_p),
         cmocka_unit_test(attention_memory_bound),
         cmocka_unit_test(attention_stats_by_hand),
     };

@@ -26,6 +26,7 @@
 #include "data/tokfile.h"
 #include "train/checkpoint.h"
 #include "train/finetune.h"
+#include "train/memory.h"
 #include "train/metrics.h"
 #include "train/step.h"
 #include "train/task_eval.h"
@@ -158,8 +159,10 @@ int cmd_predict(int argc, char **argv) {
     checkpoint_state_free(&st);
     if (checkpoint_load(ckpt, &m.ps, NULL, &st, err, sizeof err)) fatal("%s", err);
     checkpoint_state_free(&st);
+    /* the arena reserved at the training step's estimated peak (an upper bound of a forward's; pages are
+     * touched only as used), so the first batch does not overflow it and the second map it again */
     Tape t;
-    tape_init(&t, (size_t)64 << 20);
+    tape_init(&t, (size_t)MAX((double)(64 << 20), memory_arena_elements(&cfg, B) * sizeof(real)));
     const double t0 = now_seconds();
     TaskPreds p;
     task_eval_run(&m.enc, &m.head, &t, &ts, B, &p);
