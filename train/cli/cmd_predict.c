@@ -159,10 +159,14 @@ int cmd_predict(int argc, char **argv) {
     checkpoint_state_free(&st);
     if (checkpoint_load(ckpt, &m.ps, NULL, &st, err, sizeof err)) fatal("%s", err);
     checkpoint_state_free(&st);
-    /* the arena reserved at the training step's estimated peak (an upper bound of a forward's; pages are
-     * touched only as used), so the first batch does not overflow it and the second map it again */
+    /* the arena reserved at the pretraining step's estimate for the task's sequence length and no generator
+     * (an upper bound of a forward's peak; pages are touched only as used), so that the first batch does
+     * not overflow it and the second map it again */
+    ModelConfig fwd = cfg;
+    fwd.max_seq_len = ts.T;
+    fwd.gen_num_hidden_layers = 0;
     Tape t;
-    tape_init(&t, (size_t)MAX((double)(64 << 20), memory_arena_elements(&cfg, B) * sizeof(real)));
+    tape_init(&t, (size_t)MAX((double)(64 << 20), memory_arena_elements(&fwd, B) * sizeof(real)));
     const double t0 = now_seconds();
     TaskPreds p;
     task_eval_run(&m.enc, &m.head, &t, &ts, B, &p);
