@@ -2,6 +2,7 @@
  * count without building equals the built model's, the arena formula bounds the measured arena peak
  * of a real step from above by at most 2x at three shapes (it prints each ratio; the double build
  * doubles the activations but not the byte masks and indices, so its ratio is a little higher),
+ * deberta predict's reservation holds a whole forward of every task head (the arena never overflows),
  * and memory_check refuses with one line. */
 #include "tests/testutil.h"
 #include <omp.h>
@@ -12,7 +13,9 @@
 #include "autograd/base/util.h"
 #include "data/loader.h"
 #include "model/electra.h"
+#include "train/finetune.h"
 #include "train/memory.h"
+#include "train/task_eval.h"
 #include "train/optim.h"
 #include "train/step.h"
 
@@ -110,6 +113,67 @@ static void arena_formula_bounds_the_measured_peak(void **state) {
     }
 }
 
+/* deberta predict reserves memory_forward_arena_bytes(cfg, T, B) and runs task_eval_run over the examples:
+ * at the tiny preset (where the reservation lies above its 64 MiB floor) and two sequence lengths, for
+ * each head, no batch takes more than the reservation (the arena's peak, overflow blocks included). */
+static void predict_reservation_holds_a_forward(void **state) {
+    (void)state;
+    static const int shapes[2][2] = {{128, 32}, {256, 16}}; /* T, B */
+    static const HeadKind kinds[3] = {HEAD_SEQUENCE, HEAD_TOKEN, HEAD_REGRESSION};
+    omp_set_num_threads(2);
+    for (int k = 0; k < 2; k++) {
+        const int T = shapes[k][0], B = shapes[k][1], N = B + 3; /* a full batch, then a partial one */
+        ModelConfig c;
+        config_defaults(&c);
+        config_preset(&c, "tiny");
+        c.max_seq_len = 32; /* the pretraining's length, shorter than the task's: the reservation must follow T */
+        char err[256];
+        if (config_validate(&c, err, sizeof err)) fail_msg("%s", err);
+        int32_t *ids = xmalloc((size_t)N * T * sizeof(int32_t)), *lab = xmalloc((size_t)N * T * sizeof(int32_t));
+        float *target = xmalloc((size_t)N * sizeof(float));
+        for (int n = 0; n < N; n++) {
+            const int len = T - (n % 5) * (T / 8); /* some padding */
+            for (int i = 0; i < T; i++) {
+                ids[(long)n * T + i] = i == 0 ? c.cls_id : i == len - 1 ? c.sep_id : i < len ? 5 + (n * 31 + i * 7) % (c.vocab_size - 5) : c.pad_id;
+                lab[(long)n * T + i] = i > 0 && i < len - 1 ? (n + i) % 3 : HEAD_IGNORE;
+            }
+            target[n] = (float)n / N;
+        }
+        for (int h = 0; h < 3; h++) {
+            FtModel m;
+            ft_model_build(&m, &c, kinds[h], kinds[h] == HEAD_REGRESSION ? 1 : 3, 0, 7);
+            TaskSet ts = {0};
+            ts.kind = kinds[h] == HEAD_TOKEN ? TASK_TAGGING : kinds[h] == HEAD_REGRESSION ? TASK_REGRESSION : TASK_CLASSIFICATION;
+            ts.T = T;
+            ts.N = N;
+            ts.n_labels = m.head.n_labels;
+            ts.pad_id = c.pad_id;
+            ts.ids = ids;
+            int32_t *seq_lab = xmalloc((size_t)N * sizeof(int32_t));
+            for (int n = 0; n < N; n++) seq_lab[n] = n % 3;
+            ts.labels = kinds[h] == HEAD_TOKEN ? lab : seq_lab;
+            ts.targets = target;
+            const double reserve = memory_forward_arena_bytes(&c, T, B);
+            if (!(reserve > (double)(64 << 20))) fail_msg("T=%d B=%d: the reservation %.0f is at its floor; the check would prove nothing", T, B, reserve);
+            Tape t;
+            tape_init(&t, (size_t)reserve);
+            TaskPreds p;
+            task_eval_run(&m.enc, &m.head, &t, &ts, B, &p);
+            const double peak = (double)t.arena.peak;
+            fprintf(stderr, "  tiny, T=%d B=%d, head %d: forward peak %.1f MB, reserved %.1f MB (x%.2f)\n", T, B, (int)kinds[h], peak / 1e6,
+                    reserve / 1e6, reserve / peak);
+            if (!(peak > 0 && peak <= reserve)) fail_msg("T=%d B=%d head %d: the forward took %.0f bytes, more than the %.0f reserved", T, B, (int)kinds[h], peak, reserve);
+            task_preds_free(&p);
+            tape_free(&t);
+            free(seq_lab);
+            ft_model_free(&m);
+        }
+        free(ids);
+        free(lab);
+        free(target);
+    }
+}
+
 static void check_refuses_with_one_line(void **state) {
     ModelConfig c;
     shape_config(&c, 32, 16, 64, 2, 300, 2);
@@ -133,6 +197,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(param_count_without_building),
         cmocka_unit_test(arena_formula_bounds_the_measured_peak),
+        cmocka_unit_test(predict_reservation_holds_a_forward),
         cmocka_unit_test(check_refuses_with_one_line),
     };
     return cmocka_run_group_tests_name("memory", tests, NULL, NULL);

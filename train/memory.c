@@ -24,6 +24,13 @@ double memory_arena_elements(const ModelConfig *c, int B) {
     return N * (Lt * (2 * W + 4.0 * c->intermediate_size + A * T + A * 2 * S) + 0.6 * c->vocab_size + 60 * W);
 }
 
+double memory_forward_arena_bytes(const ModelConfig *c, int T, int B) {
+    ModelConfig fwd = *c;
+    fwd.max_seq_len = T;
+    fwd.gen_num_hidden_layers = 0; /* the formula's layer count: the discriminator's alone */
+    return MAX((double)(64 << 20), memory_arena_elements(&fwd, B) * sizeof(real));
+}
+
 void memory_estimate(const ModelConfig *c, int B, MemEstimate *e) {
     memset(e, 0, sizeof *e);
     e->param_elements = electra_param_slots(c);

@@ -15,6 +15,10 @@ typedef struct MemEstimate {
 /* Floats per step of the arena peak for micro-batches of B sequences of cfg->max_seq_len tokens
  * (the formula of memory.c; calibrated against measured arena peaks: tests/test_memory.c). */
 double memory_arena_elements(const ModelConfig *cfg, int B);
+/* Bytes of the arena that a forward of the encoder and a task head (deberta predict; nothing recorded)
+ * reserves for micro-batches of B sequences of T tokens: the formula above at T with no generator
+ * layers, an upper bound of the forward's peak (tests/test_memory.c), and at least 64 MiB. */
+double memory_forward_arena_bytes(const ModelConfig *cfg, int T, int B);
 void memory_estimate(const ModelConfig *cfg, int B, MemEstimate *e);
 /* MemAvailable of /proc/meminfo in bytes, or -1 when unknown. */
 double memory_available_bytes(void);

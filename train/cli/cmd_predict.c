@@ -159,14 +159,10 @@ int cmd_predict(int argc, char **argv) {
     checkpoint_state_free(&st);
     if (checkpoint_load(ckpt, &m.ps, NULL, &st, err, sizeof err)) fatal("%s", err);
     checkpoint_state_free(&st);
-    /* the arena reserved at the pretraining step's estimate for the task's sequence length and no generator
-     * (an upper bound of a forward's peak; pages are touched only as used), so that the first batch does
-     * not overflow it and the second map it again */
-    ModelConfig fwd = cfg;
-    fwd.max_seq_len = ts.T;
-    fwd.gen_num_hidden_layers = 0;
+    /* the arena reserved at an upper bound of the forward's peak (pages are touched only as used), so that
+     * the first batch does not overflow it and the second map it again */
     Tape t;
-    tape_init(&t, (size_t)MAX((double)(64 << 20), memory_arena_elements(&fwd, B) * sizeof(real)));
+    tape_init(&t, (size_t)memory_forward_arena_bytes(&cfg, ts.T, B));
     const double t0 = now_seconds();
     TaskPreds p;
     task_eval_run(&m.enc, &m.head, &t, &ts, B, &p);
