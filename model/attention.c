@@ -93,8 +93,9 @@ static Tensor *attention_probs(Tape *t, const ModelConfig *cfg, const AttentionP
                                const RelContext *rc, int unfused) {
     Tensor *qr, *kr;
     rel_tables(t, cfg, p, rc, &qr, &kr);
-    if (unfused) return attention_probs_unfused(t, q, k, qr, kr, rc->c, cfg->att_terms, att_scale(cfg), rc->mask, rc->mask);
-    return op_disentangled_attention_probs(t, q, k, qr, kr, rc->c, cfg->att_terms, att_scale(cfg), rc->mask, rc->mask);
+    const int32_t *qmask = rc->qmask ? rc->qmask : rc->mask;
+    if (unfused) return attention_probs_unfused(t, q, k, qr, kr, rc->c, cfg->att_terms, att_scale(cfg), qmask, rc->mask);
+    return op_disentangled_attention_probs(t, q, k, qr, kr, rc->c, cfg->att_terms, att_scale(cfg), qmask, rc->mask);
 }
 
 Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *qin, Tensor *kv, const RelContext *rc) {
@@ -109,7 +110,7 @@ Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams
          * split into [B, A, T, D] copies, P itself, its dropout, P·V and the merge as separate ops */
         Tensor *q4 = op_split_heads(t, q, A), *k4 = op_split_heads(t, k, A), *v4 = op_split_heads(t, v, A);
         Tensor *probs = attention_probs(t, cfg, p, q4, k4, rc, g_attention_unfused);
-        if (g_attention_stats) attention_stats_add(g_attention_stats, probs, rc->mask);
+        if (g_attention_stats && !rc->qmask) attention_stats_add(g_attention_stats, probs, rc->mask);
         probs = op_dropout_batch(t, probs, (real)cfg->attention_probs_dropout_prob);
         ctx = op_merge_heads(t, op_matmul(t, probs, v4, 0, 0));
     } else {
@@ -117,7 +118,7 @@ Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams
          * [B, T, A·D] layout in place */
         Tensor *qr, *kr;
         rel_tables(t, cfg, p, rc, &qr, &kr);
-        ctx = op_disentangled_attention_context(t, q, k, v, A, qr, kr, rc->c, cfg->att_terms, att_scale(cfg), rc->mask, rc->mask,
+        ctx = op_disentangled_attention_context(t, q, k, v, A, qr, kr, rc->c, cfg->att_terms, att_scale(cfg), rc->qmask ? rc->qmask : rc->mask, rc->mask,
                                                 (real)cfg->attention_probs_dropout_prob);
     }
     Tensor *o = op_linear(t, ctx, p->wo, p->bo);                     /* [B, T, H] */

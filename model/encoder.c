@@ -87,6 +87,14 @@ static Tensor *embeddings_forward(Tape *t, const Encoder *e, Tensor *table, Tens
     return op_dropout_batch(t, x, (real)c->hidden_dropout_prob);
 }
 
+/* The embeddings, the shared relative-position context and out->layers (all NULL yet). */
+static void encoder_inputs(Tape *t, const Encoder *e, Tensor *word_table, Tensor *input_pos_table, const int32_t *ids,
+                           const int32_t *mask, int B, int T, EncoderOut *out) {
+    out->emb = embeddings_forward(t, e, word_table ? word_table : e->word, input_pos_table, ids, mask, B, T);
+    relctx_build(t, &out->rel, &e->cfg, e->rel, e->rel_ln_g, e->rel_ln_b, mask, B, T);
+    out->layers = arena_calloc(&t->arena, (size_t)(e->n_layers > 0 ? e->n_layers : 1) * sizeof(Tensor *));
+}
+
 Tensor *encoder_forward(Tape *t, const Encoder *e, Tensor *word_table, const int32_t *ids, const int32_t *mask, int B, int T,
                         EncoderOut *out) {
     return encoder_forward_pos(t, e, word_table, NULL, ids, mask, B, T, out);
@@ -106,9 +114,7 @@ Tensor *encoder_forward_first(Tape *t, const Encoder *e, Tensor *word_table, Ten
         fatal("encoder %s: sequence length %d exceeds max_position_embeddings %d", e->prefix, T, c->max_position_embeddings);
     EncoderOut local;
     if (!out) out = &local;
-    out->emb = embeddings_forward(t, e, word_table ? word_table : e->word, input_pos_table, ids, mask, B, T);
-    relctx_build(t, &out->rel, c, e->rel, e->rel_ln_g, e->rel_ln_b, mask, B, T);
-    out->layers = arena_calloc(&t->arena, (size_t)(e->n_layers > 0 ? e->n_layers : 1) * sizeof(Tensor *));
+    encoder_inputs(t, e, word_table, input_pos_table, ids, mask, B, T, out);
     Tensor *x = out->emb;
     uint32_t draws = 0; /* random ops of one layer (every layer has the same ops) */
     for (int l = 0; l < n_run; l++) {
@@ -119,6 +125,26 @@ Tensor *encoder_forward_first(Tape *t, const Encoder *e, Tensor *word_table, Ten
     }
     t->n_random += draws * (uint32_t)(e->n_layers - n_run);
     return x;
+}
+
+Tensor *encoder_forward_cls(Tape *t, const Encoder *e, const int32_t *ids, const int32_t *mask, int B, int T) {
+    const int L = e->n_layers, H = e->cfg.hidden_size;
+    if (L < 1) fatal("encoder %s: no layer to run", e->prefix);
+    if (T > e->cfg.max_position_embeddings)
+        fatal("encoder %s: sequence length %d exceeds max_position_embeddings %d", e->prefix, T, e->cfg.max_position_embeddings);
+    EncoderOut out;
+    Tensor *x;
+    if (L > 1) x = encoder_forward_first(t, e, NULL, NULL, ids, mask, B, T, L - 1, &out);
+    else encoder_inputs(t, e, NULL, NULL, ids, mask, B, T, &out), x = out.emb;
+    /* the last layer's queries: position 0 of each sequence ([B, 1, H]), with their own mask; c's first
+     * row holds c(0, j) */
+    int32_t *first = arena_alloc(&t->arena, (size_t)B * sizeof(int32_t)), *qmask = arena_alloc(&t->arena, (size_t)B * sizeof(int32_t));
+    for (int b = 0; b < B; b++) first[b] = b * T, qmask[b] = out.rel.mask[(long)b * T];
+    const int s2[2] = {B * T, H}, s3[3] = {B, 1, H};
+    Tensor *q0 = op_reshape(t, op_index_select(t, op_reshape(t, x, 2, s2), first, B), 3, s3);
+    RelContext rc = out.rel;
+    rc.qmask = qmask;
+    return layer_forward(t, &e->cfg, &e->layers[L - 1], q0, x, &rc);
 }
 
 Tensor *encoder_positions(Tape *t, const Encoder *e, Tensor *pos_table, const int32_t *pos_ids, int B, int T) {

@@ -72,6 +72,13 @@ Tensor *encoder_forward_pos(Tape *t, const Encoder *e, Tensor *word_table, Tenso
 Tensor *encoder_forward_first(Tape *t, const Encoder *e, Tensor *word_table, Tensor *input_pos_table, const int32_t *ids,
                               const int32_t *mask, int B, int T, int n_run, EncoderOut *out);
 
+/* The last layer's output at position 0 ([CLS]) alone, [B, 1, H]: what a head that reads only [CLS] needs
+ * (deberta predict and evaluation of sequence tasks; nothing else). Every layer but the last runs on all
+ * positions; the last computes its keys and values on all positions and its query, attention, output and
+ * FFN for position 0 only. The values are encoder_forward's row 0 up to the products' summation order
+ * (tests/test_model_encoder.c). */
+Tensor *encoder_forward_cls(Tape *t, const Encoder *e, const int32_t *ids, const int32_t *mask, int B, int T);
+
 /* One post-LN layer: qin, kv [B, T, H] -> [B, T, H] (the EMD calls it with qin != kv). */
 Tensor *layer_forward(Tape *t, const ModelConfig *cfg, const LayerParams *p, Tensor *qin, Tensor *kv, const RelContext *rc);
 

@@ -1,6 +1,7 @@
 /* test_model_encoder.c — parameter names and shapes (spec §7.1) under a prefix, initialisation (§4.8),
  * embeddings (padded positions zero), an externally supplied word table, the raw position rows,
- * layer outputs and the EMD-style layer call, and the whole-model gradient checks
+ * layer outputs and the EMD-style layer call, the [CLS]-only forward (encoder_forward_cls) against the
+ * full forward's row 0, and the whole-model gradient checks
  * (model/gradcheck_model.c; the double build is the real check, ≤ 1e-7). */
 #include "tests/testutil.h"
 #include <stdio.h>
@@ -140,6 +141,62 @@ static void forward_properties(void **state) {
     params_free(&ps);
 }
 
+/* encoder_forward_cls is encoder_forward's position 0, for 1-3 layers, every term subset, padded sequences,
+ * the fused and the unfused attention, with nothing recorded (as predict runs it) and recorded */
+static void cls_forward_is_row_zero(void **state) {
+    static const int term_sets[5] = {ATT_C2C | ATT_C2P | ATT_P2C, ATT_C2C, ATT_C2P, ATT_P2C, ATT_C2P | ATT_P2C};
+    const double tol = sizeof(real) == 4 ? 2e-5 : 1e-12;
+    for (int layers = 1; layers <= 3; layers++)
+        for (int k = 0; k < 5; k++)
+            for (int unfused = 0; unfused <= 1; unfused++)
+                for (int nograd = 0; nograd <= 1; nograd++) {
+                    ModelConfig cfg;
+                    ParamSet ps;
+                    Encoder e;
+                    char err[256];
+                    config_preset(&cfg, "test");
+                    cfg.att_terms = term_sets[k];
+                    cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = 0;
+                    if (config_validate(&cfg, err, sizeof err)) fail_msg("%s", err);
+                    params_init(&ps);
+                    encoder_register(&e, &ps, &cfg, layers, "deberta.", 0);
+                    params_finalize(&ps);
+                    model_init_params(&ps, cfg.initializer_range, 42 + (uint64_t)k);
+                    model_perturb_params(&ps, 5 + k);
+                    enum { B = 3, TL = 24 };
+                    int32_t ids[B * TL], mask[B * TL];
+                    for (int i = 0; i < B * TL; i++) {
+                        const int b = i / TL, j = i % TL;
+                        mask[i] = j < TL - 7 * b; /* 24, 17 and 10 tokens */
+                        ids[i] = mask[i] ? (j == 0 ? cfg.cls_id : 5 + (11 * i + 3 * layers) % (cfg.vocab_size - 5)) : cfg.pad_id;
+                    }
+                    g_attention_unfused = unfused;
+                    tape_reset(&T);
+                    if (nograd) tape_nograd_begin(&T);
+                    Tensor *full = encoder_forward(&T, &e, NULL, ids, mask, B, TL, NULL);
+                    Tensor *cls = encoder_forward_cls(&T, &e, ids, mask, B, TL);
+                    if (nograd) tape_nograd_end(&T);
+                    g_attention_unfused = 0;
+                    const int H = cfg.hidden_size;
+                    assert_int_equal(cls->ndim, 3);
+                    assert_int_equal(cls->shape[0], B);
+                    assert_int_equal(cls->shape[1], 1);
+                    assert_int_equal(cls->shape[2], H);
+                    double worst = 0;
+                    for (int b = 0; b < B; b++)
+                        for (int h = 0; h < H; h++) {
+                            const double want = full->data[(long)b * TL * H + h], got = cls->data[(long)b * H + h];
+                            const double d = fabs(got - want) / (1 + fabs(want));
+                            if (!(d <= tol)) fail_msg("layers %d, terms %d, unfused %d, nograd %d: [CLS] of sequence %d, unit %d is %.9g, the full forward's %.9g",
+                                                      layers, term_sets[k], unfused, nograd, b, h, got, want);
+                            if (d > worst) worst = d;
+                        }
+                    if (layers == 3 && !unfused && nograd) print_message("terms %d: largest difference %.2e\n", term_sets[k], worst);
+                    encoder_free(&e);
+                    params_free(&ps);
+                }
+}
+
 static void model_gradchecks(void **state) {
     Tape t;
     tape_init(&t, 1 << 20);
@@ -157,6 +214,7 @@ int main(void) {
         cmocka_unit_test(names_and_shapes),
         cmocka_unit_test(initialisation),
         cmocka_unit_test(forward_properties),
+        cmocka_unit_test(cls_forward_is_row_zero),
         cmocka_unit_test(model_gradchecks),
     };
     return cmocka_run_group_tests_name("model_encoder", tests, setup, teardown);

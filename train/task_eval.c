@@ -40,9 +40,10 @@ void task_eval_run(Encoder *enc, TaskHead *head, Tape *t, const TaskSet *ts, int
         for (long i = 0; i < (long)nb * T; i++) mask[i] = ids[i] != ts->pad_id;
         tape_reset(t);
         tape_nograd_begin(t);
-        Tensor *h = encoder_forward(t, enc, NULL, ids, mask, nb, T, NULL);
+        /* a sequence head reads [CLS] alone, so the last layer runs only there (encoder_forward_cls) */
+        Tensor *h = tag ? encoder_forward(t, enc, NULL, ids, mask, nb, T, NULL) : encoder_forward_cls(t, enc, ids, mask, nb, T);
         TaskHeadOut o;
-        task_head_forward(t, head, h, nb, T, NULL, &o);
+        task_head_forward(t, head, h, nb, tag ? T : 1, NULL, &o);
         tape_nograd_end(t);
         for (int b = 0; b < nb; b++) {
             const int64_t e = s + b;
