@@ -45,7 +45,7 @@ void relctx_build(Tape *t, RelContext *rc, const ModelConfig *cfg, Tensor *rel_w
     rc->terms = cfg->att_terms;
     int32_t *m = arena_alloc(&t->arena, (size_t)B * T * sizeof(int32_t));
     for (long i = 0; i < (long)B * T; i++) m[i] = mask ? (mask[i] != 0) : 1;
-    rc->mask = m;
+    rc->mask = rc->qmask = m;
     if (!(cfg->att_terms & (ATT_C2P | ATT_P2C))) return;
     const int S = config_att_span(cfg), R = 2 * S;
     if (rel_w->ndim != 2 || rel_w->shape[0] != R || rel_w->shape[1] != cfg->hidden_size)
@@ -93,9 +93,8 @@ static Tensor *attention_probs(Tape *t, const ModelConfig *cfg, const AttentionP
                                const RelContext *rc, int unfused) {
     Tensor *qr, *kr;
     rel_tables(t, cfg, p, rc, &qr, &kr);
-    const int32_t *qmask = rc->qmask ? rc->qmask : rc->mask;
-    if (unfused) return attention_probs_unfused(t, q, k, qr, kr, rc->c, cfg->att_terms, att_scale(cfg), qmask, rc->mask);
-    return op_disentangled_attention_probs(t, q, k, qr, kr, rc->c, cfg->att_terms, att_scale(cfg), qmask, rc->mask);
+    if (unfused) return attention_probs_unfused(t, q, k, qr, kr, rc->c, cfg->att_terms, att_scale(cfg), rc->qmask, rc->mask);
+    return op_disentangled_attention_probs(t, q, k, qr, kr, rc->c, cfg->att_terms, att_scale(cfg), rc->qmask, rc->mask);
 }
 
 Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *qin, Tensor *kv, const RelContext *rc) {
@@ -110,7 +109,7 @@ Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams
          * split into [B, A, T, D] copies, P itself, its dropout, P·V and the merge as separate ops */
         Tensor *q4 = op_split_heads(t, q, A), *k4 = op_split_heads(t, k, A), *v4 = op_split_heads(t, v, A);
         Tensor *probs = attention_probs(t, cfg, p, q4, k4, rc, g_attention_unfused);
-        if (g_attention_stats && !rc->qmask) attention_stats_add(g_attention_stats, probs, rc->mask);
+        if (g_attention_stats && rc->qmask == rc->mask) attention_stats_add(g_attention_stats, probs, rc->mask);
         probs = op_dropout_batch(t, probs, (real)cfg->attention_probs_dropout_prob);
         ctx = op_merge_heads(t, op_matmul(t, probs, v4, 0, 0));
     } else {
@@ -118,7 +117,7 @@ Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams
          * [B, T, A·D] layout in place */
         Tensor *qr, *kr;
         rel_tables(t, cfg, p, rc, &qr, &kr);
-        ctx = op_disentangled_attention_context(t, q, k, v, A, qr, kr, rc->c, cfg->att_terms, att_scale(cfg), rc->qmask ? rc->qmask : rc->mask, rc->mask,
+        ctx = op_disentangled_attention_context(t, q, k, v, A, qr, kr, rc->c, cfg->att_terms, att_scale(cfg), rc->qmask, rc->mask,
                                                 (real)cfg->attention_probs_dropout_prob);
     }
     Tensor *o = op_linear(t, ctx, p->wo, p->bo);                     /* [B, T, H] */

@@ -32,8 +32,8 @@ typedef struct AttentionParams {
 typedef struct RelContext {
     int B, T;
     const int32_t *mask;  /* [B·T] 0/1 (arena copy) */
-    const int32_t *qmask; /* [B·Tq] 0/1 of the queries when they are not the T positions (a query input of
-                           * Tq < T rows: position i < Tq of each sequence, c's first Tq rows); NULL = mask */
+    const int32_t *qmask; /* [B·Tq] 0/1 of the queries: mask itself, or for a query input of Tq < T rows
+                           * (position i < Tq of each sequence, c's first Tq rows) their own */
     int terms;            /* ATT_* */
     int32_t *c;           /* [T·T] c(i,j) − r0: row of `rel`; NULL without position terms */
     int r0, n_rows;       /* reachable table rows r0 .. r0 + n_rows − 1 */

@@ -90,6 +90,8 @@ static Tensor *embeddings_forward(Tape *t, const Encoder *e, Tensor *table, Tens
 /* The embeddings, the shared relative-position context and out->layers (all NULL yet). */
 static void encoder_inputs(Tape *t, const Encoder *e, Tensor *word_table, Tensor *input_pos_table, const int32_t *ids,
                            const int32_t *mask, int B, int T, EncoderOut *out) {
+    if (T > e->cfg.max_position_embeddings)
+        fatal("encoder %s: sequence length %d exceeds max_position_embeddings %d", e->prefix, T, e->cfg.max_position_embeddings);
     out->emb = embeddings_forward(t, e, word_table ? word_table : e->word, input_pos_table, ids, mask, B, T);
     relctx_build(t, &out->rel, &e->cfg, e->rel, e->rel_ln_g, e->rel_ln_b, mask, B, T);
     out->layers = arena_calloc(&t->arena, (size_t)(e->n_layers > 0 ? e->n_layers : 1) * sizeof(Tensor *));
@@ -110,8 +112,6 @@ Tensor *encoder_forward_first(Tape *t, const Encoder *e, Tensor *word_table, Ten
     const ModelConfig *c = &e->cfg;
     if (n_run > e->n_layers || (n_run < 1 && e->n_layers > 0))
         fatal("encoder %s: %d of its %d layers asked for", e->prefix, n_run, e->n_layers);
-    if (T > c->max_position_embeddings)
-        fatal("encoder %s: sequence length %d exceeds max_position_embeddings %d", e->prefix, T, c->max_position_embeddings);
     EncoderOut local;
     if (!out) out = &local;
     encoder_inputs(t, e, word_table, input_pos_table, ids, mask, B, T, out);
@@ -130,8 +130,6 @@ Tensor *encoder_forward_first(Tape *t, const Encoder *e, Tensor *word_table, Ten
 Tensor *encoder_forward_cls(Tape *t, const Encoder *e, const int32_t *ids, const int32_t *mask, int B, int T) {
     const int L = e->n_layers, H = e->cfg.hidden_size;
     if (L < 1) fatal("encoder %s: no layer to run", e->prefix);
-    if (T > e->cfg.max_position_embeddings)
-        fatal("encoder %s: sequence length %d exceeds max_position_embeddings %d", e->prefix, T, e->cfg.max_position_embeddings);
     EncoderOut out;
     Tensor *x;
     if (L > 1) x = encoder_forward_first(t, e, NULL, NULL, ids, mask, B, T, L - 1, &out);

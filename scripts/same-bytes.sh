@@ -6,7 +6,8 @@
 #
 # Usage:  sh scripts/same-bytes.sh BEFORE/deberta AFTER/deberta [CORPUS]
 #   CORPUS: scripts/fetch-corpus.sh's folder (brown.txt, nlp-corpus.txt, brown-tagged/)  [data/corpus]
-# Prints one line per output file (same / DIFFERS); exit 0 when every file is the same, 1 otherwise.
+# Prints one line per output file (same / DIFFERS); exit 0 when every file is the same, 1 otherwise,
+# 2 when a command failed under either build.
 set -u
 A=$1 B=$2 C=${3:-data/corpus}
 PY=/usr/bin/python3
@@ -49,6 +50,11 @@ with h5py.File(sys.argv[1], "w") as f:
 EOF
 run "$W/a" "$A"
 run "$W/b" "$B"
+# a command that failed under either build makes the comparison meaningless (both may fail alike)
+for side in a b; do
+    grep -qx 'rc 0' "$W/$side/console.txt" || { echo "error: a command failed with the $([ $side = a ] && echo first || echo second) build:" >&2;
+        grep '^error' "$W/$side/console.txt" | head -3 >&2; exit 2; }
+done
 
 # timing fields, the binary's path and its version line (it names the commit) are not the output
 clean() {
