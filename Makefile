@@ -23,10 +23,16 @@ BLASINC := /usr/include/x86_64-linux-gnu/openblas-openmp
 HDF5_CFLAGS := $(shell pkg-config --cflags hdf5-serial 2>/dev/null || pkg-config --cflags hdf5 2>/dev/null)
 HDF5_LIBS   := $(shell pkg-config --libs hdf5-serial 2>/dev/null || pkg-config --libs hdf5 2>/dev/null)
 
+# oneDNN (libdnnl-dev, scripts/install-deps.sh): its matmul primitive is gemm's product on CPUs with
+# AVX-512, where it measured faster than OpenBLAS and the own kernel (autograd/gemm_dnnl.c,
+# docs/PERFORMANCE.md "Gemm libraries").  A machine without the header builds without it.
+DNNL_FLAGS := $(if $(wildcard /usr/include/dnnl.h),-DHAVE_DNNL)
+DNNL_LIBS  := $(if $(DNNL_FLAGS),-ldnnl)
+
 OPT     ?= -O3 -march=native
 CFLAGS  += $(OPT) -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp \
-           -I. -I$(BLASINC) $(HDF5_CFLAGS) $(PFLAGS) $(MPIFLAGS) $(EXTRA_CFLAGS)
-LDLIBS  += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas $(HDF5_LIBS) -ljansson -lcsv -lm -fopenmp $(EXTRA_LDFLAGS)
+           -I. -I$(BLASINC) $(HDF5_CFLAGS) $(PFLAGS) $(MPIFLAGS) $(DNNL_FLAGS) $(EXTRA_CFLAGS)
+LDLIBS  += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas $(DNNL_LIBS) $(HDF5_LIBS) -ljansson -lcsv -lm -fopenmp $(EXTRA_LDFLAGS)
 
 # The library (build/libdeberta.a): autograd/ (the engine, its base/ and gradcheck/ rooms), model/, data/,
 # the training library train/*.c and the Hugging Face interop room train/interop/ (safetensors,

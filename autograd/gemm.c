@@ -1,21 +1,64 @@
 /* gemm.c — one product split by blocks of C across the OpenMP threads (gemm.h). */
 #include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 #include "autograd/gemm.h"
+#include "autograd/gemm_dnnl.h"
 #include "autograd/sgemm_avx512.h"
+#include "autograd/base/util.h"
 
 enum {
     GEMM_ROW_ALIGN = 32,          /* block edges on a multiple of the BLAS kernels' unroll */
     GEMM_MIN_ROWS = 64,           /* fewest rows (or columns) a thread's block may have */
 };
-static const double GEMM_MIN_WORK = 1 << 21; /* M·N·K below this: one call, the split does not pay */
+/* M·N·K below this: one call, the split does not pay; and BLAS, not oneDNN, whose every call allocates
+ * its bookkeeping (~10 small mallocs) and costs more than it saves on a small product */
+static const double GEMM_MIN_WORK = 1 << 21;
+
+/* The single-threaded product every call of this process runs (gemm.h), chosen once. */
+enum { KERNEL_BLAS, KERNEL_OWN, KERNEL_DNNL };
+static int kernel;
+static pthread_once_t kernel_once = PTHREAD_ONCE_INIT;
+
+/* Does the CPU execute the AVX-512 subsets oneDNN's avx512_core kernels and the own kernel use? */
+static int cpu_avx512(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+}
+
+static void kernel_choose(void) {
+    kernel = KERNEL_BLAS;
+    if (REAL_IS_DOUBLE) return;
+    const char *want = getenv("DEBERTA_GEMM");
+    if (want && *want) {
+        if (!strcmp(want, "openblas")) return;
+        if (!strcmp(want, "own") && cpu_avx512()) kernel = KERNEL_OWN;
+        else if (!strcmp(want, "onednn") && gemm_dnnl_available()) kernel = KERNEL_DNNL;
+        else fatal("DEBERTA_GEMM=%s: want openblas, own (AVX-512 CPUs) or onednn (a build with oneDNN)", want);
+    } else if (cpu_avx512() && gemm_dnnl_available()) {
+        kernel = KERNEL_DNNL;
+    } else if (sgemm_avx512_available()) {
+        kernel = KERNEL_OWN;
+    }
+}
+
+static int kernel_get(void) {
+    pthread_once(&kernel_once, kernel_choose);
+    return kernel;
+}
 
 static inline CBLAS_TRANSPOSE tr(int t) { return t ? CblasTrans : CblasNoTrans; }
 
-/* One single-threaded product: the own AVX-512 kernel where it runs (float build), else BLAS. */
-static void gemm1(int own, int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb,
+/* One single-threaded product: oneDNN or the own AVX-512 kernel where chosen (float build), else BLAS. */
+static void gemm1(int kern, int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb,
                   real beta, real *C, int ldc) {
 #if !REAL_IS_DOUBLE
-    if (own && sgemm_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
+    if (kern == KERNEL_DNNL && alpha == 1 && (double)M * N * K >= GEMM_MIN_WORK &&
+        gemm_dnnl(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc))
+        return;
+    if (kern == KERNEL_OWN && sgemm_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
 #endif
     cblas_gemm(CblasRowMajor, tr(ta), tr(tb), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
@@ -34,10 +77,10 @@ int gemm_split(int M, int N, int K, int nt) {
     return N >= GEMM_MIN_ROWS * nt ? GEMM_BY_COLS : GEMM_ONE_CALL;
 }
 
-/* Does this process run the own kernel (float build, chosen once by sgemm_avx512_available)? */
-static int own_kernel(void) { return !REAL_IS_DOUBLE && sgemm_avx512_available(); }
-
-const char *gemm_kernel_name(void) { return own_kernel() ? "own AVX-512" : "OpenBLAS"; }
+const char *gemm_kernel_name(void) {
+    static const char *const name[] = {[KERNEL_BLAS] = "OpenBLAS", [KERNEL_OWN] = "own AVX-512", [KERNEL_DNNL] = "oneDNN"};
+    return name[kernel_get()];
+}
 
 void threads_set(int n) {
     if (n <= 0) return;
@@ -49,9 +92,9 @@ void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int ld
           real *C, int ldc) {
     const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
     const int how = gemm_split(M, N, K, nt);
-    const int own = own_kernel();
+    const int kern = kernel_get();
     if (how == GEMM_ONE_CALL) {
-        gemm1(own, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        gemm1(kern, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
 #pragma omp parallel num_threads(nt)
@@ -60,10 +103,10 @@ void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int ld
         block(how == GEMM_BY_ROWS ? M : N, nt, omp_get_thread_num(), &lo, &hi);
         if (hi > lo) {
             if (how == GEMM_BY_ROWS) /* rows lo..hi of op(A) and of C */
-                gemm1(own, ta, tb, hi - lo, N, K, alpha, ta ? A + lo : A + (long)lo * lda, lda, B, ldb, beta,
+                gemm1(kern, ta, tb, hi - lo, N, K, alpha, ta ? A + lo : A + (long)lo * lda, lda, B, ldb, beta,
                       C + (long)lo * ldc, ldc);
             else /* columns lo..hi of op(B) and of C */
-                gemm1(own, ta, tb, M, hi - lo, K, alpha, A, lda, tb ? B + (long)lo * ldb : B + lo, ldb, beta, C + lo,
+                gemm1(kern, ta, tb, M, hi - lo, K, alpha, A, lda, tb ? B + (long)lo * ldb : B + lo, ldb, beta, C + lo,
                       ldc);
         }
     }

@@ -11,9 +11,12 @@
  * (as the library's own threading does).  Inside a parallel region, with one thread or for a small
  * product it is one single-threaded call.
  *
- * In the float build on a CPU that executes AVX-512 while OpenBLAS runs a kernel set without it, each
- * of those calls runs the project's own kernel (autograd/sgemm_avx512.h) instead of BLAS; its results
- * do not depend on the split at all.
+ * Each single-threaded call runs one product kernel, chosen once per process: in the float build on a
+ * CPU that executes AVX-512 (F, BW, VL) and a build with oneDNN, oneDNN's matmul primitive
+ * (autograd/gemm_dnnl.h; products under 2^21 multiply-adds stay with BLAS); else, where the CPU has
+ * AVX-512F and OpenBLAS runs a kernel set without it, the project's own kernel
+ * (autograd/sgemm_avx512.h), whose results do not depend on the split at all; else OpenBLAS.
+ * DEBERTA_GEMM=openblas|own|onednn overrides the choice (for measurements); any other value is fatal.
  */
 #ifndef DEBERTA_GEMM_H
 #define DEBERTA_GEMM_H
@@ -23,7 +26,7 @@
 enum { GEMM_ONE_CALL, GEMM_BY_ROWS, GEMM_BY_COLS };
 int gemm_split(int M, int N, int K, int nt);
 
-/* "own AVX-512" when gemm runs the own kernel, else "OpenBLAS" (for benchmark and log lines). */
+/* "oneDNN", "own AVX-512" or "OpenBLAS": the kernel this process's gemm runs (benchmark and log lines). */
 const char *gemm_kernel_name(void);
 
 /* The one place a thread count is set: OpenMP's (every parallel loop, gemm's split) and OpenBLAS's.

@@ -47,8 +47,7 @@ static int avail;
 static pthread_once_t avail_once = PTHREAD_ONCE_INIT;
 static void avail_init(void) {
     __builtin_cpu_init();
-    const char *off = getenv("DEBERTA_BLAS_ONLY");
-    avail = __builtin_cpu_supports("avx512f") && !blas_has_avx512() && !(off && *off && *off != '0');
+    avail = __builtin_cpu_supports("avx512f") && !blas_has_avx512();
 }
 
 /* Decided once per process (the first call may come from inside a parallel region). */

@@ -36,18 +36,26 @@ grep -Eq '^data: .*; OpenMP wait (GOMP_SPINCOUNT=10000 \(machine idle at start\)
 grep -q '^data: .*; OpenMP wait OMP_WAIT_POLICY=PASSIVE (from the environment)$' "$W/C.log" \
     || { grep '^data:' "$W/C.log"; fail "run C: the data: line does not name the user's wait policy"; }
 ok "the data: line names the OpenMP wait policy: chosen at start, or the user's"
-grep -Eq '^data: .*; gemm kernel (own AVX-512|OpenBLAS); OpenMP wait ' "$W/A.log" \
+grep -Eq '^data: .*; gemm kernel (oneDNN|own AVX-512|OpenBLAS); OpenMP wait ' "$W/A.log" \
     || { grep '^data:' "$W/A.log"; fail "run A: the data: line does not name the gemm kernel"; }
 ok "the data: line names the gemm kernel"
-# the kernel choice: own AVX-512 exactly when the CPU has avx512f and OpenBLAS's core lacks it; never with DEBERTA_BLAS_ONLY=1
+# the kernel choice (autograd/gemm.c): oneDNN when the build has it and the CPU executes AVX-512 F/BW/VL;
+# else the own kernel when the CPU has avx512f and OpenBLAS's core lacks it; else OpenBLAS.
+# DEBERTA_GEMM=openblas asks for OpenBLAS; an unknown value is one error line.
 line=$($D bench --preset test --steps 1 --warmup 0 --profile 0 --no-sgemm | head -n 1)
 core=${line##*BLAS core }
 want=OpenBLAS
 if grep -qw avx512f /proc/cpuinfo; then case $core in SkylakeX|Cooperlake|SapphireRapids) ;; *) want="own AVX-512" ;; esac; fi
+if grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo \
+    && ldd "$D" | grep -q libdnnl; then want=oneDNN; fi
 case $line in *"gemm kernel $want, BLAS core"*) ;; *) fail "bench chose the wrong gemm kernel (want $want): $line" ;; esac
-DEBERTA_BLAS_ONLY=1 $D bench --preset test --steps 1 --warmup 0 --profile 0 --no-sgemm | head -n 1 | grep -q "gemm kernel OpenBLAS," \
-    || fail "DEBERTA_BLAS_ONLY=1 did not turn the own kernel off"
-ok "gemm kernel: $want here (BLAS core $core); DEBERTA_BLAS_ONLY=1 gives OpenBLAS"
+DEBERTA_GEMM=openblas $D bench --preset test --steps 1 --warmup 0 --profile 0 --no-sgemm | head -n 1 | grep -q "gemm kernel OpenBLAS," \
+    || fail "DEBERTA_GEMM=openblas did not give OpenBLAS"
+if DEBERTA_GEMM=blis $D bench --preset test --steps 1 --warmup 0 --profile 0 --no-sgemm >"$W/k.out" 2>"$W/k.err"; then
+    fail "DEBERTA_GEMM=blis was accepted"; fi
+[ "$(wc -l <"$W/k.err")" = 1 ] && grep -q '^error: DEBERTA_GEMM=blis: want openblas' "$W/k.err" \
+    || { cat "$W/k.err"; fail "DEBERTA_GEMM=blis: not one error line"; }
+ok "gemm kernel: $want here (BLAS core $core); DEBERTA_GEMM=openblas gives OpenBLAS, an unknown kernel one error line"
 
 # exact resume
 $D pretrain $COMMON --out "$W/B" --stop-after 4 > "$W/B1.log" 2>&1 || { cat "$W/B1.log"; fail "run B part 1"; }

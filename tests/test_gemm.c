@@ -10,6 +10,7 @@
 #include <omp.h>
 #include <string.h>
 #include "autograd/gemm.h"
+#include "autograd/gemm_dnnl.h"
 #include "autograd/sgemm_avx512.h"
 #include "autograd/base/rng.h"
 #include "autograd/base/util.h"
@@ -20,8 +21,10 @@ static void fill(real *x, long n, uint64_t seed) {
     for (long i = 0; i < n; i++) x[i] = (real)(rng_uniform(seed, 7, (uint64_t)i) - 0.5);
 }
 
-/* 0: gemm with `threads` threads; 1: the own AVX-512 kernel called directly (float build only). */
+/* 0: gemm with `threads` threads; 1: the own AVX-512 kernel called directly; 2: oneDNN's product called
+ * directly (float build only; oneDNN takes alpha 1 only). */
 static int call_own;
+#define ALPHA (call_own == 2 ? 1 : 0.75)
 
 /* C = alpha·op(A)·op(B) + beta·C0 with gemm (or the own kernel) and naively; A and B stored with 3 spare
  * columns; with beta 0, C0 is NaN inside the product's columns. */
@@ -40,7 +43,8 @@ static void check_product(int ta, int tb, int M, int N, int K, real beta, int th
     assert_int_equal(gemm_split(M, N, K, threads), want_split);
     if (call_own) {
 #if !REAL_IS_DOUBLE
-        assert_true(sgemm_avx512(ta, tb, M, N, K, 0.75f, A, lda, B, ldb, beta, C, ldc));
+        if (call_own == 1) assert_true(sgemm_avx512(ta, tb, M, N, K, 0.75f, A, lda, B, ldb, beta, C, ldc));
+        else assert_true(gemm_dnnl(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc));
 #endif
     } else {
         const int saved = omp_get_max_threads();
@@ -59,7 +63,7 @@ static void check_product(int ta, int tb, int M, int N, int K, real beta, int th
             for (int k = 0; k < K; k++)
                 s += (long double)(ta ? A[(long)k * lda + i] : A[(long)i * lda + k]) *
                      (tb ? B[(long)j * ldb + k] : B[(long)k * ldb + j]);
-            const long double want = 0.75L * s + (beta == 0 ? 0 : (long double)beta * C0[(long)i * ldc + j]);
+            const long double want = (long double)ALPHA * s + (beta == 0 ? 0 : (long double)beta * C0[(long)i * ldc + j]);
             if (!(fabsl((long double)got - want) <= TOL * (1 + fabsl(want))))
                 fail_msg("ta %d tb %d M %d N %d K %d beta %g threads %d: C[%d, %d] = %.9g, want %.9Lg", ta, tb, M, N, K,
                          (double)beta, threads, i, j, (double)got, want);
@@ -103,6 +107,25 @@ static void own_kernel_blocks_and_edges(void **state) {
                 check_product(ta, tb, 1, 1, 1, b ? 1 : 0, 1, GEMM_ONE_CALL);
             }
     call_own = 0;
+}
+
+/* oneDNN's product alone (whichever kernel gemm chose here): every transpose and beta, leading
+ * dimensions wider than the matrices, beta 0 over a C full of NaN, a 1×1×1 product; a beta other than
+ * 0 or 1 is declined with C untouched.  Skipped (exit 77) in a build without oneDNN. */
+static void onednn_every_transpose_and_beta(void **state) {
+    if (!gemm_dnnl_available()) test_skip("oneDNN's product: this build has no oneDNN");
+    call_own = 2;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int b = 0; b < 2; b++) {
+                check_product(ta, tb, 301, 45, 600, b ? 1 : 0, 1, GEMM_ONE_CALL);
+                check_product(ta, tb, 13, 2081, 70, b ? 1 : 0, 1, GEMM_ONE_CALL);
+                check_product(ta, tb, 1, 1, 1, b ? 1 : 0, 1, GEMM_ONE_CALL);
+            }
+    call_own = 0;
+    float a[4] = {1, 2, 3, 4}, c[4] = {5, 6, 7, 8};
+    assert_false(gemm_dnnl(0, 0, 2, 2, 2, a, 2, a, 2, 0.5f, c, 2));
+    assert_true(c[0] == 5 && c[1] == 6 && c[2] == 7 && c[3] == 8);
 }
 
 /* C = op(A)·op(B) cut into `parts` blocks of rows (by_rows) or of columns, 32-aligned as gemm.c cuts
@@ -176,6 +199,7 @@ int main(void) {
 #if !REAL_IS_DOUBLE /* the kernel is float's; the double build never calls it */
         cmocka_unit_test(own_kernel_blocks_and_edges),
         cmocka_unit_test(own_kernel_same_bits_any_split),
+        cmocka_unit_test(onednn_every_transpose_and_beta),
 #endif
     };
     return test_exit(cmocka_run_group_tests_name("gemm", tests, NULL, NULL));
