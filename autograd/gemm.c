@@ -12,8 +12,9 @@ enum {
     GEMM_ROW_ALIGN = 32,          /* block edges on a multiple of the BLAS kernels' unroll */
     GEMM_MIN_ROWS = 64,           /* fewest rows (or columns) a thread's block may have */
 };
-/* M·N·K below this: one call, the split does not pay; and BLAS, not oneDNN, whose every call allocates
- * its bookkeeping (~10 small mallocs) and costs more than it saves on a small product */
+/* M·N·K below this: one call, the split does not pay; and BLAS, not oneDNN: every oneDNN call mallocs its
+ * bookkeeping, and the attention op's many small products bought ~1 % of a step for 13× the mallocs
+ * (docs/PERFORMANCE.md "Gemm libraries") */
 static const double GEMM_MIN_WORK = 1 << 21;
 
 /* The single-threaded product every call of this process runs (gemm.h), chosen once. */

@@ -67,19 +67,23 @@ static void make(Shape *s) {
     const char *impl = NULL;
     if (ok) ok = dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
                  strncmp(impl, "ref", 3) != 0;
-    if (ok && dnnl_primitive_create(&s->prim, pd) == dnnl_success) {
-        if (dnnl_memory_create(&s->src, &a, engine, DNNL_MEMORY_NONE) != dnnl_success ||
-            dnnl_memory_create(&s->wei, &b, engine, DNNL_MEMORY_NONE) != dnnl_success ||
-            dnnl_memory_create(&s->dst, &c, engine, DNNL_MEMORY_NONE) != dnnl_success)
-            s->prim = NULL; /* the few bytes made so far are kept with the table */
+    if (ok && dnnl_primitive_create(&s->prim, pd) == dnnl_success &&
+        (dnnl_memory_create(&s->src, &a, engine, DNNL_MEMORY_NONE) != dnnl_success ||
+         dnnl_memory_create(&s->wei, &b, engine, DNNL_MEMORY_NONE) != dnnl_success ||
+         dnnl_memory_create(&s->dst, &c, engine, DNNL_MEMORY_NONE) != dnnl_success)) {
+        dnnl_primitive_destroy(s->prim);
+        if (s->src) dnnl_memory_destroy(s->src);
+        if (s->wei) dnnl_memory_destroy(s->wei);
+        s->prim = NULL;
     }
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (po) dnnl_post_ops_destroy(po);
     if (attr) dnnl_primitive_attr_destroy(attr);
 }
 
-/* This thread's primitive for the shape, made at its first call; NULL when declined or out of room. */
-static Shape *find(int ta, int tb, int M, int N, int K, int lda, int ldb, int ldc, float beta) {
+/* This thread's primitive for the shape (made at its first call) and its stream; NULL when declined
+ * or out of room. */
+static Shape *find(int ta, int tb, int M, int N, int K, int lda, int ldb, int ldc, float beta, dnnl_stream_t *stream) {
     const int t = omp_get_thread_num();
     if (t >= DNNL_THREADS) return NULL;
     Table *tab = tables[t];
@@ -87,7 +91,7 @@ static Shape *find(int ta, int tb, int M, int N, int K, int lda, int ldb, int ld
         tab = tables[t] = xcalloc(1, sizeof *tab);
         if (dnnl_stream_create(&tab->stream, engine, dnnl_stream_default_flags) != dnnl_success) tab->stream = NULL;
     }
-    if (!tab->stream) return NULL;
+    if (!(*stream = tab->stream)) return NULL;
     for (int i = 0; i < tab->n; i++) {
         Shape *s = &tab->shape[i];
         if (s->M == M && s->N == N && s->K == K && s->ta == ta && s->tb == tb && s->lda == lda && s->ldb == ldb &&
@@ -104,9 +108,9 @@ static Shape *find(int ta, int tb, int M, int N, int K, int lda, int ldb, int ld
 int gemm_dnnl(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
               float *C, int ldc) {
     if (!gemm_dnnl_available() || (beta != 0 && beta != 1)) return 0;
-    Shape *s = find(ta, tb, M, N, K, lda, ldb, ldc, beta);
+    dnnl_stream_t stream;
+    Shape *s = find(ta, tb, M, N, K, lda, ldb, ldc, beta, &stream);
     if (!s) return 0;
-    dnnl_stream_t stream = tables[omp_get_thread_num()]->stream;
     if (dnnl_memory_set_data_handle(s->src, (void *)A) != dnnl_success ||
         dnnl_memory_set_data_handle(s->wei, (void *)B) != dnnl_success ||
         dnnl_memory_set_data_handle(s->dst, C) != dnnl_success)

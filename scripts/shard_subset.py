@@ -27,8 +27,10 @@ def main():
     deberta = os.environ.get("DEBERTA", os.path.join(os.path.dirname(__file__), "..", "build", "deberta"))
     if not os.access(deberta, os.X_OK):
         fail(f"{deberta} is not built (make, or DEBERTA=path)")
-    if subprocess.run([deberta, "seal", "--check", src], capture_output=True).returncode != 0:
-        fail(f"{src}: not a sealed deberta.c file, or damaged")
+    checked = subprocess.run([deberta, "seal", "--check", src], capture_output=True, text=True)
+    if checked.returncode != 0:  # deberta's own line: missing, truncated, unsealed or damaged
+        lines = checked.stderr.strip().splitlines() or [f"seal {src}: check failed"]
+        fail(lines[-1].removeprefix("error: "))
     try:
         with h5py.File(src, "r") as f:
             if f.attrs.get("format") != b"deberta.c-shard" or f.attrs.get("split") != b"train":

@@ -38,9 +38,9 @@ bad() { # NEEDLE DST ARGS...: one error line, exit 1, neither DST nor DST.tmp
     e2e_bad "$needle" -- "$PY" scripts/shard_subset.py "$@"
     [ ! -e "$dst" ] && [ ! -e "$dst.tmp" ] || fail "$needle: $dst or $dst.tmp left behind"
 }
-bad "not a sealed deberta.c file" "$W/x1.h5" "$W/none.h5" "$W/x1.h5" 2
+bad "seal $W/none.h5: cannot open" "$W/x1.h5" "$W/none.h5" "$W/x1.h5" 2
 head -c 4000 "$S" > "$W/cut.h5"
-bad "not a sealed deberta.c file" "$W/x2.h5" "$W/cut.h5" "$W/x2.h5" 2
+bad "seal $W/cut.h5: is 4000 bytes, its seal says" "$W/x2.h5" "$W/cut.h5" "$W/x2.h5" 2
 bad "is not a deberta.c train shard" "$W/x3.h5" "$(ls "$W/d"/val-*.h5 | head -n 1)" "$W/x3.h5" 2
 bad "usage: shard_subset.py" "$W/x4.h5" "$S" "$W/x4.h5" 0
 bad "cannot write $W/no/dir/x5.h5" "$W/no/dir/x5.h5" "$S" "$W/no/dir/x5.h5" 2
