@@ -89,26 +89,34 @@ void threads_set(int n) {
     openblas_set_num_threads(n);
 }
 
+/* Block i of `parts` of the product cut `how`: one single-threaded call on those rows or columns of C. */
+static void gemm_block(int kern, int how, int parts, int i, int ta, int tb, int M, int N, int K, real alpha, const real *A,
+                       int lda, const real *B, int ldb, real beta, real *C, int ldc) {
+    int lo, hi;
+    block(how == GEMM_BY_ROWS ? M : N, parts, i, &lo, &hi);
+    if (hi <= lo) return;
+    if (how == GEMM_BY_ROWS) /* rows lo..hi of op(A) and of C */
+        gemm1(kern, ta, tb, hi - lo, N, K, alpha, ta ? A + lo : A + (long)lo * lda, lda, B, ldb, beta, C + (long)lo * ldc, ldc);
+    else /* columns lo..hi of op(B) and of C */
+        gemm1(kern, ta, tb, M, hi - lo, K, alpha, A, lda, tb ? B + (long)lo * ldb : B + lo, ldb, beta, C + lo, ldc);
+}
+
 void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb, real beta,
           real *C, int ldc) {
     const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
-    const int how = gemm_split(M, N, K, nt);
     const int kern = kernel_get();
+    /* oneDNN chooses its implementation by the operands' layout: a block of rows of a transposed A is not
+     * dense, and its sums run in another order than the whole A's.  So under oneDNN one thread (outside a
+     * parallel region) cuts the product as two threads do and runs both blocks: the same bits at 1 and 2
+     * threads (tests/test_gemm.c). */
+    const int parts = kern == KERNEL_DNNL && nt == 1 && !omp_in_parallel() ? 2 : nt;
+    const int how = gemm_split(M, N, K, parts);
     if (how == GEMM_ONE_CALL) {
         gemm1(kern, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
+    } else if (nt == 1) {
+        for (int i = 0; i < parts; i++) gemm_block(kern, how, parts, i, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    } else {
 #pragma omp parallel num_threads(nt)
-    {
-        int lo, hi;
-        block(how == GEMM_BY_ROWS ? M : N, nt, omp_get_thread_num(), &lo, &hi);
-        if (hi > lo) {
-            if (how == GEMM_BY_ROWS) /* rows lo..hi of op(A) and of C */
-                gemm1(kern, ta, tb, hi - lo, N, K, alpha, ta ? A + lo : A + (long)lo * lda, lda, B, ldb, beta,
-                      C + (long)lo * ldc, ldc);
-            else /* columns lo..hi of op(B) and of C */
-                gemm1(kern, ta, tb, M, hi - lo, K, alpha, A, lda, tb ? B + (long)lo * ldb : B + lo, ldb, beta, C + lo,
-                      ldc);
-        }
+        gemm_block(kern, how, parts, omp_get_thread_num(), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     }
 }

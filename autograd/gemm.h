@@ -9,11 +9,12 @@
  * Each element of C is computed by one call over the whole inner dimension, so the result is
  * bitwise repeatable for a given thread count; it may differ in the last bit between thread counts
  * (as the library's own threading does).  Inside a parallel region, with one thread or for a small
- * product it is one single-threaded call.
+ * product it is one single-threaded call; under oneDNN one thread makes the two calls two threads make.
  *
  * Each single-threaded call runs one product kernel, chosen once per process: in the float build on a
  * CPU that executes AVX-512 (F, BW, VL) and a build with oneDNN, oneDNN's matmul primitive
- * (autograd/gemm_dnnl.h; calls under 2^21 multiply-adds stay with BLAS); else, where the CPU has
+ * (autograd/gemm_dnnl.h; calls under 2^21 multiply-adds stay with BLAS; the same bits at 1 and 2
+ * threads); else, where the CPU has
  * AVX-512F and OpenBLAS runs a kernel set without it, the project's own kernel
  * (autograd/sgemm_avx512.h), whose results do not depend on the split at all; else OpenBLAS.
  * DEBERTA_GEMM=openblas|own|onednn overrides the choice (for measurements); any other value is fatal.

@@ -207,12 +207,47 @@ static void repeatable(void **state) {
     free(C2);
 }
 
+/* Where gemm's kernel is oneDNN or the own kernel, a product has the same bits at 1, 2 and 3 threads: the
+ * model's shapes (tiny's linear layers forward, input gradient and both weight gradients, which take a
+ * transposed A; the LM head and a relative-table projection, cut by columns).  Skipped (exit 77) where
+ * gemm runs OpenBLAS, whose results may differ between thread counts (gemm.h). */
+#if !REAL_IS_DOUBLE
+static void same_bits_any_thread_count(void **state) {
+    if (strcmp(gemm_kernel_name(), "oneDNN") && strcmp(gemm_kernel_name(), "own AVX-512"))
+        test_skip("the same bits across thread counts: gemm runs %s here", gemm_kernel_name());
+    static const int shapes[][5] = {{0, 1, 2048, 1024, 256}, {0, 0, 2048, 256, 1024}, {1, 0, 1024, 256, 2048},
+                                    {1, 0, 256, 1024, 2048}, {0, 1, 300, 8192, 256},  {0, 1, 127, 256, 256}};
+    const int saved = omp_get_max_threads();
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int ta = shapes[s][0], tb = shapes[s][1], M = shapes[s][2], N = shapes[s][3], K = shapes[s][4];
+        real *A = xmalloc((size_t)M * K * sizeof(real)), *B = xmalloc((size_t)K * N * sizeof(real));
+        real *C1 = xmalloc((size_t)M * N * sizeof(real)), *C2 = xmalloc((size_t)M * N * sizeof(real));
+        fill(A, (long)M * K, 6);
+        fill(B, (long)K * N, 7);
+        omp_set_num_threads(1);
+        gemm(ta, tb, M, N, K, 1, A, ta ? M : K, B, tb ? K : N, 0, C1, N);
+        for (int th = 2; th <= 3; th++) {
+            omp_set_num_threads(th);
+            gemm(ta, tb, M, N, K, 1, A, ta ? M : K, B, tb ? K : N, 0, C2, N);
+            if (memcmp(C1, C2, (size_t)M * N * sizeof(real)))
+                fail_msg("ta %d tb %d M %d N %d K %d: the bits at %d threads differ from 1 thread's", ta, tb, M, N, K, th);
+        }
+        free(A);
+        free(B);
+        free(C1);
+        free(C2);
+    }
+    omp_set_num_threads(saved);
+}
+#endif
+
 int main(void) {
     printf("gemm: this run's kernel is %s\n", gemm_kernel_name());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_transpose_beta_and_split),
         cmocka_unit_test(repeatable),
-#if !REAL_IS_DOUBLE /* the kernel is float's; the double build never calls it */
+#if !REAL_IS_DOUBLE /* the kernels are float's; the double build never calls them */
+        cmocka_unit_test(same_bits_any_thread_count),
         cmocka_unit_test(own_kernel_blocks_and_edges),
         cmocka_unit_test(own_kernel_same_bits_any_split),
         cmocka_unit_test(onednn_every_transpose_and_beta),
