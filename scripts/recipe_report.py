@@ -116,7 +116,7 @@ def plot(out, runs):
                     f.write("%g %g %g %g\n" % (s * TOKENS_PER_STEP / 1e6, st.mean(v), min(v), max(v)))
             c = colours[i % len(colours)]
             parts.append("'%s' using 1:3:4 with filledcurves fs transparent solid 0.2 lc rgb '%s' notitle" % (path, c))
-            parts.append("'%s' using 1:2 with linespoints pt 7 lw 2 lc rgb '%s' title '%s (%d seeds)'" % (path, c, name.replace("_", "\\\\_"), len(evs)))
+            parts.append("'%s' using 1:2 with linespoints pt 7 lw 2 lc rgb '%s' title '%s (%d seed%s)'" % (path, c, name.replace("_", "\\\\_"), len(evs), '' if len(evs) == 1 else 's'))
         if k == "fx_auc":
             cnt = [o.get("fx_counter_auc") for evs in groups.values() for e in evs for o in e.values() if o.get("fx_counter_auc")]
             if cnt:
