@@ -16,6 +16,14 @@
 #include "train/signals.h"
 #include "train/version.h"
 
+/* Takes the writer's lock of rundir (which must exist).  The descriptor (held until the process
+ * exits or run_unlock), or -1 with one line in err naming the holder ("run directory R is in use: pid
+ * 1234 on host h has held R/lock since 2026-12-03 14:20:01 UTC ..."). */
+static int run_lock(const char *rundir, char *err, size_t errlen);
+/* Empties the lock file's text and releases the lock (fd < 0: nothing).  A run that ends through
+ * exit() (fatal included) has its lock text emptied too; only a killed one leaves it. */
+static void run_unlock(int fd);
+
 int run_threads(const RunEnv *env) {
     int n = env ? env->threads : 0;
     if (n <= 0 && dist_world() > 1) n = MAX(1, omp_get_num_procs() / dist_local_size()); /* ranks on one machine share its cores */
@@ -136,7 +144,7 @@ static void empty_lock(void) {
     if (g_lock_fd >= 0 && ftruncate(g_lock_fd, 0) != 0) { /* the text is only informative; the flock is the lock */ }
 }
 
-int run_lock(const char *rundir, char *err, size_t errlen) {
+static int run_lock(const char *rundir, char *err, size_t errlen) {
     char path[4200];
     if (snprintf(path, sizeof path, "%s/lock", rundir) >= (int)sizeof path) return errf(err, errlen, "run directory path too long: %s", rundir);
     const int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -176,7 +184,7 @@ int run_lock(const char *rundir, char *err, size_t errlen) {
     return fd;
 }
 
-void run_unlock(int fd) {
+static void run_unlock(int fd) {
     if (fd < 0) return;
     empty_lock();
     g_lock_fd = -1;

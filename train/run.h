@@ -80,11 +80,4 @@ int run_speed(const RunDir *d, double tokens_per_step, const char *detail);
 /* The logs closed, the signal handlers restored, the lock released. */
 void run_end(RunDir *d);
 
-/* Takes the writer's lock of rundir (which must exist).  The descriptor (held until the process
- * exits or run_unlock), or -1 with one line in err naming the holder ("run directory R is in use: pid
- * 1234 on host h has held R/lock since 2026-12-03 14:20:01 UTC ..."). */
-int run_lock(const char *rundir, char *err, size_t errlen);
-/* Empties the lock file's text and releases the lock (fd < 0: nothing).  A run that ends through
- * exit() (fatal included) has its lock text emptied too; only a killed one leaves it. */
-void run_unlock(int fd);
 #endif
