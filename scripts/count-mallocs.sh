@@ -1,8 +1,8 @@
 #!/bin/sh
 # glibc malloc calls per training step, by gemm kernel (docs/PERFORMANCE.md "Gemm libraries").
-# `deberta bench` counts the project's own allocations (step_allocs); this counts every malloc of the
-# process, libraries included, with an LD_PRELOAD counter: the same bench at S1 and S2 steps, the
-# difference divided by S2 - S1.
+# `deberta bench` counts the project's own allocations (step_allocs); this counts every malloc() call of
+# the process, libraries included (calloc, realloc and aligned_alloc are not counted), with an LD_PRELOAD
+# counter: the same bench at S1 and S2 steps, the difference divided by S2 - S1.
 #   sh scripts/count-mallocs.sh [KERNELS]     KERNELS: of openblas own onednn  [openblas onednn]
 set -eu
 D=${DEBERTA:-build/deberta}
