@@ -118,18 +118,15 @@ static int pb_next(Pb *b, PbField *f, const char *msg, char *err, size_t errlen)
     case 0:
         if (pb_varint(b, &f->v)) goto trunc;
         return 1;
-    case 1:
-        if (b->end - b->p < 8) goto trunc;
+    case 1: /* fixed64 */
+    case 5: { /* fixed32 */
+        const int w = f->wire == 1 ? 8 : 4;
+        if (b->end - b->p < w) goto trunc;
         f->v = 0;
-        for (int i = 0; i < 8; i++) f->v |= (uint64_t)b->p[i] << (8 * i);
-        b->p += 8;
+        for (int i = 0; i < w; i++) f->v |= (uint64_t)b->p[i] << (8 * i);
+        b->p += w;
         return 1;
-    case 5:
-        if (b->end - b->p < 4) goto trunc;
-        f->v = 0;
-        for (int i = 0; i < 4; i++) f->v |= (uint64_t)b->p[i] << (8 * i);
-        b->p += 4;
-        return 1;
+    }
     case 2: {
         uint64_t n;
         if (pb_varint(b, &n)) goto trunc;
@@ -153,6 +150,7 @@ static int expect_wire(const PbField *f, int wire, const char *msg, const char *
     snprintf(err, errlen, "%s: field %s (%u) has wire type %d, expected %d", msg, name, f->field, f->wire, wire);
     return -1;
 }
+static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 static int32_t as_i32(uint64_t v) { return (int32_t)(uint32_t)v; } /* proto int32: sign-extended varint */
 static float as_f32(uint64_t v) {
     uint32_t u = (uint32_t)v;
@@ -264,17 +262,14 @@ static int load_charsmap(SpmModel *m, const uint8_t *c, size_t n, const char *ms
         snprintf(err, errlen, "%s: precompiled_charsmap has %zu bytes, too short", msg, n);
         return -1;
     }
-    uint32_t s = (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
+    uint32_t s = le32(c);
     if ((size_t)s >= n - 4 + 1 || s % 4 != 0 || s == 0) {
         snprintf(err, errlen, "%s: precompiled_charsmap declares a trie of %u bytes in a blob of %zu", msg, s, n);
         return -1;
     }
     m->n_da = s / 4;
     m->da = xmalloc(s);
-    for (size_t i = 0; i < m->n_da; i++) {
-        const uint8_t *p = c + 4 + 4 * i;
-        m->da[i] = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-    }
+    for (size_t i = 0; i < m->n_da; i++) m->da[i] = le32(c + 4 + 4 * i);
     m->repl = (const char *)(c + 4 + s); /* points into m->file */
     m->n_repl = n - 4 - s;
     return 0;
@@ -318,8 +313,10 @@ SpmModel *spm_from_bytes(const uint8_t *buf, size_t len, const char *what, char 
     m->model_type = 1;
     m->unk_id = 0, m->bos_id = 1, m->eos_id = 2, m->pad_id = -1;
     m->add_dummy_prefix = m->remove_extra_ws = m->escape_ws = 1;
-    char msg[1100];
+    char msg[1100], tmsg[1200], nmsg[1200]; /* the model; its trainer_spec; its normalizer_spec */
     snprintf(msg, sizeof msg, "sentencepiece model %.1000s", what);
+    snprintf(tmsg, sizeof tmsg, "%s: trainer_spec", msg);
+    snprintf(nmsg, sizeof nmsg, "%s: normalizer_spec", msg);
     if (len == 0) {
         snprintf(err, errlen, "%s: " FILE_EMPTY, msg);
         return fail(m);
@@ -346,7 +343,6 @@ SpmModel *spm_from_bytes(const uint8_t *buf, size_t len, const char *what, char 
     m->n = n;
     const uint8_t *charsmap = NULL;
     size_t charsmap_len = 0;
-    int have_trainer = 0;
     b = (Pb){m->file, m->file + len};
     int idx = 0;
     while ((r = pb_next(&b, &f, msg, err, errlen)) == 1) {
@@ -354,30 +350,20 @@ SpmModel *spm_from_bytes(const uint8_t *buf, size_t len, const char *what, char 
             if (parse_piece(m, f.data, f.len, idx++, what, err, errlen)) return fail(m);
         } else if (f.field == 2) {
             if (expect_wire(&f, 2, msg, "trainer_spec", err, errlen)) return fail(m);
-            char sub[1200];
-            snprintf(sub, sizeof sub, "%s: trainer_spec", msg);
-            if (parse_trainer(m, f.data, f.len, sub, err, errlen)) return fail(m);
-            have_trainer = 1;
+            if (parse_trainer(m, f.data, f.len, tmsg, err, errlen)) return fail(m);
         } else if (f.field == 3) {
             if (expect_wire(&f, 2, msg, "normalizer_spec", err, errlen)) return fail(m);
-            char sub[1200];
-            snprintf(sub, sizeof sub, "%s: normalizer_spec", msg);
-            if (parse_normalizer(m, f.data, f.len, sub, err, errlen, &charsmap, &charsmap_len)) return fail(m);
+            if (parse_normalizer(m, f.data, f.len, nmsg, err, errlen, &charsmap, &charsmap_len)) return fail(m);
         }
     }
     if (r < 0) return fail(m);
-    (void)have_trainer;
     if (m->model_type != 1) {
         static const char *names[] = {"?", "UNIGRAM", "BPE", "WORD", "CHAR"};
         snprintf(err, errlen, "%s: model_type is %s; only unigram models are supported", msg,
                  m->model_type >= 1 && m->model_type <= 4 ? names[m->model_type] : "unknown");
         return fail(m);
     }
-    if (charsmap_len > 0) {
-        char sub[1200];
-        snprintf(sub, sizeof sub, "%s: normalizer_spec", msg);
-        if (load_charsmap(m, charsmap, charsmap_len, sub, err, errlen)) return fail(m);
-    }
+    if (charsmap_len > 0 && load_charsmap(m, charsmap, charsmap_len, nmsg, err, errlen)) return fail(m);
 
     /* vocabulary */
     strmap_init(&m->ids, (size_t)n);
@@ -447,22 +433,11 @@ SpmModel *spm_from_bytes(const uint8_t *buf, size_t len, const char *what, char 
 }
 
 SpmModel *spm_load(const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "sentencepiece model %.1000s: cannot open (%s)", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 20, len = 0, k;
-    uint8_t *buf = xmalloc(cap);
-    while ((k = fread(buf + len, 1, cap - len, f)) > 0) {
-        len += k;
-        if (len == cap) buf = xrealloc(buf, cap *= 2);
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        snprintf(err, errlen, "sentencepiece model %.1000s: read error", path);
+    size_t len;
+    uint8_t *buf = (uint8_t *)read_file(path, &len);
+    if (!buf) { /* read_file: errno EIO when the file opened but could not be read */
+        if (errno == EIO) snprintf(err, errlen, "sentencepiece model %.1000s: read error", path);
+        else snprintf(err, errlen, "sentencepiece model %.1000s: cannot open (%s)", path, strerror(errno));
         return NULL;
     }
     SpmModel *m = spm_from_bytes(buf, len, path, err, errlen);
