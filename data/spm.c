@@ -9,6 +9,7 @@
 #include <string.h>
 #include "autograd/base/util.h"
 #include "data/hashmap.h"
+#include "data/tokenizer.h"
 
 /* ---- a byte trie (pieces; user-defined pieces) ---- */
 
@@ -480,29 +481,6 @@ static inline void str_put(Str *o, const char *p, size_t n) {
 /* Length of a UTF-8 character by its lead byte only (sentencepiece's OneCharLen). */
 static inline int one_char_len(uint8_t c) { return "\1\1\1\1\1\1\1\1\1\1\1\1\2\2\3\4"[c >> 4]; }
 
-/* Bytes of a valid UTF-8 character at p (at most n bytes), or 0 when malformed (U+FFFD itself is
- * valid).  Surrogates and values above U+10FFFF are malformed; overlong forms too. */
-static size_t valid_utf8_len(const uint8_t *p, size_t n) {
-    uint8_t c = p[0];
-    if (c < 0x80) return 1;
-#define TRAIL(i) ((p[i] & 0xC0) == 0x80)
-    if (n >= 2 && (c & 0xE0) == 0xC0) {
-        uint32_t cp = ((uint32_t)(c & 0x1F) << 6) | (p[1] & 0x3F);
-        return TRAIL(1) && cp >= 0x80 ? 2 : 0;
-    }
-    if (n >= 3 && (c & 0xF0) == 0xE0) {
-        uint32_t cp = ((uint32_t)(c & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
-        return TRAIL(1) && TRAIL(2) && cp >= 0x800 && (cp < 0xD800 || cp >= 0xE000) ? 3 : 0;
-    }
-    if (n >= 4 && (c & 0xF8) == 0xF0) {
-        uint32_t cp = ((uint32_t)(c & 0x07) << 18) | ((uint32_t)(p[1] & 0x3F) << 12) | ((uint32_t)(p[2] & 0x3F) << 6) |
-                      (p[3] & 0x3F);
-        return TRAIL(1) && TRAIL(2) && TRAIL(3) && cp >= 0x10000 && cp <= 0x10FFFF ? 4 : 0;
-    }
-#undef TRAIL
-    return 0;
-}
-
 /* Longest charsmap rule that is a prefix of p[0..n): its length (0: none) and replacement.
  * Darts-clone unit: bit 8 has_leaf, bits 0-7 + bit 31 label, value = low 31 bits,
  * offset = (unit >> 10) << ((unit & (1 << 9)) >> 6). */
@@ -556,7 +534,7 @@ static size_t normalize_prefix(const SpmModel *m, const uint8_t *p, size_t n, co
     }
     k = charsmap_match(m, p, n, out, out_len);
     if (k) return k;
-    k = valid_utf8_len(p, n);
+    k = (size_t)utf8_valid_len(p, n); /* U+FFFD itself is valid */
     if (k == 0) {
         *out = "\xEF\xBF\xBD", *out_len = 3;
         return 1;

@@ -1,6 +1,7 @@
 /* task_input.c — JSONL (libjansson), CSV (libcsv), TSV and CoNLL readers.  See task_input.h and
  * docs/FORMATS.md, "Task inputs". */
 #include "data/task_input.h"
+#include "data/tokenizer.h"
 #include "autograd/base/util.h"
 #include <csv.h>
 #include <errno.h>
@@ -28,27 +29,11 @@ static const char *task_input_format_name(TaskInputFormat f) {
 }
 
 int utf8_valid(const char *s, size_t n, size_t *bad) {
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0; i < n;) {
-        unsigned c = p[i];
-        if (c < 0x80) { i++; continue; }
-        size_t k;
-        unsigned lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF) k = 1;
-        else if (c == 0xE0) { k = 2; lo = 0xA0; }
-        else if (c >= 0xE1 && c <= 0xEC) k = 2;
-        else if (c == 0xED) { k = 2; hi = 0x9F; }            /* no surrogates */
-        else if (c >= 0xEE && c <= 0xEF) k = 2;
-        else if (c == 0xF0) { k = 3; lo = 0x90; }            /* no overlongs */
-        else if (c >= 0xF1 && c <= 0xF3) k = 3;
-        else if (c == 0xF4) { k = 3; hi = 0x8F; }            /* nothing above U+10FFFF */
-        else { if (bad) *bad = i; return 0; }
-        for (size_t j = 1; j <= k; j++) {
-            unsigned l = j == 1 ? lo : 0x80, h = j == 1 ? hi : 0xBF;
-            if (i + j >= n || p[i + j] < l || p[i + j] > h) { if (bad) *bad = i; return 0; }
+    for (size_t i = 0, k; i < n; i += k)
+        if (!(k = (size_t)utf8_valid_len((const uint8_t *)s + i, n - i))) {
+            if (bad) *bad = i;
+            return 0;
         }
-        i += k + 1;
-    }
     return 1;
 }
 

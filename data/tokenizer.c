@@ -50,8 +50,7 @@ static inline int byte_class(uint8_t c) {
     return CL_P;
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 when the bytes there are not one. */
-static inline int utf8_valid_len(const uint8_t *p, size_t n) {
+int utf8_valid_len(const uint8_t *p, size_t n) {
     uint8_t c = p[0];
     if (c < 0x80) return 1;
     if (c < 0xC2) return 0;

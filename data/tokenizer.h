@@ -75,6 +75,10 @@ const char *tokenizer_piece(const Tokenizer *tk, int32_t id, size_t *len);
 /* Word splitting (exposed for tests): writes word end offsets into ends (capacity len) and
  * returns the number of words. */
 size_t tok_split_words(const uint8_t *text, size_t len, size_t *ends);
+/* Length of the valid UTF-8 character at p (1..4 of its n bytes), or 0 when the bytes there are not one
+ * (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF); SentencePiece and the task readers
+ * use it too. */
+int utf8_valid_len(const uint8_t *p, size_t n);
 
 /* Per-thread encoder: scratch space and a cache of word encodings. */
 typedef struct TokEncoder TokEncoder;
