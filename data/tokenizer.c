@@ -331,11 +331,16 @@ static size_t bpe_scan(const Tokenizer *tk, int32_t *s, size_t n) {
     }
 }
 
-typedef struct { int64_t rank; int32_t pos; } HeapEnt;
+/* A binary min-heap of (k, v), smaller k first, then smaller v; grown as needed.  The encoder's holds
+ * (merge rank, position), training's (-count, pair key): most frequent first. */
+typedef struct { int64_t k; uint64_t v; } HeapEnt;
+typedef struct { HeapEnt *h; size_t n, cap; } Heap;
 
-static inline int hent_less(HeapEnt x, HeapEnt y) { return x.rank < y.rank || (x.rank == y.rank && x.pos < y.pos); }
-static void hpush(HeapEnt *h, size_t *n, HeapEnt e) {
-    size_t i = (*n)++;
+static inline int hent_less(HeapEnt x, HeapEnt y) { return x.k < y.k || (x.k == y.k && x.v < y.v); }
+static void hpush(Heap *q, HeapEnt e) {
+    if (q->n == q->cap) { q->cap = q->cap ? 2 * q->cap : 1024; q->h = xrealloc(q->h, q->cap * sizeof(HeapEnt)); }
+    HeapEnt *h = q->h;
+    size_t i = q->n++;
     while (i > 0) {
         size_t p = (i - 1) / 2;
         if (!hent_less(e, h[p])) break;
@@ -343,17 +348,17 @@ static void hpush(HeapEnt *h, size_t *n, HeapEnt e) {
     }
     h[i] = e;
 }
-static HeapEnt hpop(HeapEnt *h, size_t *n) {
-    HeapEnt top = h[0], last = h[--(*n)];
+static HeapEnt hpop(Heap *q) {
+    HeapEnt *h = q->h, top = h[0], last = h[--q->n];
     size_t i = 0;
     for (;;) {
         size_t c = 2 * i + 1;
-        if (c >= *n) break;
-        if (c + 1 < *n && hent_less(h[c + 1], h[c])) c++;
+        if (c >= q->n) break;
+        if (c + 1 < q->n && hent_less(h[c + 1], h[c])) c++;
         if (!hent_less(h[c], last)) break;
         h[i] = h[c]; i = c;
     }
-    if (*n) h[i] = last;
+    if (q->n) h[i] = last;
     return top;
 }
 
@@ -363,7 +368,8 @@ struct TokEncoder {
     int32_t *cache_ids; size_t cache_len, cache_cap;
     int32_t *out; size_t out_len, out_cap;
     size_t *ends; size_t ends_cap;
-    int32_t *sym; int32_t *prev, *next; HeapEnt *heap; size_t sym_cap;
+    int32_t *sym; int32_t *prev, *next; size_t sym_cap;
+    Heap heap;
     size_t long_word;
 };
 
@@ -372,30 +378,30 @@ static size_t bpe_heap(TokEncoder *e, int32_t *s, size_t n) {
     const Tokenizer *tk = e->tk;
     const int32_t first_merge = TOK_FIRST_CHAR + tk->n_chars;
     int32_t *prev = e->prev, *next = e->next;
-    HeapEnt *h = e->heap;
-    size_t hn = 0;
+    Heap *h = &e->heap;
+    h->n = 0;
     for (size_t i = 0; i < n; i++) { prev[i] = (int32_t)i - 1; next[i] = i + 1 < n ? (int32_t)i + 1 : -1; }
     for (size_t i = 0; i + 1 < n; i++) {
         int64_t r = pair_rank(tk, s[i], s[i + 1]);
-        if (r >= 0) hpush(h, &hn, (HeapEnt){r, (int32_t)i});
+        if (r >= 0) hpush(h, (HeapEnt){r, i});
     }
-    while (hn) {
-        HeapEnt t = hpop(h, &hn);
-        int32_t p = t.pos;
+    while (h->n) {
+        HeapEnt t = hpop(h);
+        int32_t p = (int32_t)t.v;
         if (s[p] < 0) continue;
         int32_t q = next[p];
-        if (q < 0 || pair_rank(tk, s[p], s[q]) != t.rank) continue; /* stale entry */
-        s[p] = first_merge + (int32_t)t.rank;
+        if (q < 0 || pair_rank(tk, s[p], s[q]) != t.k) continue; /* stale entry */
+        s[p] = first_merge + (int32_t)t.k;
         s[q] = -1;
         next[p] = next[q];
         if (next[q] >= 0) prev[next[q]] = p;
         if (prev[p] >= 0) {
             int64_t r = pair_rank(tk, s[prev[p]], s[p]);
-            if (r >= 0) hpush(h, &hn, (HeapEnt){r, prev[p]});
+            if (r >= 0) hpush(h, (HeapEnt){r, (uint64_t)prev[p]});
         }
         if (next[p] >= 0) {
             int64_t r = pair_rank(tk, s[p], s[next[p]]);
-            if (r >= 0) hpush(h, &hn, (HeapEnt){r, p});
+            if (r >= 0) hpush(h, (HeapEnt){r, (uint64_t)p});
         }
     }
     size_t o = 0;
@@ -417,7 +423,7 @@ void tok_encoder_free(TokEncoder *e) {
     if (!e) return;
     strmap_free(&e->cache);
     free(e->cache_ids); free(e->out); free(e->ends);
-    free(e->sym); free(e->prev); free(e->next); free(e->heap);
+    free(e->sym); free(e->prev); free(e->next); free(e->heap.h);
     free(e);
 }
 
@@ -446,7 +452,6 @@ static void encode_word(TokEncoder *e, const uint8_t *w, size_t n) {
         e->sym = xrealloc(e->sym, e->sym_cap * sizeof(int32_t));
         e->prev = xrealloc(e->prev, e->sym_cap * sizeof(int32_t));
         e->next = xrealloc(e->next, e->sym_cap * sizeof(int32_t));
-        e->heap = xrealloc(e->heap, 3 * e->sym_cap * sizeof(HeapEnt));
     }
     size_t k = word_units(e->tk, w, n, e->sym);
     k = n >= e->long_word ? bpe_heap(e, e->sym, k) : bpe_scan(e->tk, e->sym, k);
@@ -537,37 +542,6 @@ typedef struct { int32_t *v; int32_t n, cap; } IVec;
 static inline void ivec_push(IVec *a, int32_t x) {
     if (a->n == a->cap) { a->cap = a->cap ? 2 * a->cap : 4; a->v = xrealloc(a->v, (size_t)a->cap * sizeof(int32_t)); }
     a->v[a->n++] = x;
-}
-
-typedef struct { int64_t count; uint64_t key; } PairEnt;
-/* max-heap: larger count first, then smaller key (left id, then right id) */
-static inline int pent_before(PairEnt x, PairEnt y) { return x.count > y.count || (x.count == y.count && x.key < y.key); }
-
-typedef struct {
-    PairEnt *h; size_t n, cap;
-} PairHeap;
-static void ph_push(PairHeap *q, PairEnt e) {
-    if (q->n == q->cap) { q->cap = q->cap ? 2 * q->cap : 1024; q->h = xrealloc(q->h, q->cap * sizeof(PairEnt)); }
-    size_t i = q->n++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!pent_before(e, q->h[p])) break;
-        q->h[i] = q->h[p]; i = p;
-    }
-    q->h[i] = e;
-}
-static PairEnt ph_pop(PairHeap *q) {
-    PairEnt top = q->h[0], last = q->h[--q->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= q->n) break;
-        if (c + 1 < q->n && pent_before(q->h[c + 1], q->h[c])) c++;
-        if (!pent_before(q->h[c], last)) break;
-        q->h[i] = q->h[c]; i = c;
-    }
-    if (q->n) q->h[i] = last;
-    return top;
 }
 
 typedef struct {
@@ -788,8 +762,8 @@ Tokenizer *tokenizer_train(const char *const *docs, const size_t *lens, size_t n
         for (int32_t i = 0; i + 1 < wlen[w]; i++)
             if (mergeable(s[i]) && mergeable(s[i + 1])) pair_add(&ps, s[i], s[i + 1], wcnt[w], (int32_t)w, -2);
     }
-    PairHeap q = {0};
-    for (size_t i = 0; i < ps.n; i++) if (ps.count[i] > 0) ph_push(&q, (PairEnt){ps.count[i], ps.key[i]});
+    Heap q = {0}; /* (-count, pair key): the most frequent pair first, then the smaller key (left id, then right id) */
+    for (size_t i = 0; i < ps.n; i++) if (ps.count[i] > 0) hpush(&q, (HeapEnt){-ps.count[i], ps.key[i]});
     ps.n_touched = 0;
 
     /* 5. merges */
@@ -801,12 +775,12 @@ Tokenizer *tokenizer_train(const char *const *docs, const size_t *lens, size_t n
     int min_count = cfg->min_pair_count > 0 ? cfg->min_pair_count : 1;
     int report_every = target / 100 > 0 ? target / 100 : 1;
     while (n_merges < target && q.n) {
-        PairEnt top = ph_pop(&q);
-        size_t pi = (size_t)u64map_get(&ps.index, top.key, -1);
+        HeapEnt top = hpop(&q);
+        size_t pi = (size_t)u64map_get(&ps.index, top.v, -1);
         int64_t cur = ps.count[pi];
-        if (cur != top.count) { if (cur > 0) ph_push(&q, (PairEnt){cur, top.key}); continue; }
+        if (cur != -top.k) { if (cur > 0) hpush(&q, (HeapEnt){-cur, top.v}); continue; }
         if (cur < min_count) break;
-        int32_t a = (int32_t)(top.key >> 32), b = (int32_t)(top.key & 0xffffffffu), z = first_merge + n_merges;
+        int32_t a = (int32_t)(top.v >> 32), b = (int32_t)(top.v & 0xffffffffu), z = first_merge + n_merges;
         ml[n_merges] = a; mr[n_merges] = b;
         IVec list = ps.words[pi];
         ps.words[pi] = (IVec){0};
@@ -819,7 +793,7 @@ Tokenizer *tokenizer_train(const char *const *docs, const size_t *lens, size_t n
         free(list.v);
         for (size_t t = 0; t < ps.n_touched; t++) {
             int32_t j = ps.touched[t];
-            if (ps.count[j] > 0) ph_push(&q, (PairEnt){ps.count[j], ps.key[j]});
+            if (ps.count[j] > 0) hpush(&q, (HeapEnt){-ps.count[j], ps.key[j]});
         }
         ps.n_touched = 0;
         n_merges++;
