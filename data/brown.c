@@ -239,18 +239,10 @@ int brown_read_dir(const char *dir, BrownText **texts, size_t *n, char *err, siz
     for (; done < nn && rc == 0; done++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, names[done]);
-        FILE *f = fopen(path, "rb");
-        if (!f) { errf(err, errlen, "brown %s: cannot open (%s)", path, strerror(errno)); rc = -1; break; }
-        size_t cap_b = 1 << 16, len = 0;
-        char *buf = xmalloc(cap_b);
-        size_t k;
-        while ((k = fread(buf + len, 1, cap_b - len, f)) > 0) {
-            len += k;
-            if (len == cap_b) { cap_b *= 2; buf = xrealloc(buf, cap_b); }
-        }
-        int bad = ferror(f);
-        fclose(f);
-        if (bad) { errf(err, errlen, "brown %s: read error", path); free(buf); rc = -1; break; }
+        size_t len;
+        char *buf = read_file(path, &len); /* errno EIO: opened but not readable */
+        if (!buf && errno == EIO) { errf(err, errlen, "brown %s: read error", path); rc = -1; break; }
+        if (!buf) { errf(err, errlen, "brown %s: cannot open (%s)", path, strerror(errno)); rc = -1; break; }
         if (len == 0) { errf(err, errlen, "brown %s: " FILE_EMPTY, path); free(buf); rc = -1; break; }
         if (brown_parse(names[done], buf, len, &t[done], err, errlen) != 0) rc = -1;
         free(buf);

@@ -11,22 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char *const FORMAT_NAMES[4] = {"jsonl", "csv", "tsv", "conll"}; /* TI_JSONL .. TI_CONLL */
+
 int task_input_format_parse(const char *s, TaskInputFormat *f) {
-    static const char *const names[] = {"jsonl", "csv", "tsv", "conll"};
     for (int i = 0; i < 4; i++)
-        if (!strcmp(s, names[i])) { *f = (TaskInputFormat)(TI_JSONL + i); return 0; }
+        if (!strcmp(s, FORMAT_NAMES[i])) { *f = (TaskInputFormat)(TI_JSONL + i); return 0; }
     return -1;
 }
 
-static const char *task_input_format_name(TaskInputFormat f) {
-    switch (f) {
-    case TI_JSONL: return "jsonl";
-    case TI_CSV: return "csv";
-    case TI_TSV: return "tsv";
-    case TI_CONLL: return "conll";
-    }
-    return "?";
-}
+static const char *task_input_format_name(TaskInputFormat f) { return f >= TI_JSONL && f <= TI_CONLL ? FORMAT_NAMES[f - TI_JSONL] : "?"; }
 
 int utf8_valid(const char *s, size_t n, size_t *bad) {
     for (size_t i = 0, k; i < n; i += k)
@@ -497,17 +490,10 @@ int task_input_read_mem(const char *buf, size_t len, const char *name, const Tas
 
 int task_input_read(const char *path, const TaskInputSpec *spec, TaskExamples *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f) return errf(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0, k;
-    char *buf = xmalloc(cap);
-    while ((k = fread(buf + len, 1, cap - len, f)) > 0) {
-        len += k;
-        if (len == cap) { cap *= 2; buf = xrealloc(buf, cap); }
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) { free(buf); return errf(err, errlen, "%s: read error", path); }
+    size_t len;
+    char *buf = read_file(path, &len); /* errno EIO: opened but not readable */
+    if (!buf && errno == EIO) return errf(err, errlen, "%s: read error", path);
+    if (!buf) return errf(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
     if (len == 0) { free(buf); return errf(err, errlen, "%s: empty file", path); }
     int rc = task_input_read_mem(buf, len, path, spec, out, err, errlen);
     free(buf);
