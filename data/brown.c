@@ -125,10 +125,8 @@ static void compute_spaces(BrownText *t, const uint8_t *open_q, const uint8_t *c
 
 int brown_parse(const char *name, const char *text, size_t len, BrownText *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    if (strlen(name) >= sizeof out->name || brown_split_of(name) < 0) {
-        errf(err, errlen, "brown %s: not a Brown text name (expected c<genre letter><two digits>, e.g. ca01)", name);
-        return -1;
-    }
+    if (strlen(name) >= sizeof out->name || brown_split_of(name) < 0)
+        return errf(err, errlen, "brown %s: not a Brown text name (expected c<genre letter><two digits>, e.g. ca01)", name);
     snprintf(out->name, sizeof out->name, "%s", name);
     out->genre = brown_genre_of(name);
     out->split = brown_split_of(name);

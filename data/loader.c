@@ -164,10 +164,8 @@ static int is_shard_name(const char *name, const char *split) {
 }
 
 Loader *loader_open_err(const char *dir, const char *split, const LoaderConfig *cfg, char *err, size_t errlen) {
-    if (strcmp(split, "train") != 0 && strcmp(split, "val") != 0) {
-        errf(err, errlen, "loader: split must be 'train' or 'val', got '%s'", split);
-        return NULL;
-    }
+    if (strcmp(split, "train") != 0 && strcmp(split, "val") != 0)
+        return errf(err, errlen, "loader: split must be 'train' or 'val', got '%s'", split), NULL;
     if (cfg->T < 3 || cfg->B < 1 || cfg->world < 1 || cfg->rank < 0 || cfg->rank >= cfg->world ||
         !(cfg->mask_prob > 0 && cfg->mask_prob < 1) || cfg->window < 1 || (unsigned)cfg->mask_mode > MASK_NONE) {
         errf(err, errlen, "loader: invalid config (T=%d B=%d rank=%d world=%d mask_prob=%g window=%d)", cfg->T,
@@ -446,10 +444,8 @@ void loader_get_state(const Loader *L, LoaderState *s) {
 }
 
 int loader_set_state(Loader *L, const LoaderState *s, char *err, size_t errlen) {
-    if (s->version != LOADER_STATE_VERSION) {
-        errf(err, errlen, "loader state: version %lld, expected %d", (long long)s->version, LOADER_STATE_VERSION);
-        return -1;
-    }
+    if (s->version != LOADER_STATE_VERSION)
+        return errf(err, errlen, "loader state: version %lld, expected %d", (long long)s->version, LOADER_STATE_VERSION);
     if (s->n_sequences != L->n_seq || s->T != L->cfg.T || s->seed != (int64_t)L->cfg.seed ||
         s->mask_mode != L->cfg.mask_mode || s->position < 0) {
         errf(err, errlen,

@@ -161,10 +161,7 @@ static TokFile *get_tokenizer(const PrepConfig *c, const DocSet *ds, const size_
     char e[1024];
     Tokenizer *tk = tokenizer_train(texts, lens, n_train, &tc, e, sizeof e);
     free(texts); free(lens);
-    if (!tk) {
-        errf(err, errlen, "prep: tokenizer training: %s", e);
-        return NULL;
-    }
+    if (!tk) return errf(err, errlen, "prep: tokenizer training: %s", e), NULL;
     return tokfile_from_bpe(tk);
 }
 

@@ -35,10 +35,8 @@ static int write_1d(H5Out *o, const char *name, hid_t ftype, hid_t mtype, const 
 
 int shard_write(const char *path, const int32_t *tokens, const int64_t *doc_offsets, int64_t n_docs,
                 const ShardInfo *info, char *err, size_t errlen) {
-    if (n_docs < 1 || doc_offsets[0] != 0 || doc_offsets[n_docs] < 1) {
-        errf(err, errlen, "shard %s: refusing to write an empty shard", path);
-        return -1;
-    }
+    if (n_docs < 1 || doc_offsets[0] != 0 || doc_offsets[n_docs] < 1)
+        return errf(err, errlen, "shard %s: refusing to write an empty shard", path);
     int64_t n_tokens = doc_offsets[n_docs], max_id = 0;
     for (int64_t i = 0; i < n_tokens; i++) max_id = MAX(max_id, (int64_t)tokens[i]);
     H5Out o;
@@ -115,10 +113,7 @@ static int has_checksum(hid_t d) {
 
 /* Opens a 1-D dataset and checks rank and length; returns the dataset id or -1 with a message. */
 static hid_t open_1d(hid_t f, const char *path, const char *name, int64_t want_len, char *err, size_t errlen) {
-    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) {
-        errf(err, errlen, "shard %s: missing dataset '%s' " REDO, path, name);
-        return -1;
-    }
+    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return errf(err, errlen, "shard %s: missing dataset '%s' " REDO, path, name);
     hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
     if (d < 0) { errf(err, errlen, "shard %s: cannot open dataset '%s' (file corrupt?) " REDO, path, name); return -1; }
     hid_t sp = H5Dget_space(d);
@@ -309,11 +304,9 @@ const int32_t *shard_never_masked(const Shard *s, int *n) {
 }
 
 int shard_read_tokens(Shard *s, int64_t start, int64_t count, int32_t *out, char *err, size_t errlen) {
-    if (start < 0 || count < 0 || start + count > s->n_tokens) {
-        errf(err, errlen, "shard %s: token range [%lld, %lld) outside [0, %lld)", s->path, (long long)start,
-                (long long)(start + count), (long long)s->n_tokens);
-        return -1;
-    }
+    if (start < 0 || count < 0 || start + count > s->n_tokens)
+        return errf(err, errlen, "shard %s: token range [%lld, %lld) outside [0, %lld)", s->path, (long long)start,
+                       (long long)(start + count), (long long)s->n_tokens);
     H5Quiet q;
     h5_quiet(&q);
     int rc = read_1d(s->tokens, H5T_NATIVE_INT32, start, count, out);
@@ -324,11 +317,9 @@ int shard_read_tokens(Shard *s, int64_t start, int64_t count, int32_t *out, char
         return -1;
     }
     for (int64_t i = 0; i < count; i++) {
-        if (out[i] < 0 || out[i] >= s->vocab_size) {
-            errf(err, errlen, "shard %s: token %lld has id %d, outside the vocabulary [0, %lld) " REDO, s->path,
-                    (long long)(start + i), out[i], (long long)s->vocab_size);
-            return -1;
-        }
+        if (out[i] < 0 || out[i] >= s->vocab_size)
+            return errf(err, errlen, "shard %s: token %lld has id %d, outside the vocabulary [0, %lld) " REDO, s->path,
+                           (long long)(start + i), out[i], (long long)s->vocab_size);
         if (out[i] > s->max_id) {
             errf(err, errlen, "shard %s: token %lld has id %d, above the shard's max_token_id %lld (the file is corrupt) " REDO, s->path,
                     (long long)(start + i), out[i], (long long)s->max_id);
@@ -339,10 +330,8 @@ int shard_read_tokens(Shard *s, int64_t start, int64_t count, int32_t *out, char
 }
 
 int shard_read_offsets(Shard *s, int64_t start, int64_t count, int64_t *out, char *err, size_t errlen) {
-    if (start < 0 || count < 0 || start + count > s->n_docs + 1) {
-        errf(err, errlen, "shard %s: offset range outside the file", s->path);
-        return -1;
-    }
+    if (start < 0 || count < 0 || start + count > s->n_docs + 1)
+        return errf(err, errlen, "shard %s: offset range outside the file", s->path);
     H5Quiet q;
     h5_quiet(&q);
     int rc = read_1d(s->offsets, H5T_NATIVE_INT64, start, count, out);

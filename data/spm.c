@@ -111,10 +111,7 @@ static int pb_next(Pb *b, PbField *f, const char *msg, char *err, size_t errlen)
     if (pb_varint(b, &key)) goto trunc;
     f->field = (uint32_t)(key >> 3);
     f->wire = (int)(key & 7);
-    if (f->field == 0) {
-        snprintf(err, errlen, "%s: field number 0 (not a SentencePiece model file?)", msg);
-        return -1;
-    }
+    if (f->field == 0) return errf(err, errlen, "%s: field number 0 (not a SentencePiece model file?)", msg);
     switch (f->wire) {
     case 0:
         if (pb_varint(b, &f->v)) goto trunc;
@@ -181,21 +178,12 @@ static int parse_piece(SpmModel *m, const uint8_t *d, size_t n, int idx, const c
         } else if (f.field == 3) {
             if (expect_wire(&f, 0, msg, "type", err, errlen)) return -1;
             type = (int)f.v;
-            if (type < 1 || type > 6) {
-                snprintf(err, errlen, "%s: unknown piece type %d", msg, type);
-                return -1;
-            }
+            if (type < 1 || type > 6) return errf(err, errlen, "%s: unknown piece type %d", msg, type);
         }
     }
     if (r < 0) return -1;
-    if (!have || slen == 0) {
-        snprintf(err, errlen, "%s: empty piece", msg);
-        return -1;
-    }
-    if (memchr(s, 0, slen)) {
-        snprintf(err, errlen, "%s: the piece contains a NUL byte", msg);
-        return -1;
-    }
+    if (!have || slen == 0) return errf(err, errlen, "%s: empty piece", msg);
+    if (memchr(s, 0, slen)) return errf(err, errlen, "%s: the piece contains a NUL byte", msg);
     m->piece[idx] = xmalloc(slen + 1);
     memcpy(m->piece[idx], s, slen);
     m->piece[idx][slen] = 0;
@@ -259,15 +247,10 @@ static int parse_normalizer(SpmModel *m, const uint8_t *d, size_t n, const char 
 /* The charsmap: uint32 little-endian size S of the trie, S bytes of double-array units, then the
  * replacement strings.  Returns 0 or -1 with a message. */
 static int load_charsmap(SpmModel *m, const uint8_t *c, size_t n, const char *msg, char *err, size_t errlen) {
-    if (n <= 4) {
-        snprintf(err, errlen, "%s: precompiled_charsmap has %zu bytes, too short", msg, n);
-        return -1;
-    }
+    if (n <= 4) return errf(err, errlen, "%s: precompiled_charsmap has %zu bytes, too short", msg, n);
     uint32_t s = le32(c);
-    if ((size_t)s >= n - 4 + 1 || s % 4 != 0 || s == 0) {
-        snprintf(err, errlen, "%s: precompiled_charsmap declares a trie of %u bytes in a blob of %zu", msg, s, n);
-        return -1;
-    }
+    if ((size_t)s >= n - 4 + 1 || s % 4 != 0 || s == 0)
+        return errf(err, errlen, "%s: precompiled_charsmap declares a trie of %u bytes in a blob of %zu", msg, s, n);
     m->n_da = s / 4;
     m->da = xmalloc(s);
     for (size_t i = 0; i < m->n_da; i++) m->da[i] = le32(c + 4 + 4 * i);
@@ -318,10 +301,7 @@ SpmModel *spm_from_bytes(const uint8_t *buf, size_t len, const char *what, char 
     snprintf(msg, sizeof msg, "sentencepiece model %.1000s", what);
     snprintf(tmsg, sizeof tmsg, "%s: trainer_spec", msg);
     snprintf(nmsg, sizeof nmsg, "%s: normalizer_spec", msg);
-    if (len == 0) {
-        snprintf(err, errlen, "%s: " FILE_EMPTY, msg);
-        return fail(m);
-    }
+    if (len == 0) return errf(err, errlen, "%s: " FILE_EMPTY, msg), fail(m);
 
     /* pass 1: count pieces; pass 2: read them and the specs */
     Pb b = {m->file, m->file + len};
@@ -333,10 +313,7 @@ SpmModel *spm_from_bytes(const uint8_t *buf, size_t len, const char *what, char 
             n++;
         }
     if (r < 0) return fail(m);
-    if (n == 0) {
-        snprintf(err, errlen, "%s: no pieces (not a SentencePiece model file?)", msg);
-        return fail(m);
-    }
+    if (n == 0) return errf(err, errlen, "%s: no pieces (not a SentencePiece model file?)", msg), fail(m);
     m->piece = xcalloc((size_t)n, sizeof(char *));
     m->plen = xcalloc((size_t)n, sizeof(uint32_t));
     m->score = xcalloc((size_t)n, sizeof(float));
@@ -377,10 +354,7 @@ SpmModel *spm_from_bytes(const uint8_t *buf, size_t len, const char *what, char 
     for (int i = 0; i < n; i++) {
         int ins = 0;
         strmap_slot(&m->ids, m->piece[i], m->plen[i], i, &ins);
-        if (!ins) {
-            snprintf(err, errlen, "%s: piece %d '%s' is defined twice", msg, i, m->piece[i]);
-            return fail(m);
-        }
+        if (!ins) return errf(err, errlen, "%s: piece %d '%s' is defined twice", msg, i, m->piece[i]), fail(m);
         int t = m->type[i];
         if (t == SPM_NORMAL) {
             if (m->score[i] < m->min_score) m->min_score = m->score[i];
@@ -394,42 +368,29 @@ SpmModel *spm_from_bytes(const uint8_t *buf, size_t len, const char *what, char 
         }
         if (t == SPM_UNKNOWN) {
             n_unk++;
-            if (i != m->unk_id) {
-                snprintf(err, errlen, "%s: the unknown piece is id %d but trainer_spec.unk_id is %d", msg, i, m->unk_id);
-                return fail(m);
-            }
+            if (i != m->unk_id)
+                return errf(err, errlen, "%s: the unknown piece is id %d but trainer_spec.unk_id is %d", msg, i, m->unk_id), fail(m);
         }
         if (t == SPM_BYTE) {
-            if (!m->byte_fallback) {
-                snprintf(err, errlen, "%s: piece %d '%s' is a byte piece but byte_fallback is off", msg, i, m->piece[i]);
-                return fail(m);
-            }
+            if (!m->byte_fallback)
+                return errf(err, errlen, "%s: piece %d '%s' is a byte piece but byte_fallback is off", msg, i, m->piece[i]), fail(m);
             /* exactly "<0x" two hex digits ">" (sscanf's %X took a sign or spaces: "<0x-6>" made v huge) */
             const char *pc = m->piece[i];
             const int hi = m->plen[i] == 6 ? hex_digit(pc[3]) : -1, lo = m->plen[i] == 6 ? hex_digit(pc[4]) : -1;
-            if (hi < 0 || lo < 0 || memcmp(pc, "<0x", 3) || pc[5] != '>') {
-                snprintf(err, errlen, "%s: byte piece %d '%s' is not of the form <0xNN>", msg, i, m->piece[i]);
-                return fail(m);
-            }
+            if (hi < 0 || lo < 0 || memcmp(pc, "<0x", 3) || pc[5] != '>')
+                return errf(err, errlen, "%s: byte piece %d '%s' is not of the form <0xNN>", msg, i, m->piece[i]), fail(m);
             m->byte_id[hi * 16 + lo] = i;
         }
     }
-    if (n_unk != 1 || m->unk_id < 0 || m->unk_id >= n) {
-        snprintf(err, errlen, "%s: %s unknown piece (unk_id %d)", msg, n_unk ? "more than one" : "no", m->unk_id);
-        return fail(m);
-    }
+    if (n_unk != 1 || m->unk_id < 0 || m->unk_id >= n)
+        return errf(err, errlen, "%s: %s unknown piece (unk_id %d)", msg, n_unk ? "more than one" : "no", m->unk_id), fail(m);
     const int *sp[3] = {&m->bos_id, &m->eos_id, &m->pad_id};
     for (int k = 0; k < 3; k++)
-        if (*sp[k] >= n) {
-            snprintf(err, errlen, "%s: a special id (%d) is outside the %d pieces", msg, *sp[k], n);
-            return fail(m);
-        }
+        if (*sp[k] >= n) return errf(err, errlen, "%s: a special id (%d) is outside the %d pieces", msg, *sp[k], n), fail(m);
     if (m->byte_fallback)
         for (int v = 0; v < 256; v++)
-            if (m->byte_id[v] < 0) {
-                snprintf(err, errlen, "%s: byte_fallback is on but the byte piece <0x%02X> is missing", msg, v);
-                return fail(m);
-            }
+            if (m->byte_id[v] < 0)
+                return errf(err, errlen, "%s: byte_fallback is on but the byte piece <0x%02X> is missing", msg, v), fail(m);
     return m;
 }
 

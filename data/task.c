@@ -445,10 +445,8 @@ int task_check_same(const TaskSet *a, const char *pa, const TaskSet *b, const ch
     }
     if (a->n_labels != b->n_labels) { errf(err, errlen, "task %s has %d labels but %s has %d", pb, b->n_labels, pa, a->n_labels); return -1; }
     for (int l = 0; l < a->n_labels; l++)
-        if (strcmp(a->label_names[l], b->label_names[l])) {
-            errf(err, errlen, "task %s: label %d is '%s' but '%s' in %s", pb, l, b->label_names[l], a->label_names[l], pa);
-            return -1;
-        }
+        if (strcmp(a->label_names[l], b->label_names[l]))
+            return errf(err, errlen, "task %s: label %d is '%s' but '%s' in %s", pb, l, b->label_names[l], a->label_names[l], pa);
     return 0;
 }
 

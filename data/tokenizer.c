@@ -157,20 +157,13 @@ static uint8_t *serialize(int n_chars, const uint8_t *char_utf8, const uint8_t *
 Tokenizer *tokenizer_from_bytes(const uint8_t *buf, size_t len, const char *what, char *err, size_t errlen) {
     if (!what) what = "tokenizer";
     if (len == 0) return errf(err, errlen, "%s: " FILE_EMPTY, what), NULL;
-    if (len < 8 + 20 + 8 || memcmp(buf, TOK_MAGIC, 8) != 0) {
-        errf(err, errlen, "%s: not a deberta.c tokenizer file (bad magic or too short)", what);
-        return NULL;
-    }
+    if (len < 8 + 20 + 8 || memcmp(buf, TOK_MAGIC, 8) != 0)
+        return errf(err, errlen, "%s: not a deberta.c tokenizer file (bad magic or too short)", what), NULL;
     uint32_t version = get_u32(buf + 8), vocab = get_u32(buf + 12), nspec = get_u32(buf + 16);
     uint32_t nch = get_u32(buf + 20), nm = get_u32(buf + 24);
-    if (version != TOK_VERSION) {
-        errf(err, errlen, "%s: tokenizer format version %u, expected %u", what, version, TOK_VERSION);
-        return NULL;
-    }
-    if (get_u64(buf + len - 8) != fnv1a64(buf, len - 8)) {
-        errf(err, errlen, "%s: checksum mismatch (file truncated or corrupt)", what);
-        return NULL;
-    }
+    if (version != TOK_VERSION) return errf(err, errlen, "%s: tokenizer format version %u, expected %u", what, version, TOK_VERSION), NULL;
+    if (get_u64(buf + len - 8) != fnv1a64(buf, len - 8))
+        return errf(err, errlen, "%s: checksum mismatch (file truncated or corrupt)", what), NULL;
     if (nspec != TOK_N_SPECIAL || nch > (1u << 22) || nm > (1u << 26) ||
         (uint64_t)vocab != (uint64_t)TOK_FIRST_CHAR + nch + nm) {
         errf(err, errlen, "%s: inconsistent header (vocab %u, %u specials, %u chars, %u merges)", what,
@@ -705,10 +698,8 @@ static int32_t merge_word(PairStats *ps, int32_t *s, int32_t n, int64_t c, int32
 
 Tokenizer *tokenizer_train(const char *const *docs, const size_t *lens, size_t n_docs,
                            const TokTrainConfig *cfg, char *err, size_t errlen) {
-    if (cfg->vocab_size < TOK_FIRST_CHAR + 1 || cfg->vocab_size > (1 << 24)) {
-        errf(err, errlen, "vocab size %d out of range [%d, %d]", cfg->vocab_size, TOK_FIRST_CHAR + 1, 1 << 24);
-        return NULL;
-    }
+    if (cfg->vocab_size < TOK_FIRST_CHAR + 1 || cfg->vocab_size > (1 << 24))
+        return errf(err, errlen, "vocab size %d out of range [%d, %d]", cfg->vocab_size, TOK_FIRST_CHAR + 1, 1 << 24), NULL;
     /* 1. unique words with counts */
     StrMap *maps = count_words(docs, lens, n_docs);
     StrMap *W = &maps[0];

@@ -114,10 +114,7 @@ TokFile *tokfile_from_bytes(const uint8_t *buf, size_t len, const char *what, ch
 TokFile *tokfile_load(const char *path, char *err, size_t errlen) {
     size_t n;
     char *buf = read_file(path, &n);
-    if (!buf) {
-        errf(err, errlen, "tokenizer %s: cannot open (%s)", path, strerror(errno));
-        return NULL;
-    }
+    if (!buf) return errf(err, errlen, "tokenizer %s: cannot open (%s)", path, strerror(errno)), NULL;
     char what[1100];
     snprintf(what, sizeof what, "tokenizer %s", path); /* as tokenizer_load words it */
     TokFile *t = tokfile_from_bytes((const uint8_t *)buf, n, what, err, errlen);
