@@ -235,6 +235,8 @@ int task_write(const char *path, const TaskSet *ts, char *err, size_t errlen) {
 
 /* ---------------------------------------------------------------- reading */
 
+#define FAIL(...) do { errf(err, errlen, __VA_ARGS__); goto out; } while (0)
+
 /* Attributes through the checked readers of data/h5util (class, size, precision and element count
  * before H5Aread; strings whole whatever their padding). */
 static int read_attr_i64(hid_t f, const char *name, int64_t *v) { return h5_read_int_attr(f, name, H5T_NATIVE_INT64, v) ? -1 : 0; }
@@ -283,40 +285,32 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
     hid_t f = -1;
     if (h5_seal_require("task", path, "re-run deberta prep-task", err, errlen) != 0) goto out;
     f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) { errf(err, errlen, "task %s: not an HDF5 file, or truncated (re-run deberta prep-task)", path); goto out; }
+    if (f < 0) FAIL("task %s: not an HDF5 file, or truncated (re-run deberta prep-task)", path);
     s = h5_read_str_attr(f, "format");
-    if (!s || strcmp(s, TASK_FORMAT)) {
-        errf(err, errlen, "task %s: format is '%s', expected '%s' (is it a task file of deberta prep-task?)", path, s ? s : "(none)", TASK_FORMAT);
-        goto out;
-    }
+    if (!s || strcmp(s, TASK_FORMAT))
+        FAIL("task %s: format is '%s', expected '%s' (is it a task file of deberta prep-task?)", path, s ? s : "(none)", TASK_FORMAT);
     free(s); s = NULL;
     int64_t v, T, N, nl, nd = 0, vocab, pair, sid[3];
-    if (read_attr_i64(f, "version", &v) || v != TASK_VERSION) {
-        errf(err, errlen, "task %s: version is not %d (a task file of an older deberta.c: re-run deberta prep-task)", path, TASK_VERSION);
-        goto out;
-    }
+    if (read_attr_i64(f, "version", &v) || v != TASK_VERSION)
+        FAIL("task %s: version is not %d (a task file of an older deberta.c: re-run deberta prep-task)", path, TASK_VERSION);
     s = h5_read_str_attr(f, "kind");
-    if (!s || task_kind_parse(s, &ts->kind)) {
-        errf(err, errlen, "task %s: attribute 'kind' is '%s', expected 'classification', 'regression' or 'tagging'", path, s ? s : "(none)");
-        goto out;
-    }
+    if (!s || task_kind_parse(s, &ts->kind))
+        FAIL("task %s: attribute 'kind' is '%s', expected 'classification', 'regression' or 'tagging'", path, s ? s : "(none)");
     free(s); s = NULL;
-    if (read_attr_buf(f, "task", ts->name, sizeof ts->name) || !ts->name[0]) { errf(err, errlen, "task %s: attribute 'task' is missing", path); goto out; }
-    if (read_attr_buf(f, "split", ts->split, sizeof ts->split)) { errf(err, errlen, "task %s: attribute 'split' is missing", path); goto out; }
-    if (read_attr_i64(f, "seq_len", &T) || T < 3 || T > 1 << 20) { errf(err, errlen, "task %s: attribute 'seq_len' is missing or < 3", path); goto out; }
-    if (read_attr_i64(f, "n_examples", &N) || N < 1 || N > INT32_MAX) { errf(err, errlen, "task %s: attribute 'n_examples' is missing or < 1", path); goto out; }
+    if (read_attr_buf(f, "task", ts->name, sizeof ts->name) || !ts->name[0]) FAIL("task %s: attribute 'task' is missing", path);
+    if (read_attr_buf(f, "split", ts->split, sizeof ts->split)) FAIL("task %s: attribute 'split' is missing", path);
+    if (read_attr_i64(f, "seq_len", &T) || T < 3 || T > 1 << 20) FAIL("task %s: attribute 'seq_len' is missing or < 3", path);
+    if (read_attr_i64(f, "n_examples", &N) || N < 1 || N > INT32_MAX) FAIL("task %s: attribute 'n_examples' is missing or < 1", path);
     const int reg = ts->kind == TASK_REGRESSION, tag = ts->kind == TASK_TAGGING;
     if (reg) {
-        if (read_attr_i64(f, "n_labels", &nl) || nl != 1) { errf(err, errlen, "task %s: attribute 'n_labels' is missing or not 1 (regression)", path); goto out; }
-    } else if (read_attr_i64(f, "n_labels", &nl) || nl < 2 || nl > TASK_MAX_LABELS) {
-        errf(err, errlen, "task %s: attribute 'n_labels' is missing or outside [2, %d]", path, TASK_MAX_LABELS);
-        goto out;
-    }
-    if (read_attr_i64(f, "vocab_size", &vocab) || vocab <= TOK_N_SPECIAL || vocab > INT32_MAX) { errf(err, errlen, "task %s: attribute 'vocab_size' is missing or too small", path); goto out; }
-    if (read_attr_i64(f, "pair", &pair) || (pair != 0 && pair != 1) || (pair && tag)) { errf(err, errlen, "task %s: attribute 'pair' is missing or not 0/1 (0 for tagging)", path); goto out; }
+        if (read_attr_i64(f, "n_labels", &nl) || nl != 1) FAIL("task %s: attribute 'n_labels' is missing or not 1 (regression)", path);
+    } else if (read_attr_i64(f, "n_labels", &nl) || nl < 2 || nl > TASK_MAX_LABELS)
+        FAIL("task %s: attribute 'n_labels' is missing or outside [2, %d]", path, TASK_MAX_LABELS);
+    if (read_attr_i64(f, "vocab_size", &vocab) || vocab <= TOK_N_SPECIAL || vocab > INT32_MAX) FAIL("task %s: attribute 'vocab_size' is missing or too small", path);
+    if (read_attr_i64(f, "pair", &pair) || (pair != 0 && pair != 1) || (pair && tag)) FAIL("task %s: attribute 'pair' is missing or not 0/1 (0 for tagging)", path);
     static const char *const SID[3] = {"pad_id", "cls_id", "sep_id"};
     for (int k = 0; k < 3; k++)
-        if (read_attr_i64(f, SID[k], &sid[k]) || sid[k] < 0 || sid[k] >= vocab) { errf(err, errlen, "task %s: attribute '%s' is missing or outside the vocabulary", path, SID[k]); goto out; }
+        if (read_attr_i64(f, SID[k], &sid[k]) || sid[k] < 0 || sid[k] >= vocab) FAIL("task %s: attribute '%s' is missing or outside the vocabulary", path, SID[k]);
     ts->T = (int)T; ts->N = N; ts->n_labels = (int)nl; ts->vocab_size = vocab; ts->pair = (int)pair;
     ts->pad_id = (int32_t)sid[0]; ts->cls_id = (int32_t)sid[1]; ts->sep_id = (int32_t)sid[2];
     s = h5_read_str_attr(f, "label_names");
@@ -327,28 +321,22 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
             if (k < TASK_MAX_LABELS) snprintf(ts->label_names[k], TASK_LABEL_LEN, "%s", tok);
             k++;
         }
-        if (k != nl) { errf(err, errlen, "task %s: attribute 'label_names' has %d names for %lld labels", path, k, (long long)nl); goto out; }
+        if (k != nl) FAIL("task %s: attribute 'label_names' has %d names for %lld labels", path, k, (long long)nl);
     }
     free(s); s = NULL;
     if (read_attr_buf(f, "tokenizer_kind", ts->tokenizer_kind, sizeof ts->tokenizer_kind) ||
-        (strcmp(ts->tokenizer_kind, "bpe") && strcmp(ts->tokenizer_kind, "spm"))) {
-        errf(err, errlen, "task %s: attribute 'tokenizer_kind' is missing or not 'bpe'/'spm'", path);
-        goto out;
-    }
-    if (read_attr_buf(f, "tokenizer_hash", ts->tokenizer_hash, sizeof ts->tokenizer_hash) || strlen(ts->tokenizer_hash) != 16) {
-        errf(err, errlen, "task %s: attribute 'tokenizer_hash' is missing", path);
-        goto out;
-    }
+        (strcmp(ts->tokenizer_kind, "bpe") && strcmp(ts->tokenizer_kind, "spm")))
+        FAIL("task %s: attribute 'tokenizer_kind' is missing or not 'bpe'/'spm'", path);
+    if (read_attr_buf(f, "tokenizer_hash", ts->tokenizer_hash, sizeof ts->tokenizer_hash) || strlen(ts->tokenizer_hash) != 16)
+        FAIL("task %s: attribute 'tokenizer_hash' is missing", path);
     if (read_attr_buf(f, "source", ts->source, sizeof ts->source) || read_attr_buf(f, "input_format", ts->input_format, sizeof ts->input_format) ||
         read_attr_i64(f, "split_seed", &ts->split_seed) || h5_read_f64_attr(f, "split_dev_fraction", &ts->split_dev_fraction) ||
         h5_read_f64_attr(f, "split_test_fraction", &ts->split_test_fraction) || read_attr_i64(f, "n_truncated", &ts->n_truncated) ||
-        read_attr_i64(f, "n_windows", &ts->n_windows)) {
-        errf(err, errlen, "task %s: one of the attributes source, input_format, split_seed, split_dev_fraction, split_test_fraction, "
+        read_attr_i64(f, "n_windows", &ts->n_windows))
+        FAIL("task %s: one of the attributes source, input_format, split_seed, split_dev_fraction, split_test_fraction, "
              "n_truncated, n_windows is missing or of the wrong type", path);
-        goto out;
-    }
     if (H5Aexists(f, "n_docs") > 0) {
-        if (read_attr_i64(f, "n_docs", &nd) || nd < 1 || nd > INT32_MAX) { errf(err, errlen, "task %s: attribute 'n_docs' is < 1", path); goto out; }
+        if (read_attr_i64(f, "n_docs", &nd) || nd < 1 || nd > INT32_MAX) FAIL("task %s: attribute 'n_docs' is < 1", path);
         ts->n_docs = (int)nd;
         s = h5_read_str_attr(f, "doc_names");
         ts->doc_names = xcalloc((size_t)nd, sizeof *ts->doc_names);
@@ -358,12 +346,12 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
             if (k < nd) snprintf(ts->doc_names[k], sizeof ts->doc_names[k], "%s", tok);
             k++;
         }
-        if (k != nd) { errf(err, errlen, "task %s: attribute 'doc_names' has %d names for %lld texts", path, k, (long long)nd); goto out; }
+        if (k != nd) FAIL("task %s: attribute 'doc_names' has %d names for %lld texts", path, k, (long long)nd);
         free(s); s = NULL;
         hsize_t dd[1];
         ts->doc_fingerprints = read_dataset(f, path, "doc_fingerprints", H5T_INTEGER, 1, H5T_NATIVE_UINT64, 8, dd, err, errlen);
         if (!ts->doc_fingerprints) goto out;
-        if ((int64_t)dd[0] != nd) { errf(err, errlen, "task %s: dataset 'doc_fingerprints' has %llu entries, expected %lld", path, (unsigned long long)dd[0], (long long)nd); goto out; }
+        if ((int64_t)dd[0] != nd) FAIL("task %s: dataset 'doc_fingerprints' has %llu entries, expected %lld", path, (unsigned long long)dd[0], (long long)nd);
     }
 
     if (!(ts->ids = read_shaped(f, path, "input_ids", H5T_INTEGER, 2, H5T_NATIVE_INT32, 4, N, T, err, errlen))) goto out;
@@ -379,51 +367,41 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen) {
     ts->tokenizer_len = dims[0];
     char hash[17];
     tokenizer_hash_bytes(ts->tokenizer, ts->tokenizer_len, hash);
-    if (strcmp(hash, ts->tokenizer_hash)) {
-        errf(err, errlen, "task %s: the embedded tokenizer hashes to %s, the file says %s (corrupt file?)", path, hash, ts->tokenizer_hash);
-        goto out;
-    }
+    if (strcmp(hash, ts->tokenizer_hash))
+        FAIL("task %s: the embedded tokenizer hashes to %s, the file says %s (corrupt file?)", path, hash, ts->tokenizer_hash);
     {
         char e2[512];
         TokFile *tk = tokfile_from_bytes(ts->tokenizer, ts->tokenizer_len, path, e2, sizeof e2);
-        if (!tk) { errf(err, errlen, "task %s: embedded tokenizer: %s", path, e2); goto out; }
+        if (!tk) FAIL("task %s: embedded tokenizer: %s", path, e2);
         const int tv = tk->vocab_size, spm = tk->kind == TOKFILE_SPM;
         const SpecialIds sp = tk->sp;
         tokfile_free(tk);
-        if (spm != !strcmp(ts->tokenizer_kind, "spm")) { errf(err, errlen, "task %s: tokenizer_kind is '%s' but the embedded tokenizer is %s", path, ts->tokenizer_kind, spm ? "a SentencePiece model" : "ours (bpe)"); goto out; }
-        if (tv != vocab) { errf(err, errlen, "task %s: vocab_size is %lld but the embedded tokenizer has %d ids", path, (long long)vocab, tv); goto out; }
-        if (sp.pad != ts->pad_id || sp.cls != ts->cls_id || sp.sep != ts->sep_id) {
-            errf(err, errlen, "task %s: pad/cls/sep ids %d/%d/%d, the embedded tokenizer's are %d/%d/%d", path, ts->pad_id, ts->cls_id, ts->sep_id, sp.pad, sp.cls, sp.sep);
-            goto out;
-        }
+        if (spm != !strcmp(ts->tokenizer_kind, "spm")) FAIL("task %s: tokenizer_kind is '%s' but the embedded tokenizer is %s", path, ts->tokenizer_kind, spm ? "a SentencePiece model" : "ours (bpe)");
+        if (tv != vocab) FAIL("task %s: vocab_size is %lld but the embedded tokenizer has %d ids", path, (long long)vocab, tv);
+        if (sp.pad != ts->pad_id || sp.cls != ts->cls_id || sp.sep != ts->sep_id)
+            FAIL("task %s: pad/cls/sep ids %d/%d/%d, the embedded tokenizer's are %d/%d/%d", path, ts->pad_id, ts->cls_id, ts->sep_id, sp.pad, sp.cls, sp.sep);
     }
     for (int64_t n = 0; n < N; n++) {
         const int32_t *row = ts->ids + n * T;
-        if (row[0] != ts->cls_id) { errf(err, errlen, "task %s: input_ids[%lld, 0] = %d, every example must start with [CLS] = %d", path, (long long)n, row[0], ts->cls_id); goto out; }
+        if (row[0] != ts->cls_id) FAIL("task %s: input_ids[%lld, 0] = %d, every example must start with [CLS] = %d", path, (long long)n, row[0], ts->cls_id);
         for (int64_t i = 0; i < T; i++)
-            if (row[i] < 0 || row[i] >= vocab) {
-                errf(err, errlen, "task %s: input_ids[%lld, %lld] = %d is outside the vocabulary [0, %lld)", path, (long long)n, (long long)i, row[i], (long long)vocab);
-                goto out;
-            }
-        if (ts->example[n] < 0 || (nd && ts->example[n] >= nd)) { errf(err, errlen, "task %s: example[%lld] = %d is outside the texts [0, %lld)", path, (long long)n, ts->example[n], (long long)(nd ? nd : INT32_MAX)); goto out; }
-        if (ts->line[n] < 0) { errf(err, errlen, "task %s: line[%lld] = %lld is negative", path, (long long)n, (long long)ts->line[n]); goto out; }
+            if (row[i] < 0 || row[i] >= vocab)
+                FAIL("task %s: input_ids[%lld, %lld] = %d is outside the vocabulary [0, %lld)", path, (long long)n, (long long)i, row[i], (long long)vocab);
+        if (ts->example[n] < 0 || (nd && ts->example[n] >= nd)) FAIL("task %s: example[%lld] = %d is outside the texts [0, %lld)", path, (long long)n, ts->example[n], (long long)(nd ? nd : INT32_MAX));
+        if (ts->line[n] < 0) FAIL("task %s: line[%lld] = %lld is negative", path, (long long)n, (long long)ts->line[n]);
         if (tag) {
             for (int64_t i = 0; i < T; i++) {
                 int32_t l = ts->labels[n * T + i], w = ts->word_ids[n * T + i];
-                if (w < -1) { errf(err, errlen, "task %s: word_ids[%lld, %lld] = %d is below -1", path, (long long)n, (long long)i, w); goto out; }
+                if (w < -1) FAIL("task %s: word_ids[%lld, %lld] = %d is below -1", path, (long long)n, (long long)i, w);
                 if (l == TASK_IGNORE) continue;
-                if (l < 0 || l >= nl) {
-                    errf(err, errlen, "task %s: labels[%lld, %lld] = %d is outside [0, %lld) and not the ignore value %d", path, (long long)n, (long long)i, l, (long long)nl, TASK_IGNORE);
-                    goto out;
-                }
-                if (w < 0) { errf(err, errlen, "task %s: labels[%lld, %lld] = %d sits on a position without a word (word_ids -1)", path, (long long)n, (long long)i, l); goto out; }
+                if (l < 0 || l >= nl)
+                    FAIL("task %s: labels[%lld, %lld] = %d is outside [0, %lld) and not the ignore value %d", path, (long long)n, (long long)i, l, (long long)nl, TASK_IGNORE);
+                if (w < 0) FAIL("task %s: labels[%lld, %lld] = %d sits on a position without a word (word_ids -1)", path, (long long)n, (long long)i, l);
             }
         } else if (reg) {
-            if (!isfinite(ts->targets[n])) { errf(err, errlen, "task %s: labels[%lld] is not a finite number", path, (long long)n); goto out; }
-        } else if (ts->labels[n] < 0 || ts->labels[n] >= nl) {
-            errf(err, errlen, "task %s: labels[%lld] = %d is outside [0, %lld)", path, (long long)n, ts->labels[n], (long long)nl);
-            goto out;
-        }
+            if (!isfinite(ts->targets[n])) FAIL("task %s: labels[%lld] is not a finite number", path, (long long)n);
+        } else if (ts->labels[n] < 0 || ts->labels[n] >= nl)
+            FAIL("task %s: labels[%lld] = %d is outside [0, %lld)", path, (long long)n, ts->labels[n], (long long)nl);
     }
     rc = 0;
 out:
@@ -435,15 +413,13 @@ out:
 }
 
 int task_check_same(const TaskSet *a, const char *pa, const TaskSet *b, const char *pb, char *err, size_t errlen) {
-    if (a->kind != b->kind) { errf(err, errlen, "task %s is %s but %s is %s", pb, task_kind_name(b->kind), pa, task_kind_name(a->kind)); return -1; }
-    if (strcmp(a->name, b->name)) { errf(err, errlen, "task %s is the task '%s' but %s is '%s'", pb, b->name, pa, a->name); return -1; }
-    if (a->T != b->T) { errf(err, errlen, "task %s has seq_len %d but %s has %d", pb, b->T, pa, a->T); return -1; }
-    if (a->pair != b->pair) { errf(err, errlen, "task %s has %s but %s %s", pb, b->pair ? "text pairs" : "single texts", pa, a->pair ? "text pairs" : "single texts"); return -1; }
-    if (strcmp(a->tokenizer_hash, b->tokenizer_hash)) {
-        errf(err, errlen, "task %s was made with tokenizer %s but %s with %s (re-run deberta prep-task)", pb, b->tokenizer_hash, pa, a->tokenizer_hash);
-        return -1;
-    }
-    if (a->n_labels != b->n_labels) { errf(err, errlen, "task %s has %d labels but %s has %d", pb, b->n_labels, pa, a->n_labels); return -1; }
+    if (a->kind != b->kind) return errf(err, errlen, "task %s is %s but %s is %s", pb, task_kind_name(b->kind), pa, task_kind_name(a->kind));
+    if (strcmp(a->name, b->name)) return errf(err, errlen, "task %s is the task '%s' but %s is '%s'", pb, b->name, pa, a->name);
+    if (a->T != b->T) return errf(err, errlen, "task %s has seq_len %d but %s has %d", pb, b->T, pa, a->T);
+    if (a->pair != b->pair) return errf(err, errlen, "task %s has %s but %s %s", pb, b->pair ? "text pairs" : "single texts", pa, a->pair ? "text pairs" : "single texts");
+    if (strcmp(a->tokenizer_hash, b->tokenizer_hash))
+        return errf(err, errlen, "task %s was made with tokenizer %s but %s with %s (re-run deberta prep-task)", pb, b->tokenizer_hash, pa, a->tokenizer_hash);
+    if (a->n_labels != b->n_labels) return errf(err, errlen, "task %s has %d labels but %s has %d", pb, b->n_labels, pa, a->n_labels);
     for (int l = 0; l < a->n_labels; l++)
         if (strcmp(a->label_names[l], b->label_names[l]))
             return errf(err, errlen, "task %s: label %d is '%s' but '%s' in %s", pb, l, b->label_names[l], a->label_names[l], pa);
