@@ -168,22 +168,41 @@ static void fmt_num(char *buf, size_t len, const char *f, double v) {
     else snprintf(buf, len, "%s", isnan(v) ? "nan" : "inf");
 }
 
-char *progress_text(const Progress *p, long step, double g_loss, double d_loss, double rtd_acc, double tps, double eta, char *buf,
-                    size_t len) {
-    char g[32], d[32], a[32], rate[32], e[32];
+/* The pretraining run's fields of the line: "G 5.1234 | D 0.4123 | RTD acc 0.871". */
+static void pretrain_fields(char *buf, size_t len, double g_loss, double d_loss, double rtd_acc) {
+    char g[32], d[32], a[32];
     fmt_num(g, sizeof g, "%.4f", g_loss);
     fmt_num(d, sizeof d, "%.4f", d_loss);
     fmt_num(a, sizeof a, "%.3f", rtd_acc);
+    snprintf(buf, len, "G %s | D %s | RTD acc %s", g, d, a);
+}
+
+/* The line for the given fields, tokens/s and ETA (without '\r' or newline). */
+static void line_text(const Progress *p, long step, const char *fields, double tps, double eta, char *buf, size_t len) {
+    char rate[32], e[32];
     if (!isfinite(tps) || tps <= 0) snprintf(rate, sizeof rate, "?");
     else if (tps >= 1e6) snprintf(rate, sizeof rate, "%.2fM", tps / 1e6);
     else if (tps >= 1e3) snprintf(rate, sizeof rate, "%.1fk", tps / 1e3);
     else snprintf(rate, sizeof rate, "%.0f", tps);
     format_duration(eta, e, sizeof e);
-    snprintf(buf, len, "step %ld/%ld | G %s | D %s | RTD acc %s | %s tok/s | ETA %s", step, p->total_steps, g, d, a, rate, e);
+    snprintf(buf, len, "step %ld/%ld | %s | %s tok/s | ETA %s", step, p->total_steps, fields, rate, e);
+}
+
+char *progress_text(const Progress *p, long step, double g_loss, double d_loss, double rtd_acc, double tps, double eta, char *buf,
+                    size_t len) {
+    char fields[128];
+    pretrain_fields(fields, sizeof fields, g_loss, d_loss, rtd_acc);
+    line_text(p, step, fields, tps, eta, buf, len);
     return buf;
 }
 
 void progress_update(Progress *p, long step, double g_loss, double d_loss, double rtd_acc, long long tokens) {
+    char fields[128];
+    pretrain_fields(fields, sizeof fields, g_loss, d_loss, rtd_acc);
+    progress_update_fields(p, step, fields, tokens);
+}
+
+void progress_update_fields(Progress *p, long step, const char *fields, long long tokens) {
     const double t = now_seconds(), el = t - p->t_start;
     p->tokens += tokens;
     const long done = step - p->start_step;
@@ -195,8 +214,8 @@ void progress_update(Progress *p, long step, double g_loss, double d_loss, doubl
     }
     const double tps = el > 0 ? (double)p->tokens / el : NAN;
     const double eta = done > 0 ? el / (double)done * (double)(p->total_steps - step) : NAN;
-    char line[256];
-    progress_text(p, step, g_loss, d_loss, rtd_acc, tps, eta, line, sizeof line);
+    char line[512];
+    line_text(p, step, fields, tps, eta, line, sizeof line);
     if (p->tty) {
         fprintf(p->out, "\r%s\033[K", line);
         p->shown = 1;
@@ -204,31 +223,6 @@ void progress_update(Progress *p, long step, double g_loss, double d_loss, doubl
         fprintf(p->out, "%s\n", line);
         p->printed_plain = 1;
     }
-    fflush(p->out);
-    p->t_last = t;
-}
-
-void progress_update_fields(Progress *p, long step, const char *fields, long long tokens) {
-    const double t = now_seconds(), el = t - p->t_start;
-    p->tokens += tokens;
-    const long done = step - p->start_step;
-    const int last = step >= p->total_steps;
-    if (p->tty) {
-        if (!last && p->shown && t - p->t_last < 0.1) return;
-    } else if (!last && p->printed_plain && t - p->t_last < p->interval) {
-        return;
-    }
-    const double tps = el > 0 ? (double)p->tokens / el : NAN;
-    const double eta = done > 0 ? el / (double)done * (double)(p->total_steps - step) : NAN;
-    char rate[32], e[32];
-    if (!isfinite(tps) || tps <= 0) snprintf(rate, sizeof rate, "?");
-    else if (tps >= 1e6) snprintf(rate, sizeof rate, "%.2fM", tps / 1e6);
-    else if (tps >= 1e3) snprintf(rate, sizeof rate, "%.1fk", tps / 1e3);
-    else snprintf(rate, sizeof rate, "%.0f", tps);
-    format_duration(eta, e, sizeof e);
-    if (p->tty) fprintf(p->out, "\rstep %ld/%ld | %s | %s tok/s | ETA %s\033[K", step, p->total_steps, fields, rate, e);
-    else fprintf(p->out, "step %ld/%ld | %s | %s tok/s | ETA %s\n", step, p->total_steps, fields, rate, e);
-    if (p->tty) p->shown = 1; else p->printed_plain = 1;
     fflush(p->out);
     p->t_last = t;
 }
