@@ -30,12 +30,6 @@ int optim_name_decays(const char *name) {
     return !(strstr(name, "bias") || strstr(name, "LayerNorm.weight"));
 }
 
-static int param_index(const ParamSet *ps, const Tensor *t) {
-    for (int i = 0; i < ps->n; i++)
-        if (ps->params[i] == t) return i;
-    return -1;
-}
-
 void optim_moments_init(OptimMoments *mo, const ParamSet *ps) {
     if (!ps->finalized) fatal("optimizer moments: the parameter set is not finalized");
     const size_t bytes = (size_t)(ps->total ? ps->total : 1) * sizeof(real);
@@ -51,26 +45,28 @@ void optim_moments_free(OptimMoments *mo) {
     memset(mo, 0, sizeof *mo);
 }
 
-/* Group of an explicit list of parameters (each must belong to ps). */
-static void optim_group_init_list(OptimGroup *g, const char *name, const OptimConfig *cfg, ParamSet *ps, OptimMoments *mo,
-                                  Tensor *const *list, int n) {
+/* 1 when parameter t belongs to the group of names starting with prefix (NULL: every parameter) */
+static int in_group(const Tensor *t, const char *prefix) { return !prefix || !strncmp(t->name, prefix, strlen(prefix)); }
+
+void optim_group_init(OptimGroup *g, const char *name, const OptimConfig *cfg, ParamSet *ps, OptimMoments *mo, const char *prefix) {
+    int n = 0;
+    for (int i = 0; i < ps->n; i++) n += in_group(ps->params[i], prefix);
+    if (!n) fatal("optimizer group '%s': no parameter name starts with '%s'", name, prefix ? prefix : "");
     if (!ps->finalized) fatal("optimizer group '%s': the parameter set is not finalized", name);
     if (!mo || mo->total != ps->total) fatal("optimizer group '%s': the moments are not those of this parameter set", name);
-    if (n <= 0) fatal("optimizer group '%s' has no parameters", name);
     memset(g, 0, sizeof *g);
     snprintf(g->name, sizeof g->name, "%s", name);
     g->cfg = *cfg;
     g->p = xcalloc((size_t)n, sizeof(OptimParam));
     g->n = n;
-    int nc = 0;
-    for (int k = 0; k < n; k++) {
-        int i = param_index(ps, list[k]);
-        if (i < 0) fatal("optimizer group '%s': parameter '%s' is not in the parameter set", name, list[k]->name ? list[k]->name : "?");
-        OptimParam *p = &g->p[k];
-        p->t = list[k];
+    int nc = 0, j = 0;
+    for (int i = 0; i < ps->n; i++) {
+        if (!in_group(ps->params[i], prefix)) continue;
+        OptimParam *p = &g->p[j++];
+        p->t = ps->params[i];
         p->m = mo->m + ps->offset[i];
         p->v = mo->v + ps->offset[i];
-        p->decay = optim_name_decays(list[k]->name ? list[k]->name : "");
+        p->decay = optim_name_decays(p->t->name ? p->t->name : "");
         g->n_elems += p->t->n;
         nc += (int)((p->t->n + OPTIM_CHUNK - 1) / OPTIM_CHUNK);
     }
@@ -88,17 +84,6 @@ static void optim_group_init_list(OptimGroup *g, const char *name, const OptimCo
             g->chunks[c].end = MIN(b + OPTIM_CHUNK, g->p[k].t->n);
             c++;
         }
-}
-
-void optim_group_init(OptimGroup *g, const char *name, const OptimConfig *cfg, ParamSet *ps, OptimMoments *mo, const char *prefix) {
-    size_t pl = prefix ? strlen(prefix) : 0;
-    Tensor **list = xcalloc((size_t)(ps->n ? ps->n : 1), sizeof(Tensor *));
-    int n = 0;
-    for (int i = 0; i < ps->n; i++)
-        if (!pl || !strncmp(ps->params[i]->name, prefix, pl)) list[n++] = ps->params[i];
-    if (!n) fatal("optimizer group '%s': no parameter name starts with '%s'", name, prefix ? prefix : "");
-    optim_group_init_list(g, name, cfg, ps, mo, list, n);
-    free(list);
 }
 
 void optim_group_free(OptimGroup *g) {

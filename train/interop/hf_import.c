@@ -105,12 +105,6 @@ static void note_init(HfImported *r, const char *name) {
         snprintf(r->init_list + strlen(r->init_list), sizeof r->init_list - strlen(r->init_list), "%s%s", r->n_init > 1 ? ", " : "", name);
 }
 
-static Tensor *param(const Electra *m, const char *name) {
-    for (int i = 0; i < m->ps.n; i++)
-        if (!strcmp(m->ps.params[i]->name, name)) return m->ps.params[i];
-    return NULL;
-}
-
 #define TRY(x) do { if ((x) < 0) goto fail; } while (0)
 
 int hf_import_electra(Electra *m, HfFolder *d, HfFolder *g, HfImported *r, char *err, size_t errlen) {
@@ -139,8 +133,8 @@ int hf_import_electra(Electra *m, HfFolder *d, HfFolder *g, HfImported *r, char 
         return errf(err, errlen, "import: %s/model.safetensors has only %d of the %d mask_predictions.* tensors", d->dir, rtd_found, rtd_n);
     if (!rtd_found) note_init(r, "discriminator.mask_predictions.*");
     /* the discriminator's tables, as NES would hold them (under GDES they live in the generator + deltas) */
-    const Tensor *dword = param(m, "discriminator.deberta.embeddings.word_embeddings.weight");
-    const Tensor *dpos = param(m, "discriminator.deberta.embeddings.position_embeddings.weight");
+    const Tensor *dword = params_find(&m->ps, "discriminator.deberta.embeddings.word_embeddings.weight");
+    const Tensor *dpos = params_find(&m->ps, "discriminator.deberta.embeddings.position_embeddings.weight");
     if (gdes) {
         Tensor tw = *m->gen.word, tp = *m->gen.position;
         tw.data = dw_buf = xmalloc((size_t)tw.n * sizeof(real));
