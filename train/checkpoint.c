@@ -146,16 +146,6 @@ void checkpoint_set_group_step(CheckpointState *st, const char *group, int64_t s
     st->group_step[i] = step;
 }
 
-/* A string attribute (is_attr) or scalar string dataset; malloc'd, NULL if absent or unreadable. */
-static char *read_string(hid_t loc, const char *name, int is_attr) {
-    hid_t o = is_attr ? H5Aopen(loc, name, H5P_DEFAULT) : H5Dopen2(loc, name, H5P_DEFAULT);
-    if (o < 0) return NULL;
-    char *out = h5_read_string(o, is_attr, H5T_CSET_ASCII);
-    if (is_attr) H5Aclose(o);
-    else H5Dclose(o);
-    return out;
-}
-
 static int read_int_attr(H5Ctx *c, hid_t f, const char *name, hid_t mtype, void *out) {
     const int rc = h5_read_int_attr(f, name, mtype, out);
     if (rc == -1) return h5ctx_fail(c, "root attribute '%s' is missing (not a complete deberta.c checkpoint)", name);
@@ -221,14 +211,8 @@ static herr_t group_step_cb(hid_t g, const char *name, const H5L_info_t *info, v
 
 static hid_t open_checkpoint(H5Ctx *c, const char *path) {
     struct stat sb;
-    if (stat(path, &sb) != 0) {
-        h5ctx_fail(c, "cannot open: %s", strerror(errno));
-        return -1;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        h5ctx_fail(c, "not a regular file");
-        return -1;
-    }
+    if (stat(path, &sb) != 0) return h5ctx_fail(c, "cannot open: %s", strerror(errno));
+    if (!S_ISREG(sb.st_mode)) return h5ctx_fail(c, "not a regular file");
     /* the seal first: libhdf5 never sees a damaged file (it can crash decoding corrupt metadata) */
     char serr[1024];
     if (h5_seal_require("checkpoint", path, "use an earlier checkpoint", serr, sizeof serr) != 0) {
@@ -240,8 +224,7 @@ static hid_t open_checkpoint(H5Ctx *c, const char *path) {
 #else
     if (H5Fis_hdf5(path) <= 0) {
 #endif
-        h5ctx_fail(c, "not a readable HDF5 file (truncated or corrupt?)");
-        return -1;
+        return h5ctx_fail(c, "not a readable HDF5 file (truncated or corrupt?)");
     }
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) h5ctx_fail(c, "cannot be opened as HDF5 (truncated or corrupt?)");
@@ -251,7 +234,7 @@ static hid_t open_checkpoint(H5Ctx *c, const char *path) {
 static int read_state(H5Ctx *c, hid_t f, CheckpointState *st) {
     memset(st, 0, sizeof *st);
     if (H5Aexists(f, "format") <= 0) return h5ctx_fail(c, "no 'format' attribute: not a deberta.c checkpoint");
-    char *fmt = read_string(f, "format", 1);
+    char *fmt = h5_read_str_attr(f, "format");
     if (!fmt || strcmp(fmt, CHECKPOINT_FORMAT)) {
         h5ctx_fail(c, "format is '%s', expected '%s'", fmt ? fmt : "?", CHECKPOINT_FORMAT);
         free(fmt);
@@ -285,13 +268,15 @@ static int read_state(H5Ctx *c, hid_t f, CheckpointState *st) {
     st->loader_state = buf;
     st->n_loader_state = n;
     if (H5Lexists(f, "config", H5P_DEFAULT) <= 0) return h5ctx_fail(c, "dataset 'config' is missing");
-    st->config = read_string(f, "config", 0);
+    const hid_t d = H5Dopen2(f, "config", H5P_DEFAULT);
+    st->config = d >= 0 ? h5_read_string(d, 0, H5T_CSET_ASCII) : NULL;
+    if (d >= 0) H5Dclose(d);
     if (!st->config) return h5ctx_fail(c, "dataset 'config' is not a readable string");
     if (read_int_array(c, f, "tokenizer", H5T_NATIVE_UCHAR, 1, &buf, &n) < 0) return -1;
     st->tokenizer = buf;
     st->n_tokenizer = (size_t)n;
     if (H5Aexists(f, "tokenizer_hash") > 0) { /* the identity of /tokenizer (absent when it is empty) */
-        char *want = read_string(f, "tokenizer_hash", 1), got[17] = "";
+        char *want = h5_read_str_attr(f, "tokenizer_hash"), got[17] = "";
         if (st->n_tokenizer) tokenizer_hash_bytes(st->tokenizer, st->n_tokenizer, got);
         const int same = want && !strcmp(want, got);
         if (!same) h5ctx_fail(c, "the tokenizer bytes hash to '%s', attribute 'tokenizer_hash' says '%s' (the file is corrupt)", got, want ? want : "?");
