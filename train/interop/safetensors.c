@@ -35,10 +35,6 @@ static long numel(const StEntry *e) {
     return n;
 }
 
-static void put_u64_le(unsigned char *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
 /* The CRC-32 of the tensor's float32 little-endian bytes, as written. */
 static uint32_t entry_crc32(const StEntry *e) {
     float chunk[1024];
@@ -84,8 +80,8 @@ int safetensors_write(const char *path, const StEntry *entries, int n, char *err
         free(h.s);
         return -1;
     }
-    unsigned char len8[8];
-    put_u64_le(len8, h.len);
+    unsigned char len8[8]; /* the header's length, u64 little-endian */
+    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)h.len >> (8 * i));
     FILE *f = af.f;
     int ok = fwrite(len8, 1, 8, f) == 8 && fwrite(h.s, 1, h.len, f) == h.len;
     float chunk[1024];
@@ -283,11 +279,6 @@ static int dtype_of(const char *s, int *bytes) {
         if (!strcmp(s, other[i].n)) return *bytes = other[i].b, ST_OTHER;
     return -1;
 }
-static int dtype_bytes(const StTensor *t) {
-    int b = 0;
-    dtype_of(t->dtype_name, &b);
-    return b;
-}
 
 void safetensors_close(StFile *f) {
     if (!f) return;
@@ -357,7 +348,8 @@ static void parse_metadata(Js *j, StFile *f) {
     if (!j->failed && !js_lit(j, '}')) js_fail(j, "expected ',' or '}' in __metadata__");
 }
 
-/* One tensor entry: {"dtype":..., "shape":[...], "data_offsets":[b,e]} in any order. */
+/* One tensor entry: {"dtype":..., "shape":[...], "data_offsets":[b,e]} in any order.  The first
+ * failure stops it (js_fail). */
 static int parse_entry(Js *j, StTensor *t) {
     int have_d = 0, have_s = 0, have_o = 0;
     char m[1200];
@@ -371,74 +363,47 @@ static int parse_entry(Js *j, StTensor *t) {
             char *k = js_string(j);
             if (!k) return -1;
             if (!js_lit(j, ':')) {
-                free(k);
                 js_fail(j, "expected ':'");
-                return -1;
-            }
-            if (!strcmp(k, "dtype")) {
+            } else if (!strcmp(k, "dtype")) {
                 char *d = js_string(j);
                 int bytes;
-                if (!d) {
-                    free(k);
-                    return -1;
-                }
-                t->dtype = dtype_of(d, &bytes);
-                snprintf(t->dtype_name, sizeof t->dtype_name, "%s", d);
-                if (t->dtype < 0) {
-                    snprintf(m, sizeof m, "tensor '%.200s' has an unknown dtype '%.40s'", t->name, d);
+                if (d) {
+                    t->dtype = dtype_of(d, &bytes);
+                    snprintf(t->dtype_name, sizeof t->dtype_name, "%s", d);
+                    if (t->dtype < 0) {
+                        snprintf(m, sizeof m, "tensor '%.200s' has an unknown dtype '%.40s'", t->name, d);
+                        js_fail(j, m);
+                    }
                     free(d);
-                    free(k);
-                    js_fail(j, m);
-                    return -1;
                 }
-                free(d);
                 have_d = 1;
             } else if (!strcmp(k, "shape")) {
-                if (!js_lit(j, '[')) {
-                    free(k);
-                    js_fail(j, "shape must be an array");
-                    return -1;
-                }
                 t->ndim = 0;
-                if (!js_lit(j, ']')) {
+                if (!js_lit(j, '[')) {
+                    js_fail(j, "shape must be an array");
+                } else if (!js_lit(j, ']')) {
                     do {
                         uint64_t v;
-                        if (t->ndim == 8) {
-                            free(k);
-                            js_fail(j, "a shape has more than 8 dimensions");
-                            return -1;
-                        }
-                        if (js_uint(j, &v, "shape entries")) {
-                            free(k);
-                            return -1;
-                        }
-                        t->shape[t->ndim++] = (int64_t)v;
-                    } while (js_lit(j, ','));
-                    if (!js_lit(j, ']')) {
-                        free(k);
-                        js_fail(j, "expected ',' or ']' in a shape");
-                        return -1;
-                    }
+                        if (t->ndim == 8) js_fail(j, "a shape has more than 8 dimensions");
+                        else if (!js_uint(j, &v, "shape entries")) t->shape[t->ndim++] = (int64_t)v;
+                    } while (!j->failed && js_lit(j, ','));
+                    if (!j->failed && !js_lit(j, ']')) js_fail(j, "expected ',' or ']' in a shape");
                 }
                 have_s = 1;
             } else if (!strcmp(k, "data_offsets")) {
                 uint64_t b, e;
                 if (!js_lit(j, '[') || js_uint(j, &b, "data_offsets") || !js_lit(j, ',') || js_uint(j, &e, "data_offsets") ||
-                    !js_lit(j, ']')) {
-                    free(k);
+                    !js_lit(j, ']'))
                     js_fail(j, "data_offsets must be [begin, end]");
-                    return -1;
-                }
-                t->begin = b, t->end = e;
+                else
+                    t->begin = b, t->end = e;
                 have_o = 1;
             } else {
                 snprintf(m, sizeof m, "tensor '%.200s' has an unknown key '%.100s'", t->name, k);
-                free(k);
                 js_fail(j, m);
-                return -1;
             }
             free(k);
-        } while (js_lit(j, ','));
+        } while (!j->failed && js_lit(j, ','));
     if (!closed && !j->failed && !js_lit(j, '}')) js_fail(j, "expected ',' or '}' in a tensor entry");
     if (j->failed) return -1;
     if (!have_d || !have_s || !have_o) {
@@ -517,7 +482,8 @@ StFile *safetensors_open(const char *path, char *err, size_t errlen) {
     const uint64_t data_len = f->size - f->data_start;
     for (int i = 0; i < f->n; i++) {
         StTensor *t = &f->t[i];
-        int bytes = dtype_bytes(t);
+        int bytes = 0;
+        dtype_of(t->dtype_name, &bytes);
         uint64_t n = 1;
         for (int d = 0; d < t->ndim; d++) {
             if (t->shape[d] > 0 && n > (1ull << 40) / (uint64_t)t->shape[d]) {
