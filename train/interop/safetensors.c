@@ -297,7 +297,15 @@ static int cmp_range(const void *a, const void *b) {
     return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->end > y->end) - (x->end < y->end);
 }
 
-static StFile *st_fail(StFile *f) {
+/* Closes f; says why in err ("safetensors <path>: <message>"); NULL. */
+static StFile *st_fail(StFile *f, char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static StFile *st_fail(StFile *f, char *err, size_t errlen, const char *fmt, ...) {
+    char msg[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(err, errlen, "safetensors %.900s: %s", f->path, msg);
     safetensors_close(f);
     return NULL;
 }
@@ -420,36 +428,25 @@ StFile *safetensors_open(const char *path, char *err, size_t errlen) {
     int fd = open(path, O_RDONLY);
     struct stat sb;
     if (fd < 0 || fstat(fd, &sb) != 0) {
-        snprintf(err, errlen, "safetensors %.900s: cannot open (%s)", path, strerror(errno));
+        const int e = errno;
         if (fd >= 0) close(fd);
-        return st_fail(f);
+        return st_fail(f, err, errlen, "cannot open (%s)", strerror(e));
     }
     f->size = (size_t)sb.st_size;
-    if (f->size == 0) {
-        close(fd);
-        snprintf(err, errlen, "safetensors %.900s: " FILE_EMPTY, path);
-        return st_fail(f);
-    }
-    if (f->size < 8) {
-        close(fd);
-        snprintf(err, errlen, "safetensors %.900s: %zu bytes, shorter than the 8-byte header length (truncated?)", path, f->size);
-        return st_fail(f);
-    }
-    void *p = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *p = f->size >= 8 ? mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
     close(fd);
+    if (f->size == 0) return st_fail(f, err, errlen, FILE_EMPTY);
+    if (f->size < 8) return st_fail(f, err, errlen, "%zu bytes, shorter than the 8-byte header length (truncated?)", f->size);
     if (p == MAP_FAILED) {
         f->size = 0;
-        snprintf(err, errlen, "safetensors %.900s: cannot map (%s)", path, strerror(errno));
-        return st_fail(f);
+        return st_fail(f, err, errlen, "cannot map (%s)", strerror(errno));
     }
     f->map = p;
     uint64_t hl = 0;
     for (int i = 0; i < 8; i++) hl |= (uint64_t)f->map[i] << (8 * i);
-    if (hl > f->size - 8 || hl > (100u << 20)) {
-        snprintf(err, errlen, "safetensors %.900s: the header claims %llu bytes but the file has %zu after the length field%s", path,
-                 (unsigned long long)hl, f->size - 8, hl > (100u << 20) ? " (over the 100 MB limit)" : " (truncated?)");
-        return st_fail(f);
-    }
+    if (hl > f->size - 8 || hl > (100u << 20))
+        return st_fail(f, err, errlen, "the header claims %llu bytes but the file has %zu after the length field%s", (unsigned long long)hl,
+                       f->size - 8, hl > (100u << 20) ? " (over the 100 MB limit)" : " (truncated?)");
     f->data_start = 8 + (size_t)hl;
     Js j = {(const char *)f->map + 8, (const char *)f->map + 8 + hl, path, err, errlen, 0};
     int cap = 0, closed = 0;
@@ -476,7 +473,10 @@ StFile *safetensors_open(const char *path, char *err, size_t errlen) {
     if (!j.failed && !closed && !js_lit(&j, '}')) js_fail(&j, "expected ',' or '}' after a tensor entry");
     js_ws(&j);
     if (!j.failed && j.p != j.end) js_fail(&j, "text after the closing '}'");
-    if (j.failed) return st_fail(f);
+    if (j.failed) { /* err says why */
+        safetensors_close(f);
+        return NULL;
+    }
 
     /* sizes, ranges, names */
     const uint64_t data_len = f->size - f->data_start;
@@ -486,67 +486,45 @@ StFile *safetensors_open(const char *path, char *err, size_t errlen) {
         dtype_of(t->dtype_name, &bytes);
         uint64_t n = 1;
         for (int d = 0; d < t->ndim; d++) {
-            if (t->shape[d] > 0 && n > (1ull << 40) / (uint64_t)t->shape[d]) {
-                snprintf(err, errlen, "safetensors %.900s: tensor '%.200s' has an absurd shape", path, t->name);
-                return st_fail(f);
-            }
+            if (t->shape[d] > 0 && n > (1ull << 40) / (uint64_t)t->shape[d])
+                return st_fail(f, err, errlen, "tensor '%.200s' has an absurd shape", t->name);
             n *= (uint64_t)t->shape[d];
         }
         t->numel = (int64_t)n;
-        if (t->end < t->begin || t->end - t->begin != n * (uint64_t)bytes) {
-            snprintf(err, errlen,
-                     "safetensors %.900s: tensor '%.200s': data_offsets [%llu, %llu] hold %lld bytes but %s x %lld elements need %llu "
-                     "(the header lies about sizes)",
-                     path, t->name, (unsigned long long)t->begin, (unsigned long long)t->end,
-                     (long long)(t->end >= t->begin ? (long long)(t->end - t->begin) : -1), t->dtype_name, (long long)n,
-                     (unsigned long long)(n * (uint64_t)bytes));
-            return st_fail(f);
-        }
-        if (t->end > data_len) {
-            snprintf(err, errlen, "safetensors %.900s: tensor '%.200s' ends at data byte %llu but the file has %llu data bytes (truncated?)",
-                     path, t->name, (unsigned long long)t->end, (unsigned long long)data_len);
-            return st_fail(f);
-        }
+        if (t->end < t->begin || t->end - t->begin != n * (uint64_t)bytes)
+            return st_fail(f, err, errlen, "tensor '%.200s': data_offsets [%llu, %llu] hold %lld bytes but %s x %lld elements need %llu "
+                           "(the header lies about sizes)", t->name, (unsigned long long)t->begin, (unsigned long long)t->end,
+                           (long long)(t->end >= t->begin ? (long long)(t->end - t->begin) : -1), t->dtype_name, (long long)n,
+                           (unsigned long long)(n * (uint64_t)bytes));
+        if (t->end > data_len)
+            return st_fail(f, err, errlen, "tensor '%.200s' ends at data byte %llu but the file has %llu data bytes (truncated?)", t->name,
+                           (unsigned long long)t->end, (unsigned long long)data_len);
     }
     StTensor **order = xmalloc((size_t)(f->n ? f->n : 1) * sizeof *order);
     for (int i = 0; i < f->n; i++) order[i] = &f->t[i];
     qsort(order, (size_t)f->n, sizeof *order, cmp_range);
-    uint64_t at = 0;
-    for (int i = 0; i < f->n; i++) {
-        if (order[i]->begin < at) {
-            snprintf(err, errlen, "safetensors %.900s: tensors '%.200s' and '%.200s' overlap (data bytes %llu..%llu)", path,
-                     order[i - 1]->name, order[i]->name, (unsigned long long)order[i]->begin, (unsigned long long)at);
-            free(order);
-            return st_fail(f);
-        }
-        if (order[i]->begin > at) {
-            snprintf(err, errlen, "safetensors %.900s: data bytes %llu..%llu belong to no tensor (before '%.200s')", path,
-                     (unsigned long long)at, (unsigned long long)order[i]->begin, order[i]->name);
-            free(order);
-            return st_fail(f);
-        }
-        at = order[i]->end;
-    }
+    uint64_t at = 0; /* the tensors in data order must tile the data: the first that does not */
+    int tiled = 0;
+    while (tiled < f->n && order[tiled]->begin == at) at = order[tiled++]->end;
+    const StTensor *prev = tiled ? order[tiled - 1] : NULL, *next = tiled < f->n ? order[tiled] : NULL;
     free(order);
-    if (at != data_len) {
-        snprintf(err, errlen, "safetensors %.900s: %llu data bytes after the last tensor", path, (unsigned long long)(data_len - at));
-        return st_fail(f);
-    }
+    if (next && next->begin < at)
+        return st_fail(f, err, errlen, "tensors '%.200s' and '%.200s' overlap (data bytes %llu..%llu)", prev->name, next->name,
+                       (unsigned long long)next->begin, (unsigned long long)at);
+    if (next)
+        return st_fail(f, err, errlen, "data bytes %llu..%llu belong to no tensor (before '%.200s')", (unsigned long long)at,
+                       (unsigned long long)next->begin, next->name);
+    if (at != data_len) return st_fail(f, err, errlen, "%llu data bytes after the last tensor", (unsigned long long)(data_len - at));
     for (int i = 0; i < f->n; i++)
         for (int k = 0; k < i; k++)
-            if (!strcmp(f->t[i].name, f->t[k].name)) {
-                snprintf(err, errlen, "safetensors %.900s: tensor '%.200s' appears twice", path, f->t[i].name);
-                return st_fail(f);
-            }
+            if (!strcmp(f->t[i].name, f->t[k].name)) return st_fail(f, err, errlen, "tensor '%.200s' appears twice", f->t[i].name);
     for (int i = 0; i < f->n_crc; i++) {
         const StTensor *t = safetensors_find(f, f->crc_name[i]);
         if (!t) continue; /* a checksum of nothing: nothing to check */
         const uint32_t c = crc32_update(0, f->map + f->data_start + t->begin, (size_t)(t->end - t->begin));
-        if (c != f->crc[i]) {
-            snprintf(err, errlen, "safetensors %.900s: tensor '%.200s' does not match its crc32 metadata entry (CRC-32 %08x, stored %08x): the file is corrupt",
-                     path, t->name, (unsigned)c, (unsigned)f->crc[i]);
-            return st_fail(f);
-        }
+        if (c != f->crc[i])
+            return st_fail(f, err, errlen, "tensor '%.200s' does not match its crc32 metadata entry (CRC-32 %08x, stored %08x): the file is "
+                           "corrupt", t->name, (unsigned)c, (unsigned)f->crc[i]);
     }
     return f;
 }
