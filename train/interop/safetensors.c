@@ -175,15 +175,12 @@ static char *js_string(Js *j) {
             buf_put(&b, "%s", t);
         } else if (e == 'u') {
             uint32_t cp = 0;
-            for (int k = 0; k < 4; k++) {
+            for (int k = 0; k < 4 && !j->failed; k++) {
                 int h = j->p < j->end ? hexv(*j->p++) : -1;
-                if (h < 0) {
-                    js_fail(j, "bad \\u escape");
-                    free(b.s);
-                    return NULL;
-                }
+                if (h < 0) js_fail(j, "bad \\u escape");
                 cp = cp << 4 | (uint32_t)h;
             }
+            if (j->failed) break;
             if (cp >= 0xD800 && cp < 0xDC00 && j->end - j->p >= 6 && j->p[0] == '\\' && j->p[1] == 'u') {
                 uint32_t lo = 0;
                 int ok = 1;
@@ -199,23 +196,31 @@ static char *js_string(Js *j) {
             }
             if (cp == 0 || (cp >= 0xD800 && cp < 0xE000)) {
                 js_fail(j, "a \\u escape of NUL or a lone surrogate");
-                free(b.s);
-                return NULL;
+                break;
             }
             put_utf8(&b, cp);
         } else {
             js_fail(j, "bad escape in a string");
-            free(b.s);
-            return NULL;
+            break;
         }
     }
     if (j->failed || j->p >= j->end) {
-        js_fail(j, "unterminated string");
+        js_fail(j, "unterminated string"); /* unless an earlier failure said why */
         free(b.s);
         return NULL;
     }
     j->p++;
     return b.s;
+}
+/* An object's key and its ':' (decoded, malloc'd), or NULL after js_fail. */
+static char *js_key(Js *j) {
+    char *k = js_string(j);
+    if (k && !js_lit(j, ':')) {
+        js_fail(j, "expected ':'");
+        free(k);
+        k = NULL;
+    }
+    return k;
 }
 /* A non-negative JSON integer (no fraction, no exponent) that fits in 2^53. */
 static int js_uint(Js *j, uint64_t *v, const char *what) {
@@ -254,10 +259,7 @@ static void js_skip(Js *j, int depth) {
         char close = c == '{' ? '}' : ']';
         if (js_lit(j, close)) return;
         do {
-            if (c == '{') {
-                free(js_string(j));
-                if (!js_lit(j, ':')) js_fail(j, "expected ':'");
-            }
+            if (c == '{') free(js_key(j));
             js_skip(j, depth + 1);
         } while (!j->failed && js_lit(j, ','));
         if (!js_lit(j, close)) js_fail(j, "expected ',' or the end of an object/array");
@@ -320,13 +322,8 @@ static void parse_metadata(Js *j, StFile *f) {
     j->p++;
     if (js_lit(j, '}')) return;
     do {
-        char *k = js_string(j);
+        char *k = js_key(j);
         if (!k) return;
-        if (!js_lit(j, ':')) {
-            free(k);
-            js_fail(j, "expected ':'");
-            return;
-        }
         js_ws(j);
         if (strncmp(k, "crc32.", 6) || j->p >= j->end || *j->p != '"') {
             free(k);
@@ -368,11 +365,9 @@ static int parse_entry(Js *j, StTensor *t) {
     }
     int closed = js_lit(j, '}');
     if (!closed) do {
-            char *k = js_string(j);
+            char *k = js_key(j);
             if (!k) return -1;
-            if (!js_lit(j, ':')) {
-                js_fail(j, "expected ':'");
-            } else if (!strcmp(k, "dtype")) {
+            if (!strcmp(k, "dtype")) {
                 char *d = js_string(j);
                 int bytes;
                 if (d) {
@@ -452,13 +447,8 @@ StFile *safetensors_open(const char *path, char *err, size_t errlen) {
     int cap = 0, closed = 0;
     if (!js_lit(&j, '{')) js_fail(&j, "the header is not a JSON object");
     else if (!(closed = js_lit(&j, '}'))) do {
-            char *name = js_string(&j);
+            char *name = js_key(&j);
             if (!name) break;
-            if (!js_lit(&j, ':')) {
-                free(name);
-                js_fail(&j, "expected ':'");
-                break;
-            }
             if (!strcmp(name, "__metadata__")) {
                 free(name);
                 parse_metadata(&j, f);
