@@ -99,8 +99,9 @@ void dist_allreduce_real(real *buf, long n) {
         check(MPI_Allreduce(MPI_IN_PLACE, buf + i, (int)MIN(chunk, n - i), MPI_REAL_T, MPI_SUM, MPI_COMM_WORLD), "allreduce");
 }
 
-/* int counts and displacements of the regions (MPI counts are int) */
-static void regions(const long *counts, int *ic, int *id) {
+/* int counts of the regions, then their displacements (MPI counts are int), in one buffer to free */
+static int *regions(const long *counts) {
+    int *ic = xmalloc(2 * (size_t)g_world * sizeof(int)), *id = ic + g_world;
     long off = 0;
     for (int r = 0; r < g_world; r++) {
         if (counts[r] > 0x7fffffffL || off > 0x7fffffffL) fatal("a shard of %ld elements is too large for one MPI call", counts[r]);
@@ -108,35 +109,30 @@ static void regions(const long *counts, int *ic, int *id) {
         id[r] = (int)off;
         off += counts[r];
     }
+    return ic;
 }
 
 void dist_reduce_scatter_real(real *buf, const long *counts) {
     if (g_world == 1) return;
-    int *ic = xmalloc((size_t)g_world * sizeof(int)), *id = xmalloc((size_t)g_world * sizeof(int));
-    regions(counts, ic, id);
+    int *ic = regions(counts), *id = ic + g_world;
     check(MPI_Reduce_scatter(MPI_IN_PLACE, buf, ic, MPI_REAL_T, MPI_SUM, MPI_COMM_WORLD), "reduce_scatter");
     memmove(buf + id[g_rank], buf, (size_t)ic[g_rank] * sizeof(real)); /* MPI leaves the result at the start */
     free(ic);
-    free(id);
 }
 
 void dist_allgather_real(real *buf, const long *counts) {
     if (g_world == 1) return;
-    int *ic = xmalloc((size_t)g_world * sizeof(int)), *id = xmalloc((size_t)g_world * sizeof(int));
-    regions(counts, ic, id);
+    int *ic = regions(counts), *id = ic + g_world;
     check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, ic, id, MPI_REAL_T, MPI_COMM_WORLD), "allgather");
     free(ic);
-    free(id);
 }
 
 void dist_gather_real(real *buf, const long *counts) {
     if (g_world == 1) return;
-    int *ic = xmalloc((size_t)g_world * sizeof(int)), *id = xmalloc((size_t)g_world * sizeof(int));
-    regions(counts, ic, id);
+    int *ic = regions(counts), *id = ic + g_world;
     if (g_rank == 0) check(MPI_Gatherv(MPI_IN_PLACE, 0, MPI_REAL_T, buf, ic, id, MPI_REAL_T, 0, MPI_COMM_WORLD), "gather");
     else check(MPI_Gatherv(buf + id[g_rank], ic[g_rank], MPI_REAL_T, NULL, NULL, NULL, MPI_REAL_T, 0, MPI_COMM_WORLD), "gather");
     free(ic);
-    free(id);
 }
 
 void dist_allreduce_double(double *buf, int n) {
