@@ -256,14 +256,11 @@ int run_mkdir(const char *rundir, char *err, size_t errlen) {
 /* Only a checkpoint makes a run: a directory whose run stopped before its first checkpoint (killed,
  * refused, out of disk) is reused, its config.txt and metrics.jsonl rewritten. */
 int run_check_fresh(const char *rundir, char *err, size_t errlen) {
-    static const char *const files[] = {"checkpoint.h5"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        char p[4200];
-        snprintf(p, sizeof p, "%s/%s", rundir, files[i]);
-        if (access(p, F_OK) == 0)
-            return errf(err, errlen, "run directory %s already holds a run (%s); continue it with --resume %s or choose another --out",
-                           rundir, files[i], rundir);
-    }
+    char p[4200];
+    snprintf(p, sizeof p, "%s/checkpoint.h5", rundir);
+    if (access(p, F_OK) == 0)
+        return errf(err, errlen, "run directory %s already holds a run (checkpoint.h5); continue it with --resume %s or choose another --out",
+                    rundir, rundir);
     return 0;
 }
 
@@ -281,35 +278,28 @@ static int needs_quotes(const char *s) {
     return 0;
 }
 
-/* Shell-quotes argv into buf (words that need it in single quotes). */
+/* Appends s to buf at *k, as much as fits in len bytes with the NUL. */
+static void put(char *buf, size_t len, size_t *k, const char *s) {
+    for (; *s; s++)
+        if (*k + 1 < len) buf[(*k)++] = *s;
+}
+
+/* Shell-quotes argv into buf (words that need it in single quotes, a quote in them as '\''). */
 static char *shell_join(int argc, char **argv, char *buf, size_t len) {
     size_t k = 0;
-    buf[0] = 0;
-#define PUT(c)                         \
-    do {                               \
-        if (k + 1 < len) buf[k++] = (c); \
-    } while (0)
     for (int i = 0; i < argc; i++) {
-        if (i) PUT(' ');
-        const char *s = argv[i];
-        if (!needs_quotes(s)) {
-            for (; *s; s++) PUT(*s);
+        if (i) put(buf, len, &k, " ");
+        if (!needs_quotes(argv[i])) {
+            put(buf, len, &k, argv[i]);
             continue;
         }
-        PUT('\'');
-        for (; *s; s++) {
-            if (*s == '\'') {
-                PUT('\'');
-                PUT('\\');
-                PUT('\'');
-                PUT('\'');
-            } else {
-                PUT(*s);
-            }
+        put(buf, len, &k, "'");
+        for (const char *s = argv[i]; *s; s++) {
+            const char one[2] = {*s, 0};
+            put(buf, len, &k, *s == '\'' ? "'\\''" : one);
         }
-        PUT('\'');
+        put(buf, len, &k, "'");
     }
-#undef PUT
     buf[k] = 0;
     return buf;
 }
