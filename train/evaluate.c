@@ -40,7 +40,7 @@ EvalResult evaluate(Electra *m, Loader *val, Tape *t, int B, int T, long max_bat
     batch_alloc(&b, B, T);
     int32_t *replaced = xmalloc((size_t)B * T * sizeof(int32_t));
     Scored *sc = xmalloc((size_t)max_batches * B * T * sizeof(Scored));
-    long *freq = xcalloc((size_t)c->vocab_size, sizeof(long));
+    int64_t *freq = xcalloc((size_t)c->vocab_size, sizeof(int64_t)); /* masked targets per id (int64_t: summed over ranks in place) */
     double mlm_sum = 0, bce_sum = 0;
     long mlm_ok = 0, rtd_ok = 0, n_orig = 0, ns = 0, flagged_ok = 0;
     const int saved_training = t->training;
@@ -97,15 +97,11 @@ EvalResult evaluate(Electra *m, Loader *val, Tape *t, int B, int T, long max_bat
         dist_allreduce_double(v, 9);
         mlm_sum = v[0], bce_sum = v[1], mlm_ok = (long)v[2], rtd_ok = (long)v[3], n_orig = (long)v[4], flagged_ok = (long)v[5];
         r.rtd_flagged = (long)v[6], r.n_masked = (long)v[7], r.n_tokens = (long)v[8];
-        int64_t *f = xmalloc((size_t)c->vocab_size * sizeof(int64_t));
-        for (int v2 = 0; v2 < c->vocab_size; v2++) f[v2] = freq[v2];
-        dist_allreduce_i64(f, c->vocab_size);
+        dist_allreduce_i64(freq, c->vocab_size);
         double *att[6] = {r.disc_att.entropy, r.disc_att.norm_entropy, r.disc_att.self, r.disc_att.near, r.disc_att.local, r.disc_att.rows};
         for (int q = 0; q < 6; q++) dist_allreduce_double(att[q], ATTN_STATS_MAX_LAYERS);
         r.disc_layers = 0; /* a rank without a batch saw no layer: count the layers any rank saw */
         while (r.disc_layers < ATTN_STATS_MAX_LAYERS && r.disc_att.rows[r.disc_layers] > 0) r.disc_layers++;
-        for (int v2 = 0; v2 < c->vocab_size; v2++) freq[v2] = (long)f[v2];
-        free(f);
         size_t bytes = 0;
         Scored *all = dist_gather_bytes(sc, (size_t)ns * sizeof(Scored), &bytes); /* rank 0 computes the AUC */
         free(sc);
@@ -113,7 +109,7 @@ EvalResult evaluate(Electra *m, Loader *val, Tape *t, int B, int T, long max_bat
         ns = R == 0 ? (long)(bytes / sizeof(Scored)) : 0;
     }
     if (r.n_masked > 0) {
-        long best = 0;
+        int64_t best = 0;
         for (int v = 0; v < c->vocab_size; v++) best = freq[v] > best ? freq[v] : best;
         r.mlm_loss = mlm_sum / r.n_masked;
         r.mlm_acc = (double)mlm_ok / r.n_masked;
