@@ -80,9 +80,6 @@ int finetune_options_set_flag(FinetuneOptions *o, const char *flag, const char *
     return 1;
 }
 
-/* --resume: what the command line gave of the options a resume accepts, over the saved ones. */
-static void finetune_options_keep_resume(FinetuneOptions *saved, const FinetuneOptions *cli) { key_keep_resume_ok(KEYS, N_KEYS, saved, cli); }
-
 char *finetune_options_to_text(const FinetuneOptions *o) { return key_table_to_text(KEYS, N_KEYS, o, "ft_", NULL); }
 
 int finetune_options_from_text(FinetuneOptions *o, const char *text, char *err, size_t errlen) {
@@ -126,11 +123,8 @@ static void copy_sum(real *dst, const Tensor *a, const Tensor *b) {
 
 int ft_model_load_pretrained(FtModel *m, Checkpoint *ck, const CheckpointState *st, const char *which, char *err, size_t errlen) {
     const char *path = checkpoint_path(ck);
-    ModelConfig pc;
-    config_defaults(&pc);
-    char e[512];
-    if (config_from_text(&pc, st->config ? st->config : "", path, e, sizeof e) || config_validate(&pc, e, sizeof e))
-        return errf(err, errlen, "checkpoint %s: %s", path, e);
+    ModelConfig pc; /* the pair's (ft_init_config has accepted st: not a fine-tuned model) */
+    if (ft_init_config(path, st, "discriminator", &pc, err, errlen)) return -1;
     Electra *pair = xcalloc(1, sizeof *pair);
     electra_build(pair, &pc, 0);
     int rc = -1;
@@ -313,7 +307,7 @@ static void load_saved_run(FtRun *r, ModelConfig *cfg) {
     if (config_from_text(cfg, d->st.config, path, err, sizeof err) || finetune_options_from_text(&r->o, d->st.config, err, sizeof err))
         fatal("checkpoint %s: %s", path, err);
     if (!strstr(d->st.config, "ft_task")) fatal("checkpoint %s is not a fine-tuning checkpoint", path);
-    finetune_options_keep_resume(&r->o, &cli);
+    key_keep_resume_ok(KEYS, N_KEYS, &r->o, &cli); /* what the command line gave of the options a resume accepts */
     if (config_validate(cfg, err, sizeof err)) fatal("checkpoint %s: %s", path, err);
 }
 

@@ -74,12 +74,6 @@ static StepStats train_step(Run *r, long step, int update) {
     return pretrain_step(&c, step, update);
 }
 
-static void pack_loader_state(const Loader *L, int64_t out[LOADER_STATE_LEN]) {
-    LoaderState st;
-    loader_get_state(L, &st);
-    memcpy(out, &st, sizeof st);
-}
-
 /* The model config, the training options and the tokenizer identity of the data. */
 static char *full_config_text(const Run *r) {
     char *a = config_to_text(&r->cfg), *b = train_options_to_text(&r->o);
@@ -99,8 +93,10 @@ static void save_checkpoint(Run *r, long step, int keep) {
     st.step = step;
     st.seed = r->o.seed;
     for (int i = 0; i < r->n_groups; i++) checkpoint_set_group_step(&st, r->groups[i].name, r->groups[i].step);
+    LoaderState pos;
     int64_t ls[LOADER_STATE_LEN];
-    pack_loader_state(step_loader(r, step), ls); /* the loader the next step reads */
+    loader_get_state(step_loader(r, step), &pos); /* the loader the next step reads */
+    memcpy(ls, &pos, sizeof pos);
     st.loader_state = ls;
     st.n_loader_state = LOADER_STATE_LEN;
     st.config = full_config_text(r);
