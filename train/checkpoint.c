@@ -425,12 +425,21 @@ typedef struct KV {
 typedef struct KVList {
     KV *kv;
     int n, cap;
+    KV dup; /* the first line that sets a key set before (an edited config text is ambiguous); key NULL: none */
 } KVList;
+
+static const KV *kv_find(const KVList *l, const char *key) {
+    for (int i = 0; i < l->n; i++)
+        if (!strcmp(l->kv[i].key, key)) return &l->kv[i];
+    return NULL;
+}
 
 static int kv_add(const char *key, const char *val, void *vl) {
     KVList *l = vl;
     if (l->n == l->cap) l->kv = xrealloc(l->kv, (size_t)(l->cap = l->cap ? 2 * l->cap : 16) * sizeof(KV));
-    l->kv[l->n++] = (KV){xstrdup(key), xstrdup(val ? val : "")};
+    const KV kv = {xstrdup(key), xstrdup(val ? val : "")};
+    if (!l->dup.key && kv_find(l, key)) l->dup = kv;
+    l->kv[l->n++] = kv;
     return 0;
 }
 
@@ -449,32 +458,17 @@ static void kv_free(KVList *l) {
     free(l->kv);
 }
 
-static const KV *kv_find(const KVList *l, const char *key) {
-    for (int i = 0; i < l->n; i++)
-        if (!strcmp(l->kv[i].key, key)) return &l->kv[i];
-    return NULL;
-}
-
 static int ignored(const char *const *ignore, const char *key) {
     for (; ignore && *ignore; ignore++)
         if (!strcmp(*ignore, key)) return 1;
     return 0;
 }
 
-/* The second line of a key set twice (an edited config text is ambiguous), or NULL. */
-static const KV *kv_dup(const KVList *l) {
-    for (int i = 1; i < l->n; i++)
-        for (int k = 0; k < i; k++)
-            if (!strcmp(l->kv[i].key, l->kv[k].key)) return &l->kv[i];
-    return NULL;
-}
-
 int checkpoint_config_diff(const char *saved, const char *now, const char *const *ignore, char *msg, size_t len) {
     KVList a = kv_parse(saved), b = kv_parse(now);
     int diff = 0;
-    const KV *d;
-    if ((d = kv_dup(&a))) diff = 1, snprintf(msg, len, "'%s' is set twice in the checkpoint", d->key);
-    else if ((d = kv_dup(&b))) diff = 1, snprintf(msg, len, "'%s' is set twice now (the second time to %s)", d->key, d->val);
+    if (a.dup.key) diff = 1, snprintf(msg, len, "'%s' is set twice in the checkpoint", a.dup.key);
+    else if (b.dup.key) diff = 1, snprintf(msg, len, "'%s' is set twice now (the second time to %s)", b.dup.key, b.dup.val);
     for (int i = 0; !diff && i < a.n; i++) {
         const KV *p = &a.kv[i];
         if (ignored(ignore, p->key)) continue;

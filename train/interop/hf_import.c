@@ -105,14 +105,14 @@ static void note_init(HfImported *r, const char *name) {
         snprintf(r->init_list + strlen(r->init_list), sizeof r->init_list - strlen(r->init_list), "%s%s", r->n_init > 1 ? ", " : "", name);
 }
 
-#define TRY(x) do { if ((x) < 0) goto fail; } while (0)
+#define TRY(x) do { if ((x) < 0) goto out; } while (0)
 
 int hf_import_electra(Electra *m, HfFolder *d, HfFolder *g, HfImported *r, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
     const int gdes = m->cfg.embedding_sharing == SHARE_GDES;
     const size_t gp = strlen("generator."), dp = strlen("discriminator.");
     real *dw_buf = NULL, *dp_buf = NULL;
-    int got;
+    int got, rc = -1;
     /* discriminator */
     int rtd_found = 0, rtd_n = 0;
     for (int i = m->n_gen_params; i < m->ps.n; i++) {
@@ -142,7 +142,7 @@ int hf_import_electra(Electra *m, HfFolder *d, HfFolder *g, HfImported *r, char 
         TRY(got = take(d, "deberta.embeddings.word_embeddings.weight", &tw, err, errlen));
         if (!got) {
             errf(err, errlen, "import: %s/model.safetensors has no tensor 'deberta.embeddings.word_embeddings.weight'", d->dir);
-            goto fail;
+            goto out;
         }
         TRY(got = take(d, "deberta.embeddings.position_embeddings.weight", &tp, err, errlen));
         if (!got) memcpy(dp_buf, m->gen.position->data, (size_t)tp.n * sizeof(real));
@@ -159,7 +159,7 @@ int hf_import_electra(Electra *m, HfFolder *d, HfFolder *g, HfImported *r, char 
             TRY(got = is_head ? take_head(g, name + 23, t, err, errlen) : take(g, name, t, err, errlen));
             if (!got && !is_pos && !is_head) {
                 errf(err, errlen, "import: %s/model.safetensors has no tensor '%s' (is it a DebertaV2 model of this config?)", g->dir, name);
-                goto fail;
+                goto out;
             }
         } else if (is_head) {
             TRY(got = take_head(d, name + 23, t, err, errlen));
@@ -174,11 +174,9 @@ int hf_import_electra(Electra *m, HfFolder *d, HfFolder *g, HfImported *r, char 
         for (long k = 0; k < m->word_delta->n; k++) m->word_delta->data[k] = dw_buf[k] - m->gen.word->data[k];
         for (long k = 0; k < m->pos_delta->n; k++) m->pos_delta->data[k] = dp_buf[k] - m->gen.position->data[k];
     }
+    rc = 0;
+out:
     free(dw_buf);
     free(dp_buf);
-    return 0;
-fail:
-    free(dw_buf);
-    free(dp_buf);
-    return -1;
+    return rc;
 }
