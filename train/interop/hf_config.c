@@ -11,8 +11,7 @@
 static int cfg_fail(char *err, size_t errlen, const char *path, const char *fmt, const char *key, double v) {
     char what[512];
     snprintf(what, sizeof what, fmt, key, v);
-    snprintf(err, errlen, "config %.900s: %s", path, what);
-    return -1;
+    return errf(err, errlen, "config %.900s: %s", path, what);
 }
 
 /* A string, or a list of strings joined with '|', into a malloc'd string; NULL for anything else. */

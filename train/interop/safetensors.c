@@ -49,15 +49,12 @@ static uint32_t entry_crc32(const StEntry *e) {
 }
 
 int safetensors_write(const char *path, const StEntry *entries, int n, char *err, size_t errlen) {
-    Buf h = {xmalloc(256), 0, 256};
-    h.s[0] = 0;
     for (int i = 0; i < n; i++)
         for (const char *c = entries[i].name; *c; c++)
-            if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20) {
-                snprintf(err, errlen, "tensor name '%s' has a character that needs JSON escaping", entries[i].name);
-                free(h.s);
-                return -1;
-            }
+            if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
+                return errf(err, errlen, "tensor name '%s' has a character that needs JSON escaping", entries[i].name);
+    Buf h = {xmalloc(256), 0, 256};
+    h.s[0] = 0;
     /* metadata: the format, then "crc32.<name>": 8 hex digits per tensor */
     buf_put(&h, "{\"__metadata__\":{\"format\":\"pt\"");
     for (int i = 0; i < n; i++) buf_put(&h, ",\"crc32.%s\":\"%08x\"", entries[i].name, (unsigned)entry_crc32(&entries[i]));
@@ -95,10 +92,7 @@ int safetensors_write(const char *path, const StEntry *entries, int n, char *err
     }
     free(h.s);
     if (!ok) atomic_abort(&af);
-    if (!ok || atomic_commit(&af) != 0) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        return -1;
-    }
+    if (!ok || atomic_commit(&af) != 0) return errf(err, errlen, "cannot write %s: %s", path, strerror(errno));
     return 0;
 }
 
