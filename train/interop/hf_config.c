@@ -180,10 +180,11 @@ static void json_str(char *buf, size_t cap, size_t *k, const char *s) {
     *k += (size_t)snprintf(buf + *k, cap - *k, "\"");
 }
 
-char *hf_config_labels(const char *const *names, int L) {
+char *hf_config_labels(const char *const *names, int L, int regression) {
     size_t cap = 256, k = 0;
     for (int l = 0; l < L; l++) cap += 2 * (6 * strlen(names[l]) + 32);
     char *extra = xmalloc(cap);
+    if (regression) k += (size_t)snprintf(extra + k, cap - k, "  \"problem_type\": \"regression\",\n");
     k += (size_t)snprintf(extra + k, cap - k, "  \"num_labels\": %d,\n  \"id2label\": {", L);
     for (int l = 0; l < L; l++) {
         k += (size_t)snprintf(extra + k, cap - k, "%s\"%d\": ", l ? ", " : "", l);

@@ -22,6 +22,7 @@ int hf_config_read(const char *path, ModelConfig *c, char *err, size_t errlen);
  * be NULL: lines of further keys, each ending ",\n") before "legacy".  0, or -1 with a message. */
 int hf_config_write(const char *path, const ModelConfig *c, int n_layers, const char *arch, const char *extra, int legacy, char *err,
                     size_t errlen);
-/* The extra keys of a classification model: num_labels, id2label, label2id; malloc'd. */
-char *hf_config_labels(const char *const *names, int n_labels);
+/* The extra keys of a classification model: num_labels, id2label, label2id, after problem_type
+ * "regression" when regression (Hugging Face's num_labels 1 with the MSE loss); malloc'd. */
+char *hf_config_labels(const char *const *names, int n_labels, int regression);
 #endif

@@ -97,15 +97,7 @@ int hf_export_classifier(const ParamSet *ps, const ModelConfig *cfg, HeadKind ki
                          const char *dir, int *n, char *err, size_t errlen) {
     Entries es = {0};
     for (int i = 0; i < ps->n; i++) add_entry(&es, ps->params[i]->name, ps->params[i], NULL);
-    char *extra = hf_config_labels(labels, n_labels);
-    if (kind == HEAD_REGRESSION) { /* Hugging Face's num_labels 1 with the MSE loss */
-        static const char pt[] = "  \"problem_type\": \"regression\",\n";
-        char *both = xmalloc(sizeof pt + strlen(extra));
-        memcpy(both, pt, sizeof pt - 1);
-        strcpy(both + sizeof pt - 1, extra);
-        free(extra);
-        extra = both;
-    }
+    char *extra = hf_config_labels(labels, n_labels, kind == HEAD_REGRESSION);
     const char *arch = kind == HEAD_TOKEN ? "DebertaV2ForTokenClassification" : "DebertaV2ForSequenceClassification";
     const int rc = write_folder(dir, &es, cfg, cfg->num_hidden_layers, arch, extra, 1, err, errlen);
     free(extra);
