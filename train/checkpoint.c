@@ -58,15 +58,14 @@ static int write_tensors(H5Out *o, hid_t grp, const ParamSet *ps, const real *ba
 static int write_file(H5Out *o, const ParamSet *ps, const real *m, const real *v, const CheckpointState *st) {
     const char *env = getenv(CHECKPOINT_CRASH_ENV);
     const long crash_after = env && *env ? atol(env) : -1;
-    const int64_t step = st->step, np = ps->n;
     const uint64_t seed = st->seed;
     const int32_t version = CHECKPOINT_VERSION;
     h5out_attr_str(o, "format", CHECKPOINT_FORMAT);
     h5out_attr(o, "version", H5T_STD_I32LE, H5T_NATIVE_INT32, &version);
     h5out_attr_str(o, "real", REAL_NAME);
-    h5out_attr(o, "step", H5T_STD_I64LE, H5T_NATIVE_INT64, &step);
+    h5out_attr_i64(o, "step", st->step);
     h5out_attr(o, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, &seed);
-    h5out_attr_i64(o, "n_params", np);
+    h5out_attr_i64(o, "n_params", ps->n);
     if (st->tokenizer && st->n_tokenizer) {
         char hash[17];
         tokenizer_hash_bytes(st->tokenizer, st->n_tokenizer, hash);

@@ -303,6 +303,7 @@ OptimStepResult optim_step(OptimGroup *g) {
     }
     const double lr = optim_lr_at(c, g->step);
     r.lr = lr;
+    const real b1 = (real)c->beta1, one_m_b1 = (real)(1.0 - c->beta1), b2 = (real)c->beta2, one_m_b2 = (real)(1.0 - c->beta2);
     if (c->kind == OPTIM_ADAMW) {
         /* torch.nn.utils.clip_grad_norm_: clip_coef = max_norm/(norm + 1e-6), clamped to 1 */
         real gscale = 1;
@@ -314,7 +315,6 @@ OptimStepResult optim_step(OptimGroup *g) {
         const double bc1 = 1.0 - pow(c->beta1, (double)t);
         const double bc2 = 1.0 - pow(c->beta2, (double)t);
         const real decay_mul = (real)(1.0 - lr * c->weight_decay);
-        const real b1 = (real)c->beta1, one_m_b1 = (real)(1.0 - c->beta1), b2 = (real)c->beta2, one_m_b2 = (real)(1.0 - c->beta2);
         const real bc2_sqrt = (real)sqrt(bc2), eps = (real)c->eps, neg_step = (real)(-(lr / bc1));
 #pragma omp parallel for schedule(static)
         for (int k = g->own0; k < g->own1; k++) {
@@ -328,7 +328,6 @@ OptimStepResult optim_step(OptimGroup *g) {
         /* official fp32 path: grad_scale = max(1, norm / max_norm), g = grad / grad_scale */
         real gdiv = 1;
         if (c->max_grad_norm > 0 && r.grad_norm / c->max_grad_norm > 1.0) gdiv = (real)(r.grad_norm / c->max_grad_norm);
-        const real b1 = (real)c->beta1, one_m_b1 = (real)(1.0 - c->beta1), b2 = (real)c->beta2, one_m_b2 = (real)(1.0 - c->beta2);
         const real rlr = (real)lr, wd = (real)c->weight_decay, eps = (real)c->eps;
 #pragma omp parallel for schedule(static)
         for (int k = g->own0; k < g->own1; k++) {

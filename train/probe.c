@@ -27,10 +27,9 @@ int probe_open_dir(const char *dir, const ModelConfig *cfg, const char *tokenize
         return 2;
     }
     if (bad) {
-        snprintf(err, errlen, "probe %s %s (re-make it: deberta prep-task --task pos --shards %s --out %s/%s --seq-len %d)", tr, bad, dir, dir,
-                 PROBE_DIR, cfg->max_seq_len);
         probe_free(p);
-        return -1;
+        return errf(err, errlen, "probe %s %s (re-make it: deberta prep-task --task pos --shards %s --out %s/%s --seq-len %d)", tr, bad, dir,
+                    dir, PROBE_DIR, cfg->max_seq_len);
     }
     p->n_fit = p->train.N < PROBE_FIT ? (int)p->train.N : PROBE_FIT;
     p->n_dev = p->dev.N < PROBE_DEV ? (int)p->dev.N : PROBE_DEV;
