@@ -15,7 +15,12 @@ import numpy as np
 if len(sys.argv) not in (3, 5):
     sys.exit(__doc__)
 ckpt, task = sys.argv[1], sys.argv[2]
-n_tr, n_dv = (int(sys.argv[3]), int(sys.argv[4])) if len(sys.argv) == 5 else (1024, 512)
+try:
+    n_tr, n_dv = (int(sys.argv[3]), int(sys.argv[4])) if len(sys.argv) == 5 else (1024, 512)
+except ValueError:
+    sys.exit("error: N_TRAIN and N_DEV must be whole numbers, got %r %r" % (sys.argv[3], sys.argv[4]))
+if n_tr < 2 or n_dv < 1:
+    sys.exit("error: N_TRAIN must be at least 2 and N_DEV at least 1")
 rng = np.random.default_rng(0)
 
 
@@ -23,11 +28,18 @@ def take(split, n):
     path = os.path.join(task, split + ".h5")
     if not os.path.isfile(path):
         sys.exit("error: %s: no such file (a prep-task folder holds train.h5 and dev.h5)" % path)
-    with h5py.File(path, "r") as f:
-        if n > f["input_ids"].shape[0]:
-            sys.exit("error: %s/%s.h5 has %d windows, fewer than %d" % (task, split, f["input_ids"].shape[0], n))
-        idx = np.sort(rng.choice(f["input_ids"].shape[0], n, replace=False))
-        return f["input_ids"][idx], f["labels"][idx], int(f.attrs["n_labels"])
+    try:
+        with h5py.File(path, "r") as f:
+            kind = f.attrs["kind"]
+            kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+            if kind != "classification":
+                sys.exit("error: %s: a %s task; the [CLS] probe wants a classification task (e.g. genre)" % (path, kind))
+            if n > f["input_ids"].shape[0]:
+                sys.exit("error: %s has %d windows, fewer than %d" % (path, f["input_ids"].shape[0], n))
+            idx = np.sort(rng.choice(f["input_ids"].shape[0], n, replace=False))
+            return f["input_ids"][idx], f["labels"][idx], int(f.attrs["n_labels"])
+    except (OSError, KeyError) as e:
+        sys.exit("error: %s: not a task file of deberta prep-task (%s)" % (path, e))
 
 
 x_tr, y_tr, n_labels = take("train", n_tr)

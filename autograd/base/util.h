@@ -47,7 +47,8 @@ double now_seconds(void);
 
 /* mkdir -p (mode 0777, the umask applies).  0, or -1 with errno. */
 int mkdir_p(const char *path);
-/* The whole file in a malloc'd buffer with a NUL after its *len bytes; NULL with errno on failure. */
+/* The whole file in a malloc'd buffer with a NUL after its *len bytes; NULL on failure, errno the
+ * open's error, or EIO when the file opened but a read failed (callers say "read error" then). */
 char *read_file(const char *path, size_t *len);
 /* Every reader names a 0-byte file (an interrupted copy or download, a disk that was full) as
  * such: "<what> <path>: " FILE_EMPTY ", then the reader's hint.  file_is_empty: 1 when path is a
