@@ -58,8 +58,8 @@ done
 echo "ok   prep --holdout-brown + prep-task: $(sed -n 3p "$TMP/pt-pos.out" | sed 's/^ *//')"
 
 # ---- pretrain 4 steps, fine-tune its discriminator on pos
-"$BIN" pretrain --data "$TMP/data" --out "$TMP/pre" --preset test --steps 4 --batch 4 --max_seq_len 32 >/dev/null 2>&1 ||
-    fail "pretrain"
+"$BIN" pretrain --data "$TMP/data" --out "$TMP/pre" --preset test --steps 4 --batch 4 --max_seq_len 32 \
+    --hidden_dropout_prob 0 --attention_probs_dropout_prob 0 >/dev/null 2>&1 || fail "pretrain"
 F="--task pos --data $TMP/task-pos --steps 12 --batch 4 --eval-every 4 --lr 1e-3"
 "$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --out "$TMP/ft" >"$TMP/ft.out" 2>"$TMP/ft.err" ||
     { cat "$TMP/ft.err"; fail "finetune from the pretrained discriminator"; }
@@ -73,6 +73,14 @@ echo "ok   finetune (pretrained): $(cat "$TMP/ft.out")"
 "$BIN" finetune --init "$TMP/pre/checkpoint.h5" --init-model generator $F --steps 4 --out "$TMP/ftg" >"$TMP/ftg.out" 2>&1 ||
     { cat "$TMP/ftg.out"; fail "finetune from the generator"; }
 grep -q "init .*generator$" "$TMP/ftg.out" || fail "finetune --init-model generator"
+# fine-tuning's dropout is its own: 0.1 / 0.1 by default over a checkpoint pretrained without dropout, or the flags'
+dropouts() { sed -n 's/^\(hidden_dropout_prob\|attention_probs_dropout_prob\) = //p' "$1/config.txt" | tr '\n' ' '; }
+[ "$(dropouts "$TMP/pre")" = "0 0 " ] || fail "the pretraining's config.txt does not say dropout 0: '$(dropouts "$TMP/pre")'"
+[ "$(dropouts "$TMP/ft")" = "0.10000000000000001 0.10000000000000001 " ] || fail "finetune took its dropout from the checkpoint: '$(dropouts "$TMP/ft")'"
+"$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --steps 2 --dropout 0.25 --attention-dropout 0.125 --out "$TMP/ftd" >/dev/null 2>&1 ||
+    fail "finetune --dropout --attention-dropout"
+[ "$(dropouts "$TMP/ftd")" = "0.25 0.125 " ] || fail "finetune --dropout 0.25 --attention-dropout 0.125 gave '$(dropouts "$TMP/ftd")'"
+echo "ok   fine-tuning's dropout: 0.1 / 0.1 over a checkpoint pretrained with 0 / 0; --dropout 0.25 --attention-dropout 0.125 kept"
 
 # ---- exact resume: 5 steps, stop, resume to 12 == 12 uninterrupted steps
 "$BIN" finetune --init scratch --preset test $F --out "$TMP/a" >/dev/null 2>&1 || fail "finetune scratch (uninterrupted)"

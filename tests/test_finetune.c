@@ -113,7 +113,7 @@ static void test_options_text(void **state) {
     snprintf(a.init_model, sizeof a.init_model, "generator");
     snprintf(a.data, sizeof a.data, "data/tasks/genre");
     a.steps = 77; a.batch = 5; a.seed = 123456789012345ull; a.lr = 3.25e-5; a.weight_decay = 0.125; a.max_grad_norm = 2;
-    a.dropout = 0.05; a.warmup = 9; a.eval_every = 11; a.log_every = 3; a.save_every = 13;
+    a.dropout = 0.05; a.attention_dropout = 0.0625; a.warmup = 9; a.eval_every = 11; a.log_every = 3; a.save_every = 13;
     char *text = finetune_options_to_text(&a);
     finetune_options_default(&b);
     char err[256];
@@ -125,7 +125,8 @@ static void test_options_text(void **state) {
     assert_int_equal(b.steps, 77);
     assert_int_equal(b.batch, 5);
     assert_true(b.seed == a.seed);
-    assert_true(b.lr == a.lr && b.weight_decay == a.weight_decay && b.max_grad_norm == a.max_grad_norm && b.dropout == a.dropout);
+    assert_true(b.lr == a.lr && b.weight_decay == a.weight_decay && b.max_grad_norm == a.max_grad_norm && b.dropout == a.dropout &&
+                b.attention_dropout == a.attention_dropout);
     assert_int_equal(b.warmup, 9);
     assert_int_equal(b.eval_every, 11);
     assert_int_equal(b.log_every, 3);

@@ -33,7 +33,8 @@ void finetune_options_default(FinetuneOptions *o) {
     o->lr = 1e-4;
     o->weight_decay = 0.01;
     o->max_grad_norm = 1.0;
-    o->dropout = -1;
+    o->dropout = 0.1;
+    o->attention_dropout = 0.1;
     o->warmup = -1;
     o->eval_every = 200;
     o->log_every = 10;
@@ -58,6 +59,7 @@ static const KeyRow KEYS[] = {
     {"weight_decay", "weight-decay", NULL, KEY_DOUBLE, F(weight_decay), 0, 10, "a number in [0, 10)", 0, NULL},
     {"max_grad_norm", "max-grad-norm", NULL, KEY_DOUBLE, F(max_grad_norm), 0, 0, "a non-negative number", 0, NULL},
     {"dropout", "dropout", NULL, KEY_DOUBLE, F(dropout), 0, 1, "a number in [0, 1)", 0, NULL},
+    {"attention_dropout", "attention-dropout", NULL, KEY_DOUBLE, F(attention_dropout), 0, 1, "a number in [0, 1)", 0, NULL},
     {"warmup", "warmup", NULL, KEY_LONG, F(warmup), 0, 0, "a non-negative integer", 0, NULL},
     {"eval_every", "eval-every", NULL, KEY_LONG, F(eval_every), 0, 0, "a non-negative integer", 0, NULL},
     {"log_every", "log-every", NULL, KEY_LONG, F(log_every), 1, 0, "a positive integer", 0, NULL},
@@ -344,7 +346,8 @@ static void choose_model(FtRun *r, ModelConfig *cfg) {
         if (cfg->vocab_size != r->train.vocab_size)
             fatal("checkpoint %s has a vocabulary of %d ids, the task files %lld", r->o.init, cfg->vocab_size, (long long)r->train.vocab_size);
     }
-    if (r->o.dropout >= 0) cfg->hidden_dropout_prob = r->o.dropout;
+    cfg->hidden_dropout_prob = r->o.dropout; /* fine-tuning's own, not the pretraining's */
+    cfg->attention_probs_dropout_prob = r->o.attention_dropout;
 }
 
 /* Encoder + head (--init: the checkpoint's encoder), the optimizer, the step's buffers. */

@@ -41,7 +41,8 @@ typedef struct FinetuneOptions {
     uint64_t seed;
     int threads;
     double lr, weight_decay, max_grad_norm;
-    double dropout;           /* < 0: the model config's hidden_dropout_prob */
+    double dropout;           /* the fine-tuning model's hidden_dropout_prob (default 0.1), whatever the checkpoint's */
+    double attention_dropout; /* its attention_probs_dropout_prob (default 0.1) */
     long warmup;              /* < 0: 10% of steps */
     long eval_every, log_every, save_every;
     long stop_after;          /* > 0: stop (with a checkpoint) after this many steps of this invocation */

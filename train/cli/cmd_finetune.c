@@ -32,14 +32,15 @@ static void usage(FILE *f) {
             "  --lr X                 peak learning rate (AdamW, linear warm-up and decay)           [%g]\n"
             "  --warmup N             warm-up steps                                        [10%% of steps]\n"
             "  --weight-decay X --max-grad-norm X                                            [%g %g]\n"
-            "  --dropout P            hidden dropout of encoder and head         [the model config's, 0.1]\n"
+            "  --dropout P            hidden dropout of encoder and head (not the checkpoint's)     [%g]\n"
+            "  --attention-dropout P  attention dropout of the encoder (not the checkpoint's)       [%g]\n"
             "  --eval-every N         dev evaluation every N steps (and at the end)                 [%ld]\n"
             "  --save-every N         checkpoint every N steps (and at the end)                     [%ld]\n"
             "  --log-every N          metrics.jsonl line every N steps                              [%ld]\n"
             "  --threads N            OpenMP/BLAS threads\n"
             "  --stop-after N         stop (with a checkpoint) after N steps of this invocation\n",
             o.init_model, o.preset, o.steps, o.batch, (unsigned long long)o.seed, o.lr, o.weight_decay, o.max_grad_norm,
-            o.eval_every, o.save_every, o.log_every);
+            o.dropout, o.attention_dropout, o.eval_every, o.save_every, o.log_every);
 }
 
 int cmd_finetune(int argc, char **argv) {
