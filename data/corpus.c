@@ -138,17 +138,6 @@ static int hex4(JP *p, unsigned *v) {
     *v = x;
     return 0;
 }
-static size_t put_utf8(char *o, unsigned cp) {
-    if (cp < 0x80) { o[0] = (char)cp; return 1; }
-    if (cp < 0x800) { o[0] = (char)(0xC0 | (cp >> 6)); o[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | (cp >> 12)); o[1] = (char)(0x80 | ((cp >> 6) & 0x3F)); o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (cp >> 18)); o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
 /* Parses a string at p->i (which is '"').  When out is given, the decoded bytes go there
  * (malloc'd); otherwise the string is only validated. */
 static int jp_string(JP *p, char **out, size_t *out_len) {
@@ -189,7 +178,7 @@ static int jp_string(JP *p, char **out, size_t *out_len) {
                 if (lo < 0xDC00 || lo > 0xDFFF) { free(o); return jp_fail(p, "high surrogate not followed by a low surrogate"); }
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             }
-            if (o) k += put_utf8(o + k, cp);
+            if (o) k += utf8_put(o + k, cp);
             continue;
         }
         default: free(o); return jp_fail(p, "unknown escape");

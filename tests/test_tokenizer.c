@@ -258,6 +258,25 @@ static void test_roundtrip_corpus_sample(void **state) {
 }
 
 /* The heap-based and the scan-based merge loops give the same ids. */
+/* util's utf8_put on every Unicode scalar value: the bytes are one valid character of the expected
+ * length to utf8_valid_len, and they decode back to the code point. */
+static void test_utf8_put_every_code_point(void **state) {
+    (void)state;
+    long bad = 0;
+    for (uint32_t cp = 0; cp <= 0x10FFFF; cp++) {
+        if (cp >= 0xD800 && cp < 0xE000) continue;
+        char o[8];
+        const size_t n = utf8_put(o, cp), want = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+        const uint8_t *u = (const uint8_t *)o;
+        uint32_t back = n == 1 ? u[0] : u[0] & (0x7F >> n);
+        for (size_t i = 1; i < n; i++) back = back << 6 | (u[i] & 0x3F);
+        if (n != want || utf8_valid_len(u, n) != (int)n || back != cp) {
+            if (bad++ < 3) fprintf(stderr, "utf8_put(U+%04X): %zu bytes, valid %d, decodes to U+%04X\n", cp, n, utf8_valid_len(u, n), back);
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
 static void test_heap_equals_scan(void **state) {
     (void)state;
     size_t n;
@@ -389,6 +408,7 @@ int main(void) {
         cmocka_unit_test(test_roundtrip_hard_strings),
         cmocka_unit_test(test_roundtrip_corpus_sample),
         cmocka_unit_test(test_heap_equals_scan),
+        cmocka_unit_test(test_utf8_put_every_code_point),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_save_load),
     };

@@ -171,6 +171,15 @@ char *read_file(const char *path, size_t *len) {
     return b;
 }
 
+size_t utf8_put(char *o, uint32_t cp) {
+    if (cp < 0x80) { o[0] = (char)cp; return 1; }
+    const size_t n = cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    static const unsigned char lead[5] = {0, 0, 0xC0, 0xE0, 0xF0};
+    for (size_t i = n - 1; i > 0; i--, cp >>= 6) o[i] = (char)(0x80 | (cp & 0x3F));
+    o[0] = (char)(lead[n] | cp);
+    return n;
+}
+
 int file_is_empty(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0;

@@ -50,6 +50,8 @@ int mkdir_p(const char *path);
 /* The whole file in a malloc'd buffer with a NUL after its *len bytes; NULL on failure, errno the
  * open's error, or EIO when the file opened but a read failed (callers say "read error" then). */
 char *read_file(const char *path, size_t *len);
+/* The UTF-8 bytes of code point cp (at most U+10FFFF; the caller has checked it) into o[0..3]; their count. */
+size_t utf8_put(char *o, uint32_t cp);
 /* Every reader names a 0-byte file (an interrupted copy or download, a disk that was full) as
  * such: "<what> <path>: " FILE_EMPTY ", then the reader's hint.  file_is_empty: 1 when path is a
  * regular file of 0 bytes, else 0 (also when it cannot be stat'ed: the reader then says why). */

@@ -130,14 +130,6 @@ static int js_lit(Js *j, char c) {
 static int hexv(char c) {
     return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
-static void put_utf8(Buf *b, uint32_t cp) {
-    char t[5] = {0};
-    if (cp < 0x80) t[0] = (char)cp;
-    else if (cp < 0x800) t[0] = (char)(0xC0 | cp >> 6), t[1] = (char)(0x80 | (cp & 0x3F));
-    else if (cp < 0x10000) t[0] = (char)(0xE0 | cp >> 12), t[1] = (char)(0x80 | ((cp >> 6) & 0x3F)), t[2] = (char)(0x80 | (cp & 0x3F));
-    else t[0] = (char)(0xF0 | cp >> 18), t[1] = (char)(0x80 | ((cp >> 12) & 0x3F)), t[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), t[3] = (char)(0x80 | (cp & 0x3F));
-    buf_put(b, "%s", t);
-}
 /* A JSON string (decoded, malloc'd), or NULL after js_fail. */
 static char *js_string(Js *j) {
     js_ws(j);
@@ -192,7 +184,8 @@ static char *js_string(Js *j) {
                 js_fail(j, "a \\u escape of NUL or a lone surrogate");
                 break;
             }
-            put_utf8(&b, cp);
+            char t[4];
+            buf_put(&b, "%.*s", (int)utf8_put(t, cp), t);
         } else {
             js_fail(j, "bad escape in a string");
             break;
