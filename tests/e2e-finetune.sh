@@ -123,6 +123,24 @@ grep -q "^genre test .*macro-F1 [01]\.[0-9]* .* | baselines: majority class '[a-
     { cat "$TMP/g.out"; fail "genre result line"; }
 echo "ok   finetune genre (scratch): $(cat "$TMP/g.out")"
 
+# ---- scripts/cls_spread.py: the pretrained [CLS] per layer on genre windows (needs h5py and numpy)
+if /usr/bin/python3 -c "import h5py, numpy" 2>/dev/null; then
+    L=$(sed -n 's/^num_hidden_layers = //p' "$TMP/pre/config.txt")
+    DEBERTA=$BIN /usr/bin/python3 scripts/cls_spread.py "$TMP/pre/checkpoint.h5" "$TMP/task-genre" 6 3 >"$TMP/cls.out" 2>"$TMP/cls.err" ||
+        { cat "$TMP/cls.err"; fail "cls_spread.py"; }
+    head -1 "$TMP/cls.out" | grep -q "^6 train / 3 dev windows of 24 tokens; majority class on dev [01]\.[0-9]*$" ||
+        { cat "$TMP/cls.out"; fail "cls_spread.py header"; }
+    num='[0-9]*\.[0-9]*' acc='[01]\.[0-9]*'
+    [ "$(grep -c "^after layer [1-9][0-9]*: \[CLS\] spread / magnitude $num | probe dev accuracy: \[CLS\] $acc, mean-pooled $acc$" "$TMP/cls.out")" = "$L" ] &&
+        [ "$(wc -l <"$TMP/cls.out")" = $((L + 1)) ] || { cat "$TMP/cls.out"; fail "cls_spread.py: expected one line per layer ($L)"; }
+    /usr/bin/python3 scripts/cls_spread.py "$TMP/pre/checkpoint.h5" "$TMP/task-pos" 6 3 >"$TMP/out" 2>"$TMP/err"
+    [ $? -eq 1 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^error: .*a tagging task" "$TMP/err" ||
+        { cat "$TMP/err"; fail "cls_spread.py on a tagging task: expected one error line, status 1"; }
+    echo "ok   cls_spread.py: $L layers ($(sed -n 2p "$TMP/cls.out")); a tagging task refused"
+else
+    echo "skip cls_spread.py: /usr/bin/python3 lacks h5py or numpy"
+fi
+
 # ---- bad input
 "$BIN" prep-task --task genre --brown "$C/brown-tagged" --shards "$TMP/data" --out "$TMP/task-long" --seq-len 64 >/dev/null 2>&1 ||
     fail "prep-task --seq-len 64"
