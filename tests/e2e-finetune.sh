@@ -81,6 +81,15 @@ dropouts() { sed -n 's/^\(hidden_dropout_prob\|attention_probs_dropout_prob\) = 
     fail "finetune --dropout --attention-dropout"
 [ "$(dropouts "$TMP/ftd")" = "0.25 0.125 " ] || fail "finetune --dropout 0.25 --attention-dropout 0.125 gave '$(dropouts "$TMP/ftd")'"
 echo "ok   fine-tuning's dropout: 0.1 / 0.1 over a checkpoint pretrained with 0 / 0; --dropout 0.25 --attention-dropout 0.125 kept"
+# --reinit-layers: said in the result line and kept in config.txt; refused from scratch and beyond the depth
+"$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --steps 2 --reinit-layers 1 --out "$TMP/ftr" >"$TMP/ftr.out" 2>&1 ||
+    { cat "$TMP/ftr.out"; fail "finetune --reinit-layers 1"; }
+grep -q "init .*discriminator, top 1 layer re-initialised$" "$TMP/ftr.out" && grep -q "^ft_reinit_layers = 1$" "$TMP/ftr/config.txt" ||
+    { cat "$TMP/ftr.out"; fail "finetune --reinit-layers 1: result line or config.txt"; }
+! grep -q "^ft_reinit_layers" "$TMP/ft/config.txt" || fail "a run without --reinit-layers wrote ft_reinit_layers"
+expect_error "--reinit-layers from scratch" "needs --init CHECKPOINT" "$BIN" finetune --init scratch --preset test $F --reinit-layers 1 --out "$TMP/bad0"
+expect_error "--reinit-layers beyond the depth" "reinit-layers 9: the encoder of checkpoint .* has 2 layers" \
+    "$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --reinit-layers 9 --out "$TMP/bad0"
 
 # ---- exact resume: 5 steps, stop, resume to 12 == 12 uninterrupted steps
 "$BIN" finetune --init scratch --preset test $F --out "$TMP/a" >/dev/null 2>&1 || fail "finetune scratch (uninterrupted)"

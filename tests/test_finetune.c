@@ -49,9 +49,9 @@ static void expect_equal(const Tensor *a, const real *want, const char *what) {
         if (a->data[i] != want[i]) fail_msg("%s: element %ld is %g, expected %g", what, i, (double)a->data[i], (double)want[i]);
 }
 
-static void check_init(int sharing, const char *which) {
+static void check_init(int sharing, const char *which, int fresh_top) {
     char dir[256], path[300], err[1024];
-    snprintf(dir, sizeof dir, "%s/pair-%d-%s", g_dir, sharing, which);
+    snprintf(dir, sizeof dir, "%s/pair-%d-%s-%d", g_dir, sharing, which, fresh_top);
     Electra *m = write_pair(dir, sharing);
     snprintf(path, sizeof path, "%s/checkpoint.h5", dir);
     ModelConfig cfg;
@@ -68,14 +68,23 @@ static void check_init(int sharing, const char *which) {
     Tensor *cls = params_find(&f.ps, "classifier.weight");
     real *cls_before = xmalloc((size_t)cls->n * sizeof(real));
     memcpy(cls_before, cls->data, (size_t)cls->n * sizeof(real));
-    if (ft_model_load_pretrained(&f, ck, &st, which, err, sizeof err)) fail_msg("%s", err);
+    FtModel fresh; /* the same build without loading: what the re-initialised top layers must hold */
+    ft_model_build(&fresh, &cfg, HEAD_TOKEN, 7, 0.1, 9);
+    if (ft_model_load_pretrained(&f, ck, &st, which, fresh_top, err, sizeof err)) fail_msg("%s", err);
     checkpoint_close(ck);
     checkpoint_state_free(&st);
     expect_equal(cls, cls_before, "classifier.weight (must stay freshly initialised)");
     free(cls_before);
+    int n_fresh = 0;
     for (int i = 0; i < f.ps.n; i++) {
         Tensor *p = f.ps.params[i];
         if (strncmp(p->name, "deberta.", 8)) continue;
+        int layer;
+        if (sscanf(p->name, "deberta.encoder.layer.%d.", &layer) == 1 && layer >= cfg.num_hidden_layers - fresh_top) {
+            expect_equal(p, params_find(&fresh.ps, p->name)->data, p->name);
+            n_fresh++;
+            continue;
+        }
         char name[512];
         snprintf(name, sizeof name, "%s.%s", which, p->name);
         Tensor *src = params_find(&m->ps, name);
@@ -91,6 +100,15 @@ static void check_init(int sharing, const char *which) {
         expect_equal(p, want, p->name);
         free(want);
     }
+    assert_int_equal(n_fresh > 0, fresh_top > 0);
+    /* more fresh layers than the encoder has: one message */
+    ck = checkpoint_open(path, &st, err, sizeof err);
+    if (!ck) fail_msg("%s", err);
+    assert_int_equal(ft_model_load_pretrained(&fresh, ck, &st, which, cfg.num_hidden_layers + 1, err, sizeof err), -1);
+    assert_non_null(strstr(err, "layers"));
+    checkpoint_close(ck);
+    checkpoint_state_free(&st);
+    ft_model_free(&fresh);
     ft_model_free(&f);
     electra_free(m);
     free(m);
@@ -98,10 +116,12 @@ static void check_init(int sharing, const char *which) {
 
 static void test_init_from_pretrained(void **state) {
     (void)state;
-    check_init(SHARE_GDES, "discriminator");
-    check_init(SHARE_ES, "discriminator");
-    check_init(SHARE_NES, "discriminator");
-    check_init(SHARE_GDES, "generator");
+    check_init(SHARE_GDES, "discriminator", 0);
+    check_init(SHARE_ES, "discriminator", 0);
+    check_init(SHARE_NES, "discriminator", 0);
+    check_init(SHARE_GDES, "generator", 0);
+    check_init(SHARE_GDES, "discriminator", 1); /* --reinit-layers 1 */
+    check_init(SHARE_NES, "generator", 2);
 }
 
 static void test_options_text(void **state) {

@@ -60,6 +60,7 @@ static const KeyRow KEYS[] = {
     {"max_grad_norm", "max-grad-norm", NULL, KEY_DOUBLE, F(max_grad_norm), 0, 0, "a non-negative number", 0, NULL},
     {"dropout", "dropout", NULL, KEY_DOUBLE, F(dropout), 0, 1, "a number in [0, 1)", 0, NULL},
     {"attention_dropout", "attention-dropout", NULL, KEY_DOUBLE, F(attention_dropout), 0, 1, "a number in [0, 1)", 0, NULL},
+    {"reinit_layers", "reinit-layers", NULL, KEY_INT, F(reinit_layers), 0, 1 << 20, "a non-negative integer", KEY_SKIP_ZERO, NULL},
     {"warmup", "warmup", NULL, KEY_LONG, F(warmup), 0, 0, "a non-negative integer", 0, NULL},
     {"eval_every", "eval-every", NULL, KEY_LONG, F(eval_every), 0, 0, "a non-negative integer", 0, NULL},
     {"log_every", "log-every", NULL, KEY_LONG, F(log_every), 1, 0, "a positive integer", 0, NULL},
@@ -123,8 +124,12 @@ static void copy_sum(real *dst, const Tensor *a, const Tensor *b) {
     for (long i = 0; i < a->n; i++) dst[i] = a->data[i] + (b ? b->data[i] : 0);
 }
 
-int ft_model_load_pretrained(FtModel *m, Checkpoint *ck, const CheckpointState *st, const char *which, char *err, size_t errlen) {
+int ft_model_load_pretrained(FtModel *m, Checkpoint *ck, const CheckpointState *st, const char *which, int fresh_top, char *err,
+                             size_t errlen) {
     const char *path = checkpoint_path(ck);
+    const int L = m->cfg.num_hidden_layers;
+    if (fresh_top < 0 || fresh_top > L)
+        return errf(err, errlen, "--reinit-layers %d: the encoder of checkpoint %s has %d layers", fresh_top, path, L);
     ModelConfig pc; /* the pair's (ft_init_config has accepted st: not a fine-tuned model) */
     if (ft_init_config(path, st, "discriminator", &pc, err, errlen)) return -1;
     Electra *pair = xcalloc(1, sizeof *pair);
@@ -136,6 +141,8 @@ int ft_model_load_pretrained(FtModel *m, Checkpoint *ck, const CheckpointState *
     for (int i = 0; i < m->ps.n; i++) {
         Tensor *p = m->ps.params[i];
         if (strncmp(p->name, "deberta.", 8)) continue; /* the head stays freshly initialised */
+        int layer;
+        if (sscanf(p->name, "deberta.encoder.layer.%d.", &layer) == 1 && layer >= L - fresh_top) continue; /* and the top layers */
         char name[512];
         snprintf(name, sizeof name, "%s%s", pre, p->name);
         Tensor *src = params_find(&pair->ps, name), *delta = NULL;
@@ -330,6 +337,7 @@ static void choose_model(FtRun *r, ModelConfig *cfg) {
     if (!strcmp(r->o.init, "scratch")) {
         config_defaults(cfg);
         if (config_preset(cfg, r->o.preset)) fatal("finetune: unknown --preset '%s' (tiny, xsmall, test)", r->o.preset);
+        if (r->o.reinit_layers) fatal("finetune: --reinit-layers needs --init CHECKPOINT (a model from scratch is all freshly initialised)");
         cfg->vocab_size = (int)r->train.vocab_size;
     } else {
         if (strcmp(r->o.init_model, "discriminator") && strcmp(r->o.init_model, "generator"))
@@ -361,7 +369,8 @@ static void build_model(FtRun *r, ModelConfig *cfg) {
     if (config_validate(cfg, err, sizeof err)) fatal("finetune: %s", err);
     if (r->o.batch < 1 || r->o.steps < 1) fatal("finetune: --batch and --steps must be positive");
     ft_model_build(&r->m, cfg, r->train.kind == TASK_TAGGING ? HEAD_TOKEN : r->train.kind == TASK_REGRESSION ? HEAD_REGRESSION : HEAD_SEQUENCE, r->train.n_labels, cfg->hidden_dropout_prob, r->o.seed);
-    if (r->init && ft_model_load_pretrained(&r->m, r->init, &r->init_st, r->o.init_model, err, sizeof err)) fatal("%s", err);
+    if (r->init && ft_model_load_pretrained(&r->m, r->init, &r->init_st, r->o.init_model, r->o.reinit_layers, err, sizeof err))
+        fatal("%s", err);
     checkpoint_close(r->init);
     r->init = NULL;
     checkpoint_state_free(&r->init_st);
@@ -516,8 +525,10 @@ static int finish(FtRun *r) {
     char head[256], tail[4200], res[8192];
     snprintf(head, sizeof head, "%.31s test (best dev step %ld, dev %s %.4f)", r->train.name, r->best_step,
              r->train.kind == TASK_REGRESSION ? "Pearson" : "acc", r->best_dev);
-    snprintf(tail, sizeof tail, " | init %.4000s%s%.15s", r->o.init, strcmp(r->o.init, "scratch") ? " " : "",
-             strcmp(r->o.init, "scratch") ? r->o.init_model : "");
+    char fresh[64] = "";
+    if (r->o.reinit_layers) snprintf(fresh, sizeof fresh, ", top %d layer%s re-initialised", r->o.reinit_layers, r->o.reinit_layers > 1 ? "s" : "");
+    snprintf(tail, sizeof tail, " | init %.4000s%s%.15s%s", r->o.init, strcmp(r->o.init, "scratch") ? " " : "",
+             strcmp(r->o.init, "scratch") ? r->o.init_model : "", fresh);
     task_report(&r->train, &r->test, &te.m, head, tail, &rec, res, sizeof res);
     if (metrics_write(&d->log, &rec, err, sizeof err)) fatal("%s", err);
     metrics_close(&d->log);

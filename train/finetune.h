@@ -43,6 +43,7 @@ typedef struct FinetuneOptions {
     double lr, weight_decay, max_grad_norm;
     double dropout;           /* the fine-tuning model's hidden_dropout_prob (default 0.1), whatever the checkpoint's */
     double attention_dropout; /* its attention_probs_dropout_prob (default 0.1) */
+    int reinit_layers;        /* the top N encoder layers keep their fresh init (--init CHECKPOINT only) */
     long warmup;              /* < 0: 10% of steps */
     long eval_every, log_every, save_every;
     long stop_after;          /* > 0: stop (with a checkpoint) after this many steps of this invocation */
@@ -68,9 +69,11 @@ typedef struct FtModel {
 void ft_model_build(FtModel *m, const ModelConfig *cfg, HeadKind kind, int n_labels, double dropout, uint64_t seed);
 void ft_model_free(FtModel *m);
 /* Copies the encoder ("discriminator" or "generator") of the open pretraining checkpoint ck (its state
- * st, checkpoint_open) into m (whose cfg must be the one ft_init_config gave for it).  0, or -1 with a
- * message. */
-int ft_model_load_pretrained(FtModel *m, Checkpoint *ck, const CheckpointState *st, const char *which, char *err, size_t errlen);
+ * st, checkpoint_open) into m (whose cfg must be the one ft_init_config gave for it), except its top
+ * fresh_top layers, which keep m's fresh init as the head does (re-initialising the top layers for
+ * fine-tuning: Zhang et al. 2021, "Revisiting Few-sample BERT Fine-tuning").  0, or -1 with a message. */
+int ft_model_load_pretrained(FtModel *m, Checkpoint *ck, const CheckpointState *st, const char *which, int fresh_top, char *err,
+                             size_t errlen);
 /* The model config of a pretraining checkpoint's encoder (num_hidden_layers = that model's depth), from
  * the checkpoint's state st (path names it in messages).  0, or -1 with a message. */
 int ft_init_config(const char *path, const CheckpointState *st, const char *which, ModelConfig *cfg, char *err, size_t errlen);

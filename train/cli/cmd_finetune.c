@@ -34,6 +34,7 @@ static void usage(FILE *f) {
             "  --weight-decay X --max-grad-norm X                                            [%g %g]\n"
             "  --dropout P            hidden dropout of encoder and head (not the checkpoint's)     [%g]\n"
             "  --attention-dropout P  attention dropout of the encoder (not the checkpoint's)       [%g]\n"
+            "  --reinit-layers N      the checkpoint's top N encoder layers start from a fresh init      [0]\n"
             "  --eval-every N         dev evaluation every N steps (and at the end)                 [%ld]\n"
             "  --save-every N         checkpoint every N steps (and at the end)                     [%ld]\n"
             "  --log-every N          metrics.jsonl line every N steps                              [%ld]\n"
