@@ -87,6 +87,10 @@ echo "ok   fine-tuning's dropout: 0.1 / 0.1 over a checkpoint pretrained with 0 
 grep -q "init .*discriminator, top 1 layer re-initialised$" "$TMP/ftr.out" && grep -q "^ft_reinit_layers = 1$" "$TMP/ftr/config.txt" ||
     { cat "$TMP/ftr.out"; fail "finetune --reinit-layers 1: result line or config.txt"; }
 ! grep -q "^ft_reinit_layers" "$TMP/ft/config.txt" || fail "a run without --reinit-layers wrote ft_reinit_layers"
+# a bad value is a usage error: one line, status 2, no run directory
+"$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --attention-dropout 1 --out "$TMP/bad0" >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^error: finetune: --attention-dropout '1' must be a number in \[0, 1)" "$TMP/err" &&
+    [ ! -e "$TMP/bad0" ] || { cat "$TMP/err"; fail "--attention-dropout 1: status $rc, expected 2 with one error line and no run directory"; }
 expect_error "--reinit-layers from scratch" "needs --init CHECKPOINT" "$BIN" finetune --init scratch --preset test $F --reinit-layers 1 --out "$TMP/bad0"
 expect_error "--reinit-layers beyond the depth" "reinit-layers 9: the encoder of checkpoint .* has 2 layers" \
     "$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --reinit-layers 9 --out "$TMP/bad0"

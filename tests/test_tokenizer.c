@@ -257,7 +257,6 @@ static void test_roundtrip_corpus_sample(void **state) {
     free(sample);
 }
 
-/* The heap-based and the scan-based merge loops give the same ids. */
 /* util's utf8_put on every Unicode scalar value: the bytes are one valid character of the expected
  * length to utf8_valid_len, and they decode back to the code point. */
 static void test_utf8_put_every_code_point(void **state) {
@@ -277,6 +276,7 @@ static void test_utf8_put_every_code_point(void **state) {
     assert_int_equal(bad, 0);
 }
 
+/* The heap-based and the scan-based merge loops give the same ids. */
 static void test_heap_equals_scan(void **state) {
     (void)state;
     size_t n;
