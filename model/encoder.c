@@ -54,6 +54,16 @@ void encoder_register(Encoder *e, ParamSet *ps, const ModelConfig *cfg, int n_la
     e->rel_ln_b = reg(ps, p, "LayerNorm.bias", H, 0);
 }
 
+int encoder_param_layer(const char *name, const char *prefix) {
+    static const char mid[] = "encoder.layer.";
+    const size_t np = strlen(prefix);
+    if (strncmp(name, prefix, np) || strncmp(name + np, mid, sizeof mid - 1)) return -1;
+    const char *d = name + np + sizeof mid - 1;
+    int layer = 0, digits = 0;
+    for (; *d >= '0' && *d <= '9' && digits < 9; d++, digits++) layer = layer * 10 + (*d - '0');
+    return digits && *d == '.' ? layer : -1;
+}
+
 void encoder_free(Encoder *e) {
     free(e->layers);
     e->layers = NULL;

@@ -53,6 +53,10 @@ typedef struct EncoderOut {
 void encoder_register(Encoder *e, ParamSet *ps, const ModelConfig *cfg, int n_layers, const char *prefix, int flags);
 void encoder_free(Encoder *e);
 
+/* The layer a parameter name belongs to under prefix ("deberta.encoder.layer.3.output.dense.weight"
+ * under "deberta." is layer 3), as encoder_register names them; -1 for a name outside the layers. */
+int encoder_param_layer(const char *name, const char *prefix);
+
 /* Forward.  word_table: the [V, H] word-embedding Tensor to look up (e.g. detach(E_G) + E_Δ for GDES,
  * the generator's own table for ES), or NULL for e->word.  ids, mask: [B·T] int32 (mask 0/1, NULL =
  * no padding).  Padding id rows get no lookup gradient (cfg.pad_id).  Returns the last hidden state;

@@ -92,7 +92,7 @@ grep -q "init .*discriminator, top 1 layer re-initialised$" "$TMP/ftr.out" && gr
 [ $rc -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^error: finetune: --attention-dropout '1' must be a number in \[0, 1)" "$TMP/err" &&
     [ ! -e "$TMP/bad0" ] || { cat "$TMP/err"; fail "--attention-dropout 1: status $rc, expected 2 with one error line and no run directory"; }
 expect_error "--reinit-layers from scratch" "needs --init CHECKPOINT" "$BIN" finetune --init scratch --preset test $F --reinit-layers 1 --out "$TMP/bad0"
-expect_error "--reinit-layers beyond the depth" "reinit-layers 9: the encoder of checkpoint .* has 2 layers" \
+expect_error "--reinit-layers beyond the depth" "reinit-layers 9: checkpoint .* has 2 encoder layers, fewer than the 9 to re-initialise" \
     "$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --reinit-layers 9 --out "$TMP/bad0"
 
 # ---- exact resume: 5 steps, stop, resume to 12 == 12 uninterrupted steps

@@ -79,8 +79,7 @@ static void check_init(int sharing, const char *which, int fresh_top) {
     for (int i = 0; i < f.ps.n; i++) {
         Tensor *p = f.ps.params[i];
         if (strncmp(p->name, "deberta.", 8)) continue;
-        int layer;
-        if (sscanf(p->name, "deberta.encoder.layer.%d.", &layer) == 1 && layer >= cfg.num_hidden_layers - fresh_top) {
+        if (encoder_param_layer(p->name, "deberta.") >= cfg.num_hidden_layers - fresh_top) {
             expect_equal(p, params_find(&fresh.ps, p->name)->data, p->name);
             n_fresh++;
             continue;

@@ -1,6 +1,6 @@
-/* test_model_encoder.c — parameter names and shapes (spec §7.1) under a prefix, initialisation (§4.8),
- * embeddings (padded positions zero), an externally supplied word table, the raw position rows,
- * layer outputs and the EMD-style layer call, the [CLS]-only forward (encoder_forward_cls) against the
+/* test_model_encoder.c — parameter names and shapes (spec §7.1) under a prefix, the layer of a name,
+ * initialisation (§4.8), embeddings (padded positions zero), an externally supplied word table, the raw
+ * position rows, layer outputs and the EMD-style layer call, the [CLS]-only forward (encoder_forward_cls) against the
  * full forward's row 0, and the whole-model gradient checks
  * (model/gradcheck_model.c; the double build is the real check, ≤ 1e-7). */
 #include "tests/testutil.h"
@@ -64,6 +64,32 @@ static void names_and_shapes(void **state) {
     assert_null(e.position);
     encoder_free(&e);
     params_free(&ps);
+}
+
+/* encoder_param_layer against the registration order (4 embedding tensors, then 16 per layer, then the
+ * rel table and its LayerNorm), with two-digit layers, and names it must refuse */
+static void param_layer_of_each_name(void **state) {
+    ModelConfig cfg;
+    ParamSet ps;
+    Encoder e;
+    const int L = 11;
+    build(&cfg, &ps, &e, "test", L, "discriminator.deberta.", 0);
+    assert_int_equal(ps.n, 4 + 16 * L + 3);
+    for (int i = 0; i < ps.n; i++) {
+        const int want = i >= 4 && i < 4 + 16 * L ? (i - 4) / 16 : -1;
+        const int got = encoder_param_layer(ps.params[i]->name, "discriminator.deberta.");
+        if (got != want) fail_msg("%s: layer %d, want %d", ps.params[i]->name, got, want);
+        assert_int_equal(encoder_param_layer(ps.params[i]->name, "generator.deberta."), -1);
+        assert_int_equal(encoder_param_layer(ps.params[i]->name, "deberta."), -1);
+    }
+    encoder_free(&e);
+    params_free(&ps);
+    assert_int_equal(encoder_param_layer("deberta.encoder.layer.7.output.dense.bias", "deberta."), 7);
+    assert_int_equal(encoder_param_layer("deberta.encoder.layer.7", "deberta."), -1);
+    assert_int_equal(encoder_param_layer("deberta.encoder.layer..output", "deberta."), -1);
+    assert_int_equal(encoder_param_layer("deberta.encoder.layer.7x.output", "deberta."), -1);
+    assert_int_equal(encoder_param_layer("deberta.encoder.layer.-1.output", "deberta."), -1);
+    assert_int_equal(encoder_param_layer("deberta.encoder.rel_embeddings.weight", "deberta."), -1);
 }
 
 static void initialisation(void **state) {
@@ -212,6 +238,7 @@ static void model_gradchecks(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(names_and_shapes),
+        cmocka_unit_test(param_layer_of_each_name),
         cmocka_unit_test(initialisation),
         cmocka_unit_test(forward_properties),
         cmocka_unit_test(cls_forward_is_row_zero),

@@ -129,7 +129,7 @@ int ft_model_load_pretrained(FtModel *m, Checkpoint *ck, const CheckpointState *
     const char *path = checkpoint_path(ck);
     const int L = m->cfg.num_hidden_layers;
     if (fresh_top < 0 || fresh_top > L)
-        return errf(err, errlen, "--reinit-layers %d: the encoder of checkpoint %s has %d layers", fresh_top, path, L);
+        return errf(err, errlen, "checkpoint %s has %d encoder layers, fewer than the %d to re-initialise", path, L, fresh_top);
     ModelConfig pc; /* the pair's (ft_init_config has accepted st: not a fine-tuned model) */
     if (ft_init_config(path, st, "discriminator", &pc, err, errlen)) return -1;
     Electra *pair = xcalloc(1, sizeof *pair);
@@ -141,8 +141,7 @@ int ft_model_load_pretrained(FtModel *m, Checkpoint *ck, const CheckpointState *
     for (int i = 0; i < m->ps.n; i++) {
         Tensor *p = m->ps.params[i];
         if (strncmp(p->name, "deberta.", 8)) continue; /* the head stays freshly initialised */
-        int layer;
-        if (sscanf(p->name, "deberta.encoder.layer.%d.", &layer) == 1 && layer >= L - fresh_top) continue; /* and the top layers */
+        if (encoder_param_layer(p->name, "deberta.") >= L - fresh_top) continue; /* and the top layers */
         char name[512];
         snprintf(name, sizeof name, "%s%s", pre, p->name);
         Tensor *src = params_find(&pair->ps, name), *delta = NULL;
@@ -369,8 +368,10 @@ static void build_model(FtRun *r, ModelConfig *cfg) {
     if (config_validate(cfg, err, sizeof err)) fatal("finetune: %s", err);
     if (r->o.batch < 1 || r->o.steps < 1) fatal("finetune: --batch and --steps must be positive");
     ft_model_build(&r->m, cfg, r->train.kind == TASK_TAGGING ? HEAD_TOKEN : r->train.kind == TASK_REGRESSION ? HEAD_REGRESSION : HEAD_SEQUENCE, r->train.n_labels, cfg->hidden_dropout_prob, r->o.seed);
-    if (r->init && ft_model_load_pretrained(&r->m, r->init, &r->init_st, r->o.init_model, r->o.reinit_layers, err, sizeof err))
+    if (r->init && ft_model_load_pretrained(&r->m, r->init, &r->init_st, r->o.init_model, r->o.reinit_layers, err, sizeof err)) {
+        if (r->o.reinit_layers) fatal("finetune --reinit-layers %d: %s", r->o.reinit_layers, err);
         fatal("%s", err);
+    }
     checkpoint_close(r->init);
     r->init = NULL;
     checkpoint_state_free(&r->init_st);
