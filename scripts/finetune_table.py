@@ -20,6 +20,7 @@ directory made with another budget.  SIGINT/SIGTERM stop the running fine-tunes 
 
 Environment (defaults in brackets; the budget is the same for every row):
   FT_TASKS [pos genre]   FT_SEEDS [1 2 3]      FT_STEPS [1000]    FT_BATCH [16]   FT_LR [2e-4]
+  FT_LAYER_DECAY [1] (finetune --layer-decay, every row; 1: one rate)
   FT_SEQ_LEN [128] (tokens per example, prep-task --seq-len)    FT_EVAL_EVERY [200] (dev evaluation
   and checkpoint)    FT_PRESET [tiny] (the scratch model)    FT_TABLE_DIR [runs/finetune-table]
   FT_PARALLEL [1] (runs at a time)    THREADS [cores / FT_PARALLEL] (threads per run)
@@ -91,6 +92,12 @@ def options_from_env():
             raise ValueError
     except ValueError:
         die("FT_LR='%s' must be a number in (0, 10]" % o.lr)
+    o.layer_decay = os.environ.get("FT_LAYER_DECAY", "").strip() or "1"
+    try:
+        if not 0 < float(o.layer_decay) <= 1:
+            raise ValueError
+    except ValueError:
+        die("FT_LAYER_DECAY='%s' must be a number in (0, 1]" % o.layer_decay)
     o.seq_len = _int_env("FT_SEQ_LEN", 128, 3)
     o.eval_every = _int_env("FT_EVAL_EVERY", 200)
     o.preset = os.environ.get("FT_PRESET", "").strip() or "tiny"
@@ -105,8 +112,9 @@ def options_from_env():
 
 
 def budget_text(o):
-    return ("%d steps × %d examples of %d tokens, lr %s (AdamW, 10 %% warm-up, linear decay), dev every %d steps"
-            % (o.steps, o.batch, o.seq_len, o.lr, o.eval_every))
+    decay = "" if float(o.layer_decay) == 1 else ", layer-wise rate decay %s" % o.layer_decay
+    return ("%d steps × %d examples of %d tokens, lr %s (AdamW, 10 %% warm-up, linear decay%s), dev every %d steps"
+            % (o.steps, o.batch, o.seq_len, o.lr, decay, o.eval_every))
 
 
 def task_dir(o, task):
@@ -228,13 +236,14 @@ def check_settings(o, j, cfg):
     want = [("ft_task", j["task"], str.__eq__), ("ft_steps", o.steps, lambda a, b: int(a) == b),
             ("ft_batch", o.batch, lambda a, b: int(a) == b), ("ft_seed", j["seed"], lambda a, b: int(a) == b),
             ("ft_lr", o.lr, lambda a, b: math.isclose(float(a), float(b), rel_tol=1e-12)),
+            ("ft_layer_decay", o.layer_decay, lambda a, b: math.isclose(float(a) or 1.0, float(b), rel_tol=1e-12)),
             ("ft_eval_every", o.eval_every, lambda a, b: int(a) == b), ("ft_data", j["data"], same_path)]
     if j["init"] == "scratch":
         want += [("ft_init", "scratch", str.__eq__), ("ft_preset", o.preset, str.__eq__)]
     else:
         want += [("ft_init", j["init"], same_path)]
     for key, v, eq in want:
-        have = cfg.get(key)
+        have = cfg.get(key, "0" if key == "ft_layer_decay" else None)  # written only when set
         try:
             ok = have is not None and eq(have, v)
         except ValueError:
@@ -292,7 +301,7 @@ class Runner:
         return [o.deberta, "finetune"] + init + [
             "--task", j["task"], "--data", j["data"], "--out", j["dir"], "--steps", str(o.steps), "--batch", str(o.batch),
             "--lr", o.lr, "--seed", str(j["seed"]), "--eval-every", str(o.eval_every), "--save-every", str(o.eval_every),
-            "--threads", str(o.threads)]
+            "--threads", str(o.threads)] + ([] if float(o.layer_decay) == 1 else ["--layer-decay", o.layer_decay])
 
     def run_one(self, i, j, kind):
         if kind == "resume":

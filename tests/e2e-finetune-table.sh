@@ -96,6 +96,17 @@ FT_STEPS=7 $T pre=$TMP/pre/checkpoint.h5 >/dev/null 2>"$TMP/t5.err"; rc=$?
 [ $rc -eq 1 ] && [ "$(grep -c '^error:' "$TMP/t5.err")" = 1 ] &&
     grep -q "^error: finetune-table: .*/tab/scratch/pos-seed1 was made with other settings (ft_steps = 6, this table wants 7); use another FT_TABLE_DIR or remove it$" "$TMP/t5.err" ||
     { cat "$TMP/t5.err"; fail "another budget: exit $rc"; }
+# FT_LAYER_DECAY is part of the budget: refused over runs made without it, passed to finetune in a new table
+FT_LAYER_DECAY=0.5 $T pre=$TMP/pre/checkpoint.h5 >/dev/null 2>"$TMP/t5.err"; rc=$?
+[ $rc -eq 1 ] && grep -q "^error: finetune-table: .* was made with other settings (ft_layer_decay = 0, this table wants 0.5)" "$TMP/t5.err" ||
+    { cat "$TMP/t5.err"; fail "FT_LAYER_DECAY=0.5 over a table made without it: exit $rc"; }
+FT_LAYER_DECAY=0.5 FT_TABLE_DIR=$TMP/tabd FT_TASKS=pos FT_SEEDS=1 $T pre=$TMP/pre/checkpoint.h5 >"$TMP/td.out" 2>"$TMP/td.err" ||
+    { cat "$TMP/td.err"; fail "FT_LAYER_DECAY=0.5"; }
+grep -q "^ft_layer_decay = 0.5$" "$TMP/tabd/pre/pos-seed1/config.txt" && grep -q "layer-wise rate decay 0.5" "$TMP/td.out" ||
+    { cat "$TMP/td.out"; fail "FT_LAYER_DECAY=0.5: not in the run's config.txt or the table's budget line"; }
+FT_LAYER_DECAY=2 $T >/dev/null 2>"$TMP/t6.err" && fail "FT_LAYER_DECAY=2 accepted"
+grep -q "^error: finetune-table: FT_LAYER_DECAY='2' must be a number in (0, 1\]$" "$TMP/t6.err" || fail "FT_LAYER_DECAY=2: no error line"
+ok "FT_LAYER_DECAY: part of the budget (refused over other runs), passed to finetune, a bad value one error line"
 for bad in "x" "scratch=$TMP/pre/checkpoint.h5" "a=$TMP/none.h5"; do
     $T "$bad" >/dev/null 2>"$TMP/t6.err" && fail "'$bad' was accepted"
     [ "$(wc -l <"$TMP/t6.err")" = 1 ] && grep -q '^error: finetune-table: ' "$TMP/t6.err" || { cat "$TMP/t6.err"; fail "'$bad': not one error line"; }

@@ -87,10 +87,25 @@ echo "ok   fine-tuning's dropout: 0.1 / 0.1 over a checkpoint pretrained with 0 
 grep -q "init .*discriminator, top 1 layer re-initialised$" "$TMP/ftr.out" && grep -q "^ft_reinit_layers = 1$" "$TMP/ftr/config.txt" ||
     { cat "$TMP/ftr.out"; fail "finetune --reinit-layers 1: result line or config.txt"; }
 ! grep -q "^ft_reinit_layers" "$TMP/ft/config.txt" || fail "a run without --reinit-layers wrote ft_reinit_layers"
+# --layer-decay: said in the result line, kept in config.txt, and it changes the run (1 does not)
+"$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --steps 2 --layer-decay 0.5 --out "$TMP/ftl" >"$TMP/ftl.out" 2>&1 ||
+    { cat "$TMP/ftl.out"; fail "finetune --layer-decay 0.5"; }
+grep -q "init .*discriminator, layer-wise rate decay 0.5$" "$TMP/ftl.out" && grep -q "^ft_layer_decay = 0.5$" "$TMP/ftl/config.txt" ||
+    { cat "$TMP/ftl.out"; fail "finetune --layer-decay 0.5: result line or config.txt"; }
+! grep -q "^ft_layer_decay" "$TMP/ft/config.txt" || fail "a run without --layer-decay wrote ft_layer_decay"
+"$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --steps 2 --out "$TMP/ftl0" >/dev/null 2>&1 || fail "finetune (2 steps)"
+"$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --steps 2 --layer-decay 1 --out "$TMP/ftl1" >/dev/null 2>&1 || fail "finetune --layer-decay 1"
+losses() { grep '"kind":"train"' "$1/metrics.jsonl" | sed 's/.*"loss":\([^,]*\),.*/\1/' | tr '\n' ' '; }
+[ -n "$(losses "$TMP/ftl0")" ] && [ "$(losses "$TMP/ftl1")" = "$(losses "$TMP/ftl0")" ] && [ "$(losses "$TMP/ftl")" != "$(losses "$TMP/ftl0")" ] ||
+    fail "train losses: --layer-decay 1 '$(losses "$TMP/ftl1")' must equal none '$(losses "$TMP/ftl0")', 0.5 '$(losses "$TMP/ftl")' differ"
+echo "ok   --layer-decay 0.5: result line, config.txt, a different run; --layer-decay 1 the same as none"
 # a bad value is a usage error: one line, status 2, no run directory
 "$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --attention-dropout 1 --out "$TMP/bad0" >/dev/null 2>"$TMP/err"; rc=$?
 [ $rc -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^error: finetune: --attention-dropout '1' must be a number in \[0, 1)" "$TMP/err" &&
     [ ! -e "$TMP/bad0" ] || { cat "$TMP/err"; fail "--attention-dropout 1: status $rc, expected 2 with one error line and no run directory"; }
+"$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --layer-decay 1.5 --out "$TMP/bad0" >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^error: finetune: --layer-decay '1.5' must be a number in \[0, 1\]" "$TMP/err" &&
+    [ ! -e "$TMP/bad0" ] || { cat "$TMP/err"; fail "--layer-decay 1.5: status $rc, expected 2 with one error line and no run directory"; }
 expect_error "--reinit-layers from scratch" "needs --init CHECKPOINT" "$BIN" finetune --init scratch --preset test $F --reinit-layers 1 --out "$TMP/bad0"
 expect_error "--reinit-layers beyond the depth" "reinit-layers 9: checkpoint .* has 2 encoder layers, fewer than the 9 to re-initialise" \
     "$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --reinit-layers 9 --out "$TMP/bad0"

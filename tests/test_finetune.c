@@ -1,6 +1,7 @@
 /* test_finetune.c — the fine-tuning library: initialisation from a pretraining checkpoint (the
  * discriminator's tables as an export writes them under GDES / ES / NES, the generator's encoder),
- * the options' text round trip, and evaluation counting exactly the labelled positions. */
+ * the layer-wise rate decay's multiples, the options' text round trip, and evaluation counting exactly
+ * the labelled positions. */
 #include "train/finetune.h"
 #include "train/checkpoint.h"
 #include "train/pretrain.h"
@@ -8,6 +9,7 @@
 #include "model/init.h"
 #include "autograd/base/util.h"
 #include "tests/testutil.h"
+#include <math.h>
 #include <string.h>
 
 static char g_dir[128];
@@ -123,6 +125,32 @@ static void test_init_from_pretrained(void **state) {
     check_init(SHARE_NES, "generator", 2);
 }
 
+/* --layer-decay: every parameter of a 4-layer model with a sequence head (pooler + classifier) gets its
+ * multiple by the registration order (4 embedding tensors, 16 per layer, the rel table and its LayerNorm,
+ * then the head); decay 1 and 0 leave every rate as it is. */
+static void test_layer_rate_scale(void **state) {
+    (void)state;
+    ModelConfig cfg;
+    char err[256];
+    config_preset(&cfg, "tiny");
+    assert_int_equal(config_validate(&cfg, err, sizeof err), 0);
+    FtModel m;
+    ft_model_build(&m, &cfg, HEAD_SEQUENCE, 3, 0.1, 5);
+    const int L = cfg.num_hidden_layers, n_enc = 4 + 16 * L + 3;
+    assert_int_equal(L, 4);
+    assert_true(m.ps.n > n_enc);
+    for (int i = 0; i < m.ps.n; i++) {
+        const char *name = m.ps.params[i]->name;
+        const double want = i < 4 ? pow(0.5, L + 1) : i < 4 + 16 * L ? pow(0.5, L - (i - 4) / 16) : i < n_enc ? pow(0.5, L + 1) : 1;
+        assert_int_equal(strncmp(name, "deberta.", 8) == 0, i < n_enc);
+        const double got = ft_layer_rate_scale(name, L, 0.5);
+        if (!(got == want)) fail_msg("%s: rate scale %g, want %g", name, got, want);
+        assert_true(ft_layer_rate_scale(name, L, 1) == 1);
+        assert_true(ft_layer_rate_scale(name, L, 0) == 1);
+    }
+    ft_model_free(&m);
+}
+
 static void test_options_text(void **state) {
     (void)state;
     FinetuneOptions a, b;
@@ -133,6 +161,7 @@ static void test_options_text(void **state) {
     snprintf(a.data, sizeof a.data, "data/tasks/genre");
     a.steps = 77; a.batch = 5; a.seed = 123456789012345ull; a.lr = 3.25e-5; a.weight_decay = 0.125; a.max_grad_norm = 2;
     a.dropout = 0.05; a.attention_dropout = 0.0625; a.warmup = 9; a.eval_every = 11; a.log_every = 3; a.save_every = 13;
+    a.reinit_layers = 2; a.layer_decay = 0.8;
     char *text = finetune_options_to_text(&a);
     finetune_options_default(&b);
     char err[256];
@@ -145,7 +174,8 @@ static void test_options_text(void **state) {
     assert_int_equal(b.batch, 5);
     assert_true(b.seed == a.seed);
     assert_true(b.lr == a.lr && b.weight_decay == a.weight_decay && b.max_grad_norm == a.max_grad_norm && b.dropout == a.dropout &&
-                b.attention_dropout == a.attention_dropout);
+                b.attention_dropout == a.attention_dropout && b.layer_decay == a.layer_decay);
+    assert_int_equal(b.reinit_layers, 2);
     assert_int_equal(b.warmup, 9);
     assert_int_equal(b.eval_every, 11);
     assert_int_equal(b.log_every, 3);
@@ -200,6 +230,7 @@ static int teardown(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_init_from_pretrained),
+        cmocka_unit_test(test_layer_rate_scale),
         cmocka_unit_test(test_options_text),
         cmocka_unit_test(test_evaluate_counts),
     };

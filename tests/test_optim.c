@@ -107,7 +107,9 @@ static void ref_init(Ref *r, const ParamSet *ps) {
         for (long j = 0; j < ps->params[i]->n; j++, k++) r->p[k] = ps->params[i]->data[j];
 }
 
-static void ref_adamw_step(Ref *r, const ParamSet *ps, int s, double gscale_in, int t, long double lr, const OptimConfig *c, int xadam) {
+/* lr_scale: each parameter's multiple of lr (NULL: 1 for all) */
+static void ref_adamw_step(Ref *r, const ParamSet *ps, int s, double gscale_in, int t, long double lr_group, const OptimConfig *c, int xadam,
+                           const double *lr_scale) {
     long double gg[32], n2 = 0;
     int k = 0;
     for (int i = 0; i < ps->n; i++)
@@ -122,6 +124,7 @@ static void ref_adamw_step(Ref *r, const ParamSet *ps, int s, double gscale_in, 
     k = 0;
     for (int i = 0; i < ps->n; i++) {
         const int decay = optim_name_decays(ps->params[i]->name);
+        const long double lr = lr_group * (lr_scale ? lr_scale[i] : 1);
         for (long j = 0; j < ps->params[i]->n; j++, k++) {
             const long double g = gg[k] * clip;
             r->m[k] = c->beta1 * r->m[k] + (1 - (long double)c->beta1) * g;
@@ -174,7 +177,7 @@ static void adamw_three_steps_match_reference(void **state) {
         OptimStepResult res = optim_step(&g);
         assert_false(res.skipped);
         assert_close(res.lr, lrs[s], 1e-15, "lr", s);
-        ref_adamw_step(&r, &ps, s, scales[s], s + 1, lrs[s], &c, 0);
+        ref_adamw_step(&r, &ps, s, scales[s], s + 1, lrs[s], &c, 0, NULL);
         ref_compare(&r, &ps, "adamw p");
         assert_int_equal(g.step, s + 1);
     }
@@ -241,11 +244,46 @@ static void xadam_matches_reference(void **state) {
                 assert_true(ps.params[0]->data[i] == p0[i]);
                 assert_true(MO(&ps)->m[i] != 0);
             }
-        ref_adamw_step(&r, &ps, s, scales[s], s + 1, lrs[s], &c, 1);
+        ref_adamw_step(&r, &ps, s, scales[s], s + 1, lrs[s], &c, 1, NULL);
         ref_compare(&r, &ps, "xadam p");
     }
     optim_group_free(&g);
     free_set(&ps);
+}
+
+/* A rate per parameter (fine-tuning's layer-wise decay): each parameter follows the reference with its
+ * own multiple of the group's rate, in both update rules; the reported rate stays the group's. */
+static void lr_scale_per_parameter(void **state) {
+    for (int xadam = 0; xadam <= 1; xadam++) {
+        ParamSet ps;
+        tiny_set(&ps);
+        OptimConfig c;
+        optim_config_default(&c, xadam ? OPTIM_XADAM : OPTIM_ADAMW);
+        c.lr = 1e-2;
+        c.weight_decay = 0.1;
+        c.total_steps = 5;
+        c.warmup_steps = 2;
+        OptimGroup g;
+        optim_group_init(&g, "all", &c, &ps, MO(&ps), NULL);
+        const double lr_scale[4] = {0.5, 1.0, 0.125, 2.0};
+        for (int i = 0; i < g.n; i++) {
+            assert_true(g.p[i].lr_scale == 1.0); /* the default */
+            g.p[i].lr_scale = lr_scale[i];
+        }
+        Ref r;
+        ref_init(&r, &ps);
+        const double scales[3] = {0.1, 3.0, 0.05};
+        for (int s = 0; s < 3; s++) {
+            set_grads(&ps, s, scales[s]);
+            const double lr = optim_lr_at(&c, g.step);
+            OptimStepResult res = optim_step(&g);
+            assert_true(res.lr == lr);
+            ref_adamw_step(&r, &ps, s, scales[s], s + 1, lr, &c, xadam, lr_scale);
+            ref_compare(&r, &ps, xadam ? "xadam p, scaled" : "adamw p, scaled");
+        }
+        optim_group_free(&g);
+        free_set(&ps);
+    }
 }
 
 static void schedule_values(void **state) {
@@ -534,6 +572,7 @@ int main(void) {
         cmocka_unit_test(adamw_three_steps_match_reference),
         cmocka_unit_test(clipping_returns_preclip_norm),
         cmocka_unit_test(xadam_matches_reference),
+        cmocka_unit_test(lr_scale_per_parameter),
         cmocka_unit_test(schedule_values),
         cmocka_unit_test(nonfinite_norm_skips_step),
         cmocka_unit_test(deterministic_over_threads),

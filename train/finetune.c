@@ -1,5 +1,6 @@
 /* finetune.c — the fine-tuning loop, evaluation and initialisation; see finetune.h. */
 #include "train/finetune.h"
+#include <float.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -61,6 +62,7 @@ static const KeyRow KEYS[] = {
     {"dropout", "dropout", NULL, KEY_DOUBLE, F(dropout), 0, 1, "a number in [0, 1)", 0, NULL},
     {"attention_dropout", "attention-dropout", NULL, KEY_DOUBLE, F(attention_dropout), 0, 1, "a number in [0, 1)", 0, NULL},
     {"reinit_layers", "reinit-layers", NULL, KEY_INT, F(reinit_layers), 0, 1 << 20, "a non-negative integer", KEY_SKIP_ZERO, NULL},
+    {"layer_decay", "layer-decay", NULL, KEY_DOUBLE, F(layer_decay), 0, 1 + DBL_EPSILON, "a number in [0, 1]", KEY_SKIP_ZERO, NULL}, /* v <= 1 */
     {"warmup", "warmup", NULL, KEY_LONG, F(warmup), 0, 0, "a non-negative integer", 0, NULL},
     {"eval_every", "eval-every", NULL, KEY_LONG, F(eval_every), 0, 0, "a non-negative integer", 0, NULL},
     {"log_every", "log-every", NULL, KEY_LONG, F(log_every), 1, 0, "a positive integer", 0, NULL},
@@ -117,6 +119,12 @@ int ft_init_config(const char *path, const CheckpointState *st, const char *whic
         return errf(err, errlen, "checkpoint %s: %s", path, e);
     if (!strcmp(which, "generator")) cfg->num_hidden_layers = cfg->gen_num_hidden_layers;
     return 0;
+}
+
+double ft_layer_rate_scale(const char *name, int n_layers, double decay) {
+    if (decay <= 0 || decay == 1 || strncmp(name, "deberta.", 8)) return 1; /* one rate, or the head */
+    const int l = encoder_param_layer(name, "deberta.");
+    return pow(decay, l >= 0 ? n_layers - l : n_layers + 1);
 }
 
 /* dst = a (+ b) elementwise over n reals */
@@ -384,6 +392,7 @@ static void build_model(FtRun *r, ModelConfig *cfg) {
     oc.warmup_steps = r->o.warmup >= 0 ? r->o.warmup : r->o.steps / 10;
     optim_moments_init(&r->moments, &r->m.ps);
     optim_group_init(&r->g, "finetune", &oc, &r->m.ps, &r->moments, NULL);
+    for (int i = 0; i < r->g.n; i++) r->g.p[i].lr_scale = ft_layer_rate_scale(r->g.p[i].t->name, cfg->num_hidden_layers, r->o.layer_decay);
     r->best_dev = -INFINITY; /* any first dev score is better (regression: Pearson can be -1) */
     r->best_step = -1;
     tape_init(&r->t, (size_t)64 << 20);
@@ -526,8 +535,10 @@ static int finish(FtRun *r) {
     char head[256], tail[4200], res[8192];
     snprintf(head, sizeof head, "%.31s test (best dev step %ld, dev %s %.4f)", r->train.name, r->best_step,
              r->train.kind == TASK_REGRESSION ? "Pearson" : "acc", r->best_dev);
-    char fresh[64] = "";
+    char fresh[128] = "";
     if (r->o.reinit_layers) snprintf(fresh, sizeof fresh, ", top %d layer%s re-initialised", r->o.reinit_layers, r->o.reinit_layers > 1 ? "s" : "");
+    if (r->o.layer_decay > 0 && r->o.layer_decay < 1)
+        snprintf(fresh + strlen(fresh), sizeof fresh - strlen(fresh), ", layer-wise rate decay %g", r->o.layer_decay);
     snprintf(tail, sizeof tail, " | init %.4000s%s%.15s%s", r->o.init, strcmp(r->o.init, "scratch") ? " " : "",
              strcmp(r->o.init, "scratch") ? r->o.init_model : "", fresh);
     task_report(&r->train, &r->test, &te.m, head, tail, &rec, res, sizeof res);

@@ -44,6 +44,7 @@ typedef struct FinetuneOptions {
     double dropout;           /* the fine-tuning model's hidden_dropout_prob (default 0.1), whatever the checkpoint's */
     double attention_dropout; /* its attention_probs_dropout_prob (default 0.1) */
     int reinit_layers;        /* the top N encoder layers keep their fresh init (--init CHECKPOINT only) */
+    double layer_decay;       /* D in (0, 1): layer-wise rate decay (ft_layer_rate_scale); 0 or 1: one rate for all */
     long warmup;              /* < 0: 10% of steps */
     long eval_every, log_every, save_every;
     long stop_after;          /* > 0: stop (with a checkpoint) after this many steps of this invocation */
@@ -74,6 +75,11 @@ void ft_model_free(FtModel *m);
  * fine-tuning: Zhang et al. 2021, "Revisiting Few-sample BERT Fine-tuning").  0, or -1 with a message. */
 int ft_model_load_pretrained(FtModel *m, Checkpoint *ck, const CheckpointState *st, const char *which, int fresh_top, char *err,
                              size_t errlen);
+/* Layer-wise learning-rate decay (ELECTRA's fine-tuning, Clark et al. 2020): the multiple of the peak rate
+ * for parameter `name` of an FtModel with n_layers encoder layers — D^(L−l) for encoder layer l (the top
+ * layer D, the bottom D^L), D^(L+1) for the embeddings and the relative-position table with its LayerNorm
+ * (which every layer reads), 1 for the head.  decay 0 or 1: 1 for every parameter. */
+double ft_layer_rate_scale(const char *name, int n_layers, double decay);
 /* The model config of a pretraining checkpoint's encoder (num_hidden_layers = that model's depth), from
  * the checkpoint's state st (path names it in messages).  0, or -1 with a message. */
 int ft_init_config(const char *path, const CheckpointState *st, const char *which, ModelConfig *cfg, char *err, size_t errlen);

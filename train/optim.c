@@ -67,6 +67,7 @@ void optim_group_init(OptimGroup *g, const char *name, const OptimConfig *cfg, P
         p->m = mo->m + ps->offset[i];
         p->v = mo->v + ps->offset[i];
         p->decay = optim_name_decays(p->t->name ? p->t->name : "");
+        p->lr_scale = 1;
         g->n_elems += p->t->n;
         nc += (int)((p->t->n + OPTIM_CHUNK - 1) / OPTIM_CHUNK);
     }
@@ -314,13 +315,14 @@ OptimStepResult optim_step(OptimGroup *g) {
         const long t = g->step + 1;
         const double bc1 = 1.0 - pow(c->beta1, (double)t);
         const double bc2 = 1.0 - pow(c->beta2, (double)t);
-        const real decay_mul = (real)(1.0 - lr * c->weight_decay);
-        const real bc2_sqrt = (real)sqrt(bc2), eps = (real)c->eps, neg_step = (real)(-(lr / bc1));
+        const real bc2_sqrt = (real)sqrt(bc2), eps = (real)c->eps;
 #pragma omp parallel for schedule(static)
         for (int k = g->own0; k < g->own1; k++) {
             const OptimChunk *ch = &g->chunks[k];
             const OptimParam *p = &g->p[ch->p];
             const long b = ch->begin;
+            const double lr_p = lr * p->lr_scale; /* lr itself at scale 1 */
+            const real decay_mul = (real)(1.0 - lr_p * c->weight_decay), neg_step = (real)(-(lr_p / bc1));
             adamw_chunk(p->t->data + b, p->t->grad + b, p->m + b, p->v + b, ch->end - b, p->decay ? decay_mul : (real)1, b1, one_m_b1, b2,
                         one_m_b2, bc2_sqrt, eps, neg_step, gscale);
         }
@@ -328,13 +330,14 @@ OptimStepResult optim_step(OptimGroup *g) {
         /* official fp32 path: grad_scale = max(1, norm / max_norm), g = grad / grad_scale */
         real gdiv = 1;
         if (c->max_grad_norm > 0 && r.grad_norm / c->max_grad_norm > 1.0) gdiv = (real)(r.grad_norm / c->max_grad_norm);
-        const real rlr = (real)lr, wd = (real)c->weight_decay, eps = (real)c->eps;
+        const real wd = (real)c->weight_decay, eps = (real)c->eps;
 #pragma omp parallel for schedule(static)
         for (int k = g->own0; k < g->own1; k++) {
             const OptimChunk *ch = &g->chunks[k];
             const OptimParam *p = &g->p[ch->p];
             const long b = ch->begin;
-            xadam_chunk(p->t->data + b, p->t->grad + b, p->m + b, p->v + b, ch->end - b, rlr, p->decay ? wd : (real)0, b1, one_m_b1, b2,
+            const real lr_p = (real)(lr * p->lr_scale);
+            xadam_chunk(p->t->data + b, p->t->grad + b, p->m + b, p->v + b, ch->end - b, lr_p, p->decay ? wd : (real)0, b1, one_m_b1, b2,
                         one_m_b2, eps, gdiv);
         }
     }

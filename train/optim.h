@@ -65,6 +65,7 @@ typedef struct OptimParam {
     Tensor *t;        /* data and grad (in the ParamSet) */
     real *m, *v;      /* its moments, inside OptimMoments.m / .v */
     int decay;        /* 1: weight decay applies */
+    double lr_scale;  /* its rate is lr_scale × the group's (1 from optim_group_init; fine-tuning's layer-wise decay) */
 } OptimParam;
 
 typedef struct OptimChunk {
