@@ -72,6 +72,17 @@ def _int_env(name, default, lo=1):
     return x
 
 
+def _num_env(name, default, hi):
+    """The variable's text (default when unset), which must be a number in (0, hi]."""
+    v = os.environ.get(name, "").strip() or default
+    try:
+        if not 0 < float(v) <= hi:
+            raise ValueError
+    except ValueError:
+        die("%s='%s' must be a number in (0, %g]" % (name, v, hi))
+    return v
+
+
 def options_from_env():
     """The fine-tuning budget and paths, from the environment (see the module docstring)."""
     o = Options()
@@ -86,18 +97,8 @@ def options_from_env():
     o.seeds = [int(s) for s in seeds]
     o.steps = _int_env("FT_STEPS", 1000)
     o.batch = _int_env("FT_BATCH", 16)
-    o.lr = os.environ.get("FT_LR", "").strip() or "2e-4"
-    try:
-        if not 0 < float(o.lr) <= 10:
-            raise ValueError
-    except ValueError:
-        die("FT_LR='%s' must be a number in (0, 10]" % o.lr)
-    o.layer_decay = os.environ.get("FT_LAYER_DECAY", "").strip() or "1"
-    try:
-        if not 0 < float(o.layer_decay) <= 1:
-            raise ValueError
-    except ValueError:
-        die("FT_LAYER_DECAY='%s' must be a number in (0, 1]" % o.layer_decay)
+    o.lr = _num_env("FT_LR", "2e-4", 10)
+    o.layer_decay = _num_env("FT_LAYER_DECAY", "1", 1)
     o.seq_len = _int_env("FT_SEQ_LEN", 128, 3)
     o.eval_every = _int_env("FT_EVAL_EVERY", 200)
     o.preset = os.environ.get("FT_PRESET", "").strip() or "tiny"

@@ -51,6 +51,17 @@ static void set_grads(ParamSet *ps, int s, double scale) {
         for (long j = 0; j < ps->params[i]->n; j++, k++) ps->params[i]->grad[j] = (real)grad_val(s, k, scale);
 }
 
+/* The tests' schedule: the kind's defaults with lr 1e-2, weight decay 0.1, 5 steps, 2 of warm-up. */
+static OptimConfig short_config(OptimKind kind) {
+    OptimConfig c;
+    optim_config_default(&c, kind);
+    c.lr = 1e-2;
+    c.weight_decay = 0.1;
+    c.total_steps = 5;
+    c.warmup_steps = 2;
+    return c;
+}
+
 static void decay_by_name(void **state) {
     assert_true(optim_name_decays("generator.deberta.encoder.layer.0.attention.self.query_proj.weight"));
     assert_true(optim_name_decays("generator.deberta.embeddings.word_embeddings.weight"));
@@ -158,13 +169,8 @@ static void ref_compare(const Ref *r, const ParamSet *ps, const char *what) {
 static void adamw_three_steps_match_reference(void **state) {
     ParamSet ps;
     tiny_set(&ps);
-    OptimConfig c;
-    optim_config_default(&c, OPTIM_ADAMW);
-    c.lr = 1e-2;
-    c.weight_decay = 0.1;
+    OptimConfig c = short_config(OPTIM_ADAMW); /* lr: 0, lr/2, lr, 2lr/3, lr/3 */
     c.eps = 1e-6;
-    c.total_steps = 5;
-    c.warmup_steps = 2;  /* lr: 0, lr/2, lr, 2lr/3, lr/3 */
     c.max_grad_norm = 1.0;
     OptimGroup g;
     optim_group_init(&g, "all", &c, &ps, MO(&ps), NULL);
@@ -221,12 +227,7 @@ static void clipping_returns_preclip_norm(void **state) {
 static void xadam_matches_reference(void **state) {
     ParamSet ps;
     tiny_set(&ps);
-    OptimConfig c;
-    optim_config_default(&c, OPTIM_XADAM);
-    c.lr = 1e-2;
-    c.weight_decay = 0.1;
-    c.total_steps = 5;
-    c.warmup_steps = 2;  /* x = s/5, w = 0.4: lr·{0, 0.5, 0.6 (jump), 0.4} */
+    const OptimConfig c = short_config(OPTIM_XADAM); /* x = s/5, w = 0.4: lr·{0, 0.5, 0.6 (jump), 0.4} */
     OptimGroup g;
     optim_group_init(&g, "all", &c, &ps, MO(&ps), NULL);
     Ref r;
@@ -257,12 +258,7 @@ static void lr_scale_per_parameter(void **state) {
     for (int xadam = 0; xadam <= 1; xadam++) {
         ParamSet ps;
         tiny_set(&ps);
-        OptimConfig c;
-        optim_config_default(&c, xadam ? OPTIM_XADAM : OPTIM_ADAMW);
-        c.lr = 1e-2;
-        c.weight_decay = 0.1;
-        c.total_steps = 5;
-        c.warmup_steps = 2;
+        const OptimConfig c = short_config(xadam ? OPTIM_XADAM : OPTIM_ADAMW);
         OptimGroup g;
         optim_group_init(&g, "all", &c, &ps, MO(&ps), NULL);
         const double lr_scale[4] = {0.5, 1.0, 0.125, 2.0};
@@ -459,12 +455,7 @@ static void adamw_matches_torch(void **state) {
     unlink(in);
     assert_int_equal(rc, 0);
 
-    OptimConfig c;
-    optim_config_default(&c, OPTIM_ADAMW);
-    c.lr = 1e-2;
-    c.weight_decay = 0.1;
-    c.total_steps = 5;
-    c.warmup_steps = 2;
+    const OptimConfig c = short_config(OPTIM_ADAMW);
     OptimGroup g;
     optim_group_init(&g, "all", &c, &ps, MO(&ps), NULL);
     for (int s = 0; s < 4; s++) {
