@@ -110,15 +110,21 @@ expect_error "--reinit-layers from scratch" "needs --init CHECKPOINT" "$BIN" fin
 expect_error "--reinit-layers beyond the depth" "reinit-layers 9: checkpoint .* has 2 encoder layers, fewer than the 9 to re-initialise" \
     "$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --reinit-layers 9 --out "$TMP/bad0"
 
-# ---- exact resume: 5 steps, stop, resume to 12 == 12 uninterrupted steps
-"$BIN" finetune --init scratch --preset test $F --out "$TMP/a" >/dev/null 2>&1 || fail "finetune scratch (uninterrupted)"
-"$BIN" finetune --init scratch --preset test $F --out "$TMP/b" --stop-after 5 >/dev/null 2>"$TMP/b.err" || { cat "$TMP/b.err"; fail "finetune --stop-after"; }
-[ ! -e "$TMP/b/results.txt" ] || fail "an interrupted run wrote results"
-"$BIN" finetune --resume "$TMP/b" >/dev/null 2>"$TMP/b.err" || { cat "$TMP/b.err"; fail "finetune --resume"; }
-for f in checkpoint.h5 best.h5 metrics.jsonl results.txt; do
-    cmp -s "$TMP/a/$f" "$TMP/b/$f" || fail "resumed run: $f differs from the uninterrupted run's"
-done
-echo "ok   resume: checkpoint.h5, best.h5, metrics.jsonl, results.txt identical to the uninterrupted run"
+# ---- exact resume: 5 steps, stop, resume to 12 == 12 uninterrupted steps (from scratch; and from the
+# checkpoint with --layer-decay, whose per-parameter rates a resume rebuilds from the saved ft_layer_decay)
+resume_case() { # NAME FLAGS...
+    n=$1; shift
+    "$BIN" finetune "$@" $F --out "$TMP/$n-a" >/dev/null 2>&1 || fail "finetune $n (uninterrupted)"
+    "$BIN" finetune "$@" $F --out "$TMP/$n-b" --stop-after 5 >/dev/null 2>"$TMP/b.err" || { cat "$TMP/b.err"; fail "finetune $n --stop-after"; }
+    [ ! -e "$TMP/$n-b/results.txt" ] || fail "an interrupted run ($n) wrote results"
+    "$BIN" finetune --resume "$TMP/$n-b" >/dev/null 2>"$TMP/b.err" || { cat "$TMP/b.err"; fail "finetune --resume ($n)"; }
+    for f in checkpoint.h5 best.h5 metrics.jsonl results.txt; do
+        cmp -s "$TMP/$n-a/$f" "$TMP/$n-b/$f" || fail "resumed run ($n): $f differs from the uninterrupted run's"
+    done
+    echo "ok   resume ($n): checkpoint.h5, best.h5, metrics.jsonl, results.txt identical to the uninterrupted run"
+}
+resume_case scratch --init scratch --preset test
+resume_case layer-decay --init "$TMP/pre/checkpoint.h5" --layer-decay 0.5
 
 # ---- SIGTERM / SIGINT: finish the step, checkpoint it, say so, exit 0; --resume continues exactly
 LONG="--init scratch --preset test --task pos --data $TMP/task-pos --steps 1000000 --batch 4 --eval-every 2 --save-every 0 --log-every 1"
