@@ -100,12 +100,14 @@ losses() { grep '"kind":"train"' "$1/metrics.jsonl" | sed 's/.*"loss":\([^,]*\),
     fail "train losses: --layer-decay 1 '$(losses "$TMP/ftl1")' must equal none '$(losses "$TMP/ftl0")', 0.5 '$(losses "$TMP/ftl")' differ"
 echo "ok   --layer-decay 0.5: result line, config.txt, a different run; --layer-decay 1 the same as none"
 # a bad value is a usage error: one line, status 2, no run directory
-"$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --attention-dropout 1 --out "$TMP/bad0" >/dev/null 2>"$TMP/err"; rc=$?
-[ $rc -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^error: finetune: --attention-dropout '1' must be a number in \[0, 1)" "$TMP/err" &&
-    [ ! -e "$TMP/bad0" ] || { cat "$TMP/err"; fail "--attention-dropout 1: status $rc, expected 2 with one error line and no run directory"; }
-"$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --layer-decay 1.5 --out "$TMP/bad0" >/dev/null 2>"$TMP/err"; rc=$?
-[ $rc -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^error: finetune: --layer-decay '1.5' must be a number in \[0, 1\]" "$TMP/err" &&
-    [ ! -e "$TMP/bad0" ] || { cat "$TMP/err"; fail "--layer-decay 1.5: status $rc, expected 2 with one error line and no run directory"; }
+expect_usage_error() { # FLAG VALUE NEEDLE
+    "$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F "$1" "$2" --out "$TMP/bad0" >/dev/null 2>"$TMP/err"; rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^error: finetune: $1 '$2' must be $3" "$TMP/err" &&
+        [ ! -e "$TMP/bad0" ] || { cat "$TMP/err"; fail "$1 $2: status $rc, expected 2 with one error line and no run directory"; }
+    echo "ok   $1 $2: $(cat "$TMP/err")"
+}
+expect_usage_error --attention-dropout 1 "a number in \[0, 1)"
+expect_usage_error --layer-decay 1.5 "a number in \[0, 1\]"
 expect_error "--reinit-layers from scratch" "needs --init CHECKPOINT" "$BIN" finetune --init scratch --preset test $F --reinit-layers 1 --out "$TMP/bad0"
 expect_error "--reinit-layers beyond the depth" "reinit-layers 9: checkpoint .* has 2 encoder layers, fewer than the 9 to re-initialise" \
     "$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --reinit-layers 9 --out "$TMP/bad0"
