@@ -56,9 +56,7 @@ static inline CBLAS_TRANSPOSE tr(int t) { return t ? CblasTrans : CblasNoTrans; 
 static void gemm1(int kern, int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb,
                   real beta, real *C, int ldc) {
 #if !REAL_IS_DOUBLE
-    if (kern == KERNEL_DNNL && alpha == 1 && (double)M * N * K >= GEMM_MIN_WORK &&
-        gemm_dnnl(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc))
-        return;
+    if (kern == KERNEL_DNNL && gemm_dnnl(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc)) return;
     if (kern == KERNEL_OWN && sgemm_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
 #endif
     cblas_gemm(CblasRowMajor, tr(ta), tr(tb), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -104,7 +102,10 @@ static void gemm_block(int kern, int how, int parts, int i, int ta, int tb, int 
 void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb, real beta,
           real *C, int ldc) {
     const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
-    const int kern = kernel_get();
+    /* oneDNN or BLAS is decided on the whole product, never on a block: a block's size depends on the
+     * thread count, and a block that went to BLAS would change the bits (tests/test_gemm.c). */
+    int kern = kernel_get();
+    if (kern == KERNEL_DNNL && (alpha != 1 || (double)M * N * K < GEMM_MIN_WORK)) kern = KERNEL_BLAS;
     /* oneDNN chooses its implementation by the operands' layout: a block of rows of a transposed A is not
      * dense, and its sums run in another order than the whole A's.  So under oneDNN one thread (outside a
      * parallel region) cuts the product as two threads do and runs both blocks: the same bits at 1 and 2

@@ -26,6 +26,7 @@ static void presets(void **state) {
     assert_int_equal(c.att_terms, ATT_C2C | ATT_C2P | ATT_P2C);
     assert_int_equal(config_rel_rows(&c), 128);
     assert_int_equal(config_num_terms(&c), 3);
+    assert_true(c.hidden_dropout_prob == 0 && c.attention_probs_dropout_prob == 0); /* tiny pretrains without dropout */
     assert_int_equal(config_preset(&c, "xsmall"), 0);
     assert_int_equal(config_validate(&c, err, sizeof err), 0);
     assert_int_equal(c.hidden_size, 384);
@@ -37,6 +38,7 @@ static void presets(void **state) {
     assert_int_equal(config_rel_rows(&c), 512);
     assert_int_equal(c.gen_num_hidden_layers, 6);
     assert_true(c.layer_norm_eps == 1e-7);
+    assert_true(c.hidden_dropout_prob == 0.1 && c.attention_probs_dropout_prob == 0.1); /* the spec's */
     assert_int_equal(c.pad_id, 0);
     assert_int_equal(c.mask_id, 4);
     assert_int_equal(config_preset(&c, "huge"), -1);
