@@ -58,9 +58,10 @@ if DEBERTA_GEMM=blis $D bench --preset test --steps 1 --warmup 0 --profile 0 --n
 ok "gemm kernel: $want here (BLAS core $core); DEBERTA_GEMM=openblas gives OpenBLAS, an unknown kernel one error line"
 # the benchmark's step keeps dropout 0.1 though the tiny preset pretrains without it; a flag sets it
 B1="bench --preset tiny --seq 8 --batch 1 --steps 1 --warmup 0 --profile 0 --no-sgemm"
-$D $B1 | head -n 1 | grep -q ' dropout=0.1 ' || fail "bench --preset tiny: not at dropout 0.1"
-$D $B1 --hidden_dropout_prob 0 | head -n 1 | grep -q ' dropout=0 ' || fail "bench --hidden_dropout_prob 0: not at dropout 0"
-ok "bench: dropout 0.1 on the tiny preset unless a flag sets it"
+$D $B1 | grep -q '"dropout": 0.1, "attention_dropout": 0.1}' || fail "bench --preset tiny: not at dropout 0.1"
+$D $B1 --hidden_dropout_prob 0 | grep -q '"dropout": 0, "attention_dropout": 0.1}' || fail "bench --hidden_dropout_prob 0: not 0 / 0.1"
+$D $B1 --attention-probs-dropout-prob 0 | grep -q '"dropout": 0.1, "attention_dropout": 0}' || fail "bench --attention-probs-dropout-prob 0: not 0.1 / 0"
+ok "bench: dropout 0.1 on the tiny preset unless a flag sets it (each of the two on its own)"
 
 # exact resume
 $D pretrain $COMMON --out "$W/B" --stop-after 4 > "$W/B1.log" 2>&1 || { cat "$W/B1.log"; fail "run B part 1"; }

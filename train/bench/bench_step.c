@@ -269,10 +269,10 @@ int bench_step(int argc, char **argv, const char *wait) {
            "\"ms_median\": %.3f, \"ms_min\": %.3f, \"ms_max\": %.3f, \"tokens_per_s\": %.1f, \"model_gflop\": %.3f, "
            "\"gflops\": %.2f, \"gemm_peak_gflops\": %.2f, \"peak_rss_mb\": %.1f, \"step_allocs\": %llu, \"mlm_loss\": %.5f, "
            "\"rtd_loss\": %.5f, \"blas_core\": \"%s\", \"gemm_kernel\": \"%s\", \"gemm_peak_blas\": %.2f, "
-           "\"gemm_peak_split\": %.2f, \"omp_wait\": \"%s\"}\n",
+           "\"gemm_peak_split\": %.2f, \"omp_wait\": \"%s\", \"dropout\": %g, \"attention_dropout\": %g}\n",
            B, T, cfg.hidden_size, threads, REAL_NAME, med, mn, mx, tok_s, flops / 1e9, gflops, peak, rss / 1024.0,
            (unsigned long long)step_allocs, last.g_loss, last.d_loss, openblas_get_corename(), gemm_kernel_name(), peak_blas,
-           peak_split, wait);
+           peak_split, wait, cfg.hidden_dropout_prob, cfg.attention_probs_dropout_prob);
     free(ms);
     free(replaced);
     for (int i = 0; i < NB; i++) batch_free(&batches[i]);
