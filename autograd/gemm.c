@@ -50,6 +50,10 @@ static int kernel_get(void) {
     return kernel;
 }
 
+/* Under oneDNN, the kernel of the products oneDNN does not take (small ones, alpha != 1): the own
+ * AVX-512 kernel where OpenBLAS runs a kernel set without AVX-512, else BLAS. */
+static int small_kernel(void) { return sgemm_avx512_available() ? KERNEL_OWN : KERNEL_BLAS; }
+
 static inline CBLAS_TRANSPOSE tr(int t) { return t ? CblasTrans : CblasNoTrans; }
 
 /* One single-threaded product: oneDNN or the own AVX-512 kernel where chosen (float build), else BLAS. */
@@ -105,7 +109,7 @@ void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int ld
     /* oneDNN or BLAS is decided on the whole product, never on a block: a block's size depends on the
      * thread count, and a block that went to BLAS would change the bits (tests/test_gemm.c). */
     int kern = kernel_get();
-    if (kern == KERNEL_DNNL && (alpha != 1 || (double)M * N * K < GEMM_MIN_WORK)) kern = KERNEL_BLAS;
+    if (kern == KERNEL_DNNL && (alpha != 1 || (double)M * N * K < GEMM_MIN_WORK)) kern = small_kernel();
     /* oneDNN chooses its implementation by the operands' layout: a block of rows of a transposed A is not
      * dense, and its sums run in another order than the whole A's.  So under oneDNN one thread (outside a
      * parallel region) cuts the product as two threads do and runs both blocks: the same bits at 1 and 2

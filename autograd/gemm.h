@@ -13,8 +13,9 @@
  *
  * Each single-threaded call runs one product kernel, chosen once per process: in the float build on a
  * CPU that executes AVX-512 (F, BW, VL) and a build with oneDNN, oneDNN's matmul primitive
- * (autograd/gemm_dnnl.h; calls under 2^21 multiply-adds stay with BLAS; the same bits at 1 and 2
- * threads); else, where the CPU has
+ * (autograd/gemm_dnnl.h; the same bits at 1 and 2 threads), where products under 2^21 multiply-adds
+ * (the attention op's per-head ones at T 128) go to the own kernel when OpenBLAS lacks AVX-512, else to
+ * BLAS; else, where the CPU has
  * AVX-512F and OpenBLAS runs a kernel set without it, the project's own kernel
  * (autograd/sgemm_avx512.h), whose results do not depend on the split at all; else OpenBLAS.
  * DEBERTA_GEMM=openblas|own|onednn overrides the choice (for measurements); any other value is fatal.

@@ -97,6 +97,25 @@ $D pretrain $L128 --out "$W/L0" --short-seq-len 0 > "$W/L0.log" 2>&1 || { cat "$
 grep -q "curriculum" "$W/L0.log" "$W/L0/config.txt" && fail "--short-seq-len 0 still ran a curriculum"
 ok "default curriculum: 32-token sequences for half the steps at max_seq_len 128 (saved in config.txt); --short-seq-len 0 turns it off"
 
+# --minutes: each phase of the curriculum timed (the median of at least 3 steps, for about 1 % of the
+# budget) and one evaluation; the steps it chose saved in config.txt and run to the end, the same run as
+# --steps with that count (the calibration leaves no trace)
+MINUTES="$L128 --eval-every 300 --eval-batches 2 --log-every 1"
+$D pretrain $MINUTES --minutes 0.1 --out "$W/MIN" > "$W/MIN.log" 2>&1 || { cat "$W/MIN.log"; fail "--minutes run"; }
+cal=$(grep '^calibration:' "$W/MIN.log") || { cat "$W/MIN.log"; fail "--minutes: no calibration line"; }
+n_short=$(echo "$cal" | sed -n 's/.*medians of \([0-9]*\) and \([0-9]*\) steps.*/\1/p')
+n_full=$(echo "$cal" | sed -n 's/.*medians of \([0-9]*\) and \([0-9]*\) steps.*/\2/p')
+chosen=$(echo "$cal" | sed -n 's/.*-> \([0-9]*\) steps in 0.1 minutes$/\1/p')
+[ -n "$n_short" ] && [ "$n_short" -ge 3 ] && [ -n "$n_full" ] && [ "$n_full" -ge 3 ] || fail "--minutes: not a median of >= 3 steps per phase: $cal"
+[ -n "$chosen" ] || fail "--minutes: the calibration line names no step count: $cal"
+[ "$chosen" -ge 20 ] || chosen=20
+grep -qx "train_steps = $chosen" "$W/MIN/config.txt" || fail "--minutes: config.txt does not hold the $chosen steps chosen"
+grep '"kind":"train"' "$W/MIN/metrics.jsonl" | tail -n 1 | grep -q "\"step\":$chosen," || fail "--minutes: the run did not end at step $chosen"
+$D pretrain $MINUTES --steps "$chosen" --out "$W/MIN2" > "$W/MIN2.log" 2>&1 || { cat "$W/MIN2.log"; fail "--steps $chosen run"; }
+cmp -s "$W/MIN/metrics.jsonl" "$W/MIN2/metrics.jsonl" || { diff "$W/MIN/metrics.jsonl" "$W/MIN2/metrics.jsonl" | head -4; fail "--minutes: metrics differ from --steps $chosen"; }
+h5diff -q "$W/MIN/checkpoint.h5" "$W/MIN2/checkpoint.h5" /params /params || fail "--minutes: weights differ from --steps $chosen"
+ok "--minutes 0.1: $(echo "$cal" | sed 's/^calibration: //'); config.txt holds them, the run ends there, bit-identical to --steps $chosen"
+
 # numbered checkpoints: --keep-every 3 keeps checkpoint-0000003.h5 and -0000006.h5 beside the latest, also across a resume
 $D pretrain $COMMON --out "$W/E" --keep-every 3 --stop-after 4 > "$W/E1.log" 2>&1 || { cat "$W/E1.log"; fail "run E part 1"; }
 $D pretrain --resume "$W/E" --data "$W/shards" > "$W/E2.log" 2>&1 || { cat "$W/E2.log"; fail "run E resume"; }

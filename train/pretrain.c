@@ -272,49 +272,82 @@ static void check_init_data(const Run *r) {
               "takes the special ids from HF_DIR/spm.model or --tokenizer)", r->o.init_from, r->o.data, err);
 }
 
-/* Seconds of one steady step `step` (no update): two untimed steps first -- the first grows the
- * arena, the second touches its new pages (page faults made a timed second step several times slower
- * than a steady one) -- then the median of CALIBRATION_STEPS timed ones (one step's time alone varies
- * widely on a shared VM); the loader is put back, so the run starts where it would have. */
-enum { CALIBRATION_STEPS = 3 };
-static double time_step(Run *r, long step) {
+/* --minutes' calibration: each phase's steps are timed for CALIBRATION_SHARE of the budget (at most
+ * CALIBRATION_MAX_S seconds, at least CALIBRATION_MIN_STEPS steps, at most CALIBRATION_MAX_STEPS), and
+ * its median taken: a few seconds of a slow VM then move a minority of the samples, not the median (a
+ * median of 3 steps once timed such a moment, 28 % above the run's real rate, and an hour trained 48
+ * minutes).  The time the calibration takes comes out of the budget. */
+#define CALIBRATION_SHARE 0.01
+#define CALIBRATION_MAX_S 30.0
+enum { CALIBRATION_MIN_STEPS = 3, CALIBRATION_MAX_STEPS = 256 };
+
+/* Seconds of one steady step `step` (no update), timed for about `seconds`: two untimed steps first --
+ * the first grows the arena, the second touches its new pages (page faults made a timed second step
+ * several times slower than a steady one) -- then the median of the timed ones; their count in *n.
+ * The loader is put back, so the run starts where it would have. */
+static double time_step(Run *r, long step, double seconds, int *n) {
     Loader *L = step_loader(r, step);
     LoaderState st;
     loader_get_state(L, &st);
     train_step(r, step, 0);
     train_step(r, step, 0);
-    double t[CALIBRATION_STEPS];
-    for (int i = 0; i < CALIBRATION_STEPS; i++) {
+    double t[CALIBRATION_MAX_STEPS];
+    const double start = now_seconds();
+    int k = 0;
+    for (;;) { /* rank 0's clock says when to stop: every rank makes the same steps (they hold collectives) */
+        int more = k < CALIBRATION_MAX_STEPS && (k < CALIBRATION_MIN_STEPS || now_seconds() - start < seconds);
+        dist_bcast(&more, sizeof more, 0);
+        if (!more) break;
         const double t0 = now_seconds();
         train_step(r, step, 0);
-        t[i] = now_seconds() - t0;
-        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) { /* insertion: t stays sorted */
+        t[k] = now_seconds() - t0;
+        for (int j = k; j > 0 && t[j] < t[j - 1]; j--) { /* insertion: t stays sorted */
             const double x = t[j];
             t[j] = t[j - 1], t[j - 1] = x;
         }
+        k++;
     }
-    double dt = t[CALIBRATION_STEPS / 2] * 1.05; /* + optimizer and logging */
+    *n = k;
+    const double dt = (k % 2 ? t[k / 2] : 0.5 * (t[k / 2 - 1] + t[k / 2])) * 1.05; /* + optimizer and logging */
     for (int i = 0; i < r->n_groups; i++) optim_zero_grad(&r->groups[i]);
     char err[256];
     if (loader_set_state(L, &st, err, sizeof err)) fatal("%s", err);
     return dt;
 }
 
-/* Choose the number of steps that fits o->minutes.  With a curriculum both phases are timed (a
- * short-sequence step is cheaper) and weighed by their share of the steps. */
+/* Seconds of one in-run evaluation (the live one on every rank, the yardsticks on rank 0), or 0 when the
+ * run evaluates nothing: an evaluation is timed, not guessed (the yardsticks cost more than the live
+ * part, and a guess of a third of a step per batch left an hour's evaluations 2 minutes short). */
+static double time_eval(Run *r) {
+    if (!r->val || r->o.eval_every <= 0) return 0;
+    const double t0 = now_seconds();
+    (void)evaluate(&r->m, r->val, &r->t, r->o.batch, r->cfg.max_seq_len, r->o.eval_batches, r->o.seed);
+    if (dist_rank() == 0) (void)yardsticks_eval(&r->ys, &r->m, &r->t, r->o.batch);
+    return now_seconds() - t0;
+}
+
+/* Choose the number of steps that fits o->minutes, less the calibration's own time.  With a curriculum
+ * both phases are timed (a short-sequence step is cheaper) and weighed by their share of the steps. */
 static long calibrate_steps(Run *r) {
-    const double full = time_step(r, r->short_steps);
-    const double shrt = r->train_short ? time_step(r, 0) : full;
+    const double budget = r->o.minutes * 60.0, start = now_seconds();
+    const double each = MIN(CALIBRATION_SHARE * budget, CALIBRATION_MAX_S) / (r->train_short ? 2 : 1);
+    int n_full, n_short = 0;
+    const double full = time_step(r, r->short_steps, each, &n_full);
+    const double shrt = r->train_short ? time_step(r, 0, each, &n_short) : full;
     const double f = r->train_short ? r->o.short_frac : 0;
     const double dt = f * shrt + (1 - f) * full;
-    double per_step = dt * (1.0 + (double)r->o.eval_batches / (3.0 * MAX(1, r->o.eval_every)));
-    long steps = (long)(r->o.minutes * 60.0 / per_step);
+    const double ev = time_eval(r);
+    const double spent = now_seconds() - start;
+    const double per_step = dt + (ev > 0 ? ev / r->o.eval_every : 0);
+    long steps = (long)(MAX(budget - spent, 0.0) / per_step);
     dist_bcast(&steps, sizeof steps, 0); /* rank 0's timing decides for every rank */
     if (r->train_short)
-        run_say(&r->dir, "calibration: %.3f s per step (%.3f s at %d tokens, %.3f s at %d) -> %ld steps in %.1f minutes\n", dt, shrt,
-                r->o.short_seq_len, full, r->cfg.max_seq_len, steps, r->o.minutes);
+        run_say(&r->dir, "calibration: %.3f s per step (%.3f s at %d tokens, %.3f s at %d; medians of %d and %d steps), %.2f s per evaluation; "
+                "%.1f s -> %ld steps in %.1f minutes\n", dt, shrt, r->o.short_seq_len, full, r->cfg.max_seq_len, n_short, n_full, ev, spent,
+                steps, r->o.minutes);
     else
-        run_say(&r->dir, "calibration: %.3f s per step -> %ld steps in %.1f minutes\n", dt, steps, r->o.minutes);
+        run_say(&r->dir, "calibration: %.3f s per step (median of %d steps), %.2f s per evaluation; %.1f s -> %ld steps in %.1f minutes\n",
+                dt, n_full, ev, spent, steps, r->o.minutes);
     return MAX(steps, 20);
 }
 
