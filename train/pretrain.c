@@ -275,7 +275,7 @@ static void check_init_data(const Run *r) {
 /* --minutes' calibration: each phase's steps are timed for CALIBRATION_SHARE of the budget (at most
  * CALIBRATION_MAX_S seconds, at least CALIBRATION_MIN_STEPS steps, at most CALIBRATION_MAX_STEPS), and
  * its median taken: a few seconds of a slow VM then move a minority of the samples, not the median (a
- * median of 3 steps once timed such a moment, 28 % above the run's real rate, and an hour trained 48
+ * median of 3 steps once timed such a moment, 22 % above the run's real rate, and an hour trained 48
  * minutes).  The time the calibration takes comes out of the budget. */
 #define CALIBRATION_SHARE 0.01
 #define CALIBRATION_MAX_S 30.0
