@@ -96,8 +96,9 @@ cmp -s "$W/zero/metrics.jsonl" "$W/zr/metrics.jsonl" && h5diff -q "$W/zero/check
     h5diff -q "$W/zero/checkpoint.h5" "$W/zr/checkpoint.h5" /optim /optim || fail "ZeRO-1: 2 steps + --resume differ from 5 uninterrupted steps"
 ok "ZeRO-1 == plain data parallel bit for bit (metrics.jsonl, /params, /optim), also across --stop-after 2 + --resume; $(grep -o 'ZeRO-1: .*' "$W/zero.log")"
 
-# --minutes on 2 ranks: rank 0's clock says how many steps each calibration times, so every rank makes
-# the same collectives and the run ends (a timeout catches a hang), at the steps rank 0 chose
+# --minutes on 2 ranks: the run ends (a timeout catches a hang) at the steps rank 0 chose.  (Rank 0's clock
+# also says how many steps each calibration times; the ranks stay in step through the allreduce, so a
+# missing broadcast of that decision would rarely show here.)
 timeout 300 $MPI $D pretrain $COMMON --batch 4 --minutes 0.05 --out "$W/min" > "$W/min.log" 2>&1 || { cat "$W/min.log"; fail "--minutes on 2 ranks"; }
 chosen=$(sed -n 's/^calibration: .*-> \([0-9]*\) steps in .* minutes$/\1/p' "$W/min.log" | head -n 1)
 [ -n "$chosen" ] || { cat "$W/min.log"; fail "--minutes on 2 ranks: no calibration line"; }
