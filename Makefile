@@ -30,7 +30,7 @@ DNNL_FLAGS := $(if $(wildcard /usr/include/dnnl.h),-DHAVE_DNNL)
 DNNL_LIBS  := $(if $(DNNL_FLAGS),-ldnnl)
 
 OPT     ?= -O3 -march=native
-CFLAGS  += $(OPT) -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp \
+CFLAGS  += $(OPT) -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror=format -Wno-unused-parameter -fopenmp \
            -I. -I$(BLASINC) $(HDF5_CFLAGS) $(PFLAGS) $(MPIFLAGS) $(DNNL_FLAGS) $(EXTRA_CFLAGS)
 LDLIBS  += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas $(DNNL_LIBS) $(HDF5_LIBS) -ljansson -lcsv -lm -fopenmp $(EXTRA_LDFLAGS)
 

@@ -28,7 +28,7 @@ static void usage(FILE *f) {
             "                         run's): its model config, then the model flags (not --preset); the shards must\n"
             "                         be of its tokenizer (deberta prep --tokenizer spm.model for an import)\n"
             "  --steps N              training steps                                      [%ld]\n"
-            "  --minutes M            instead of --steps: time steps and an evaluation (~1 % of the budget), fit the run into M minutes\n"
+            "  --minutes M            instead of --steps: time steps and an evaluation (~1 %% of the budget), fit the run into M minutes\n"
             "  --batch B              sequences per micro-batch                            [%d]\n"
             "  --accum K              micro-batches per step (gradient accumulation)      [%d]\n"
             "  --seed S               seed of every random stream                          [%llu]\n"
