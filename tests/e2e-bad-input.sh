@@ -272,7 +272,7 @@ done
 # ---- the usage's printed defaults are train_options_default's (a stray '%' in its text once shifted every value)
 $D pretrain --help > "$W/usage" 2>&1 || true
 for l in 'steps N .*\[2000\]$' 'batch B .*\[16\]$' 'seed S .*\[1234\]$' 'mask-prob P .*\[0\.15\]$' \
-         'max-bad-steps K .*\[5\]$' 'lr X .*\[0\.0005\]$' 'max-grad-norm X .*\[0\.9 0\.999 1e-06 0\.01 1\]$'; do
+         'max-bad-steps K .*\[5\]$' 'lr X .*\[0\.00025; joint 0\.0005\]$' 'd-lr X .*\[2 x --lr\]$' 'max-grad-norm X .*\[0\.9 0\.999 1e-06 0\.01 1\]$'; do
     grep -q -- "--$l" "$W/usage" || { cat "$W/usage"; fail "pretrain --help: no line matching '--$l'"; }
 done
 ok "$cases bad inputs: one error line each, the right exit status, nothing lost"

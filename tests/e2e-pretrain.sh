@@ -27,6 +27,26 @@ env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT $D pretrain $COMMON --out "$W/A" > "$W/
 ok "run of 8 steps writes metrics.jsonl (8 train + 2 eval lines), config.txt, cmdline.txt, checkpoint.h5"
 for f in config.txt cmdline.txt checkpoint.h5; do [ -f "$W/A/$f" ] || fail "run A: $f missing"; done
 
+# the learning rates (train/options.c): unset, the generator's peak is 2.5e-4 and the discriminator's
+# twice the generator's (--lr moves both, --d-lr sets its own, 0 = the generator's); a joint run keeps
+# one optimizer at 5e-4.  Resolved once at the start and written to config.txt.
+LR="--preset test --max_seq_len 32 --data $W/shards --batch 4 --steps 2 --eval-every 0 --save-every 0 --log-every 1"
+lr_check() { # NAME WANT_TRAIN_LR WANT_TRAIN_D_LR WANT_G_LR WANT_D_LR [flags...]: step 1 runs at the peak (no warm-up in 2 steps)
+    n=$1 tl=$2 td=$3 gl=$4 dl=$5; shift 5
+    $D pretrain $LR --out "$W/lr-$n" "$@" > "$W/lr-$n.log" 2>&1 || { cat "$W/lr-$n.log"; fail "lr run $n"; }
+    got=$(awk -F' = ' '$1 == "train_lr" { l = $2 } $1 == "train_d_lr" { d = $2 } END { printf "%.6g %.6g", l, d }' "$W/lr-$n/config.txt")
+    [ "$got" = "$tl $td" ] || fail "lr run $n ($*): config.txt train_lr, train_d_lr = $got, want $tl $td"
+    got=$(head -n 1 "$W/lr-$n/metrics.jsonl" | sed 's/.*"g_lr":\([^,]*\),"d_lr":\([^,]*\),.*/\1 \2/')
+    [ "$(printf '%.6g %.6g' $got)" = "$gl $dl" ] || fail "lr run $n ($*): step 1 g_lr, d_lr = $got, want $gl $dl"
+}
+lr_check default 0.00025 0.0005 0.00025 0.0005
+lr_check lr 0.001 0.002 0.001 0.002 --lr 1e-3
+lr_check dlr 0.00025 0.000244141 0.00025 0.000244141 --d-lr 0.000244140625
+lr_check dlr0 0.00025 0 0.00025 0.00025 --d-lr 0
+lr_check joint 0.0005 0 0.0005 0.0005 --training_mode joint
+lr_check joint-lr 0.001 0 0.001 0.001 --training_mode joint --lr 1e-3
+ok "learning rates: generator 2.5e-4, discriminator 2x (--lr moves both, --d-lr its own, 0 = the generator's); joint 5e-4"
+
 # determinism (run C under the wait policy the user sets; A under the one the binary chose at start)
 OMP_WAIT_POLICY=PASSIVE $D pretrain $COMMON --out "$W/C" > "$W/C.log" 2>&1 || fail "run C"
 cmp -s "$W/A/metrics.jsonl" "$W/C/metrics.jsonl" || fail "two runs with the same seed wrote different metrics.jsonl"

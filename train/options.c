@@ -19,8 +19,8 @@ void train_options_default(TrainOptions *o) {
     o->mask_mode = MASK_OFFICIAL;
     o->mask_prob = 0.15;
     optim_config_default(&o->opt, OPTIM_ADAMW);
-    o->opt.lr = 5e-4;
-    o->d_lr = 0;
+    o->opt.lr = -1; /* auto: train_options_resolve */
+    o->d_lr = -1;
     o->warmup = -1;
     o->eval_every = 250;
     o->eval_batches = 16;
@@ -35,7 +35,11 @@ void train_options_default(TrainOptions *o) {
 /* The default curriculum (docs/HISTORY.md part 8): at max_seq_len >= 128 the first half of the steps read
  * 32-token sequences.  Measured at 128 tokens only, where without it the tiny discriminator flags
  * nothing within any budget tried; shorter sequences learn without it and keep the old recipe. */
-void train_options_resolve(TrainOptions *o, int max_seq_len) {
+/* The default rates (docs/RECIPE.md, "The new default: a slower generator"): the generator at half the
+ * old 5e-4 and the discriminator at twice the generator's rate; a joint run (one optimizer) keeps 5e-4. */
+void train_options_resolve(TrainOptions *o, int max_seq_len, int joint) {
+    if (o->opt.lr < 0) o->opt.lr = joint ? TRAIN_JOINT_LR : TRAIN_GENERATOR_LR;
+    if (o->d_lr < 0) o->d_lr = joint ? 0 : TRAIN_D_LR_FACTOR * o->opt.lr;
     if (o->short_seq_len < 0) o->short_seq_len = max_seq_len >= TRAIN_AUTO_CURRICULUM_MIN_T ? TRAIN_AUTO_SHORT_SEQ_LEN : 0;
 }
 

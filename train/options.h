@@ -23,8 +23,8 @@ typedef struct TrainOptions {
     int threads;
     MaskMode mask_mode;
     double mask_prob;
-    OptimConfig opt;        /* generator (and joint) optimizer */
-    double d_lr;            /* discriminator peak lr; <= 0: same as opt.lr */
+    OptimConfig opt;        /* generator (and joint) optimizer; opt.lr < 0 until resolved */
+    double d_lr;            /* discriminator peak lr; 0: same as opt.lr (< 0 until resolved) */
     long warmup;            /* < 0: 10% of steps, at most 10000 */
     double decay_frac;      /* > 0: warm-up, stable, then linear decay over the last decay_frac of the
                              *   steps (OPTIM_SCHED_WSD); 0: the optimizer's own schedule */
@@ -46,8 +46,15 @@ void train_options_default(TrainOptions *o);
  * its micro-batch size. */
 /* The default curriculum: 32-token sequences for the first half of the steps when max_seq_len >= 128. */
 enum { TRAIN_AUTO_SHORT_SEQ_LEN = 32, TRAIN_AUTO_CURRICULUM_MIN_T = 128 };
-/* A fresh run, once max_seq_len is known: short_seq_len < 0 (not given) becomes the default. */
-void train_options_resolve(TrainOptions *o, int max_seq_len);
+/* The default peak rates: the generator's (and a joint run's single optimizer's), and the
+ * discriminator's as a multiple of the generator's. */
+#define TRAIN_GENERATOR_LR 2.5e-4
+#define TRAIN_JOINT_LR 5e-4
+#define TRAIN_D_LR_FACTOR 2.0
+/* A fresh run, once the model is known: what was not given becomes the default; short_seq_len < 0
+ * the curriculum of max_seq_len, opt.lr < 0 and d_lr < 0 the rates above (joint: the training mode
+ * is TRAIN_JOINT, one optimizer; d_lr is then 0). */
+void train_options_resolve(TrainOptions *o, int max_seq_len, int joint);
 long train_short_steps(const TrainOptions *o, int T);
 int train_short_batch(const TrainOptions *o, int T);
 

@@ -423,6 +423,8 @@ static void load_saved_run(Run *r) {
     config_defaults(&r->cfg);
     r->o.short_seq_len = 0; /* a run saved before the curriculum existed had none */
     r->o.short_frac = 0;
+    r->o.opt.lr = 5e-4; /* every saved run wrote its rates; should a line be missing, the defaults of the */
+    r->o.d_lr = 0;      /* days before they were resolved at the start (= generator's) */
     if (config_from_text(&r->cfg, d->st.config, path, err, sizeof err) || train_options_from_text(&r->o, d->st.config, err, sizeof err))
         fatal("checkpoint %s: %s", path, err);
     const long saved_ranks = r->o.ranks > 0 ? r->o.ranks : 1;
@@ -450,7 +452,7 @@ static void settle_fresh_run(Run *r) {
     else adopt_data_ids(r);          /* a new model's are the data's */
     if (config_validate(&r->cfg, err, sizeof err)) fatal("%s", err);
     r->o.ranks = dist_world() > 1 ? dist_world() : 0;
-    train_options_resolve(&r->o, r->cfg.max_seq_len);
+    train_options_resolve(&r->o, r->cfg.max_seq_len, r->cfg.training_mode == TRAIN_JOINT);
     if (memory_check(&r->cfg, r->o.batch, memory_available_bytes(), err, sizeof err)) fatal("%s", err);
     run_open_fresh(&r->dir, r->o.out, dist_rank() == 0);
 }

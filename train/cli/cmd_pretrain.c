@@ -49,8 +49,8 @@ static void usage(FILE *f) {
             "  --zero 0|1             under mpirun: ZeRO-1, each rank keeps the AdamW moments of 1/N of the model [0]\n"
             "optimizer:\n"
             "  --optimizer adamw|xadam   torch AdamW (linear warm-up/decay) or the official XAdam [adamw]\n"
-            "  --lr X                 peak learning rate                                   [%g]\n"
-            "  --d-lr X               discriminator peak learning rate (decoupled)          [= --lr]\n"
+            "  --lr X                 peak learning rate (the generator's; joint: the model's) [%g; joint %g]\n"
+            "  --d-lr X               discriminator peak learning rate (decoupled; 0 = --lr)  [%g x --lr]\n"
             "  --warmup N             warm-up steps                                [10%% of steps, <= 10000]\n"
             "  --decay-frac F         warm-up, then the peak, then linear decay to 0 over the last F of the steps\n"
             "                         (warm-up-stable-decay; 0 = the optimizer's schedule)                [0]\n"
@@ -66,7 +66,7 @@ static void usage(FILE *f) {
             "  --disc_position_biased_input 0|1 (absolute positions at the discriminator's input; a control)\n"
             "  --max_seq_len T        sequence length (<= max_position_embeddings)\n",
             o.steps, o.batch, o.accum, (unsigned long long)o.seed, o.mask_prob, o.eval_every, o.eval_batches, o.save_every,
-            o.log_every, o.max_bad_steps, o.opt.lr, o.opt.beta1, o.opt.beta2, o.opt.eps, o.opt.weight_decay, o.opt.max_grad_norm);
+            o.log_every, o.max_bad_steps, TRAIN_GENERATOR_LR, TRAIN_JOINT_LR, TRAIN_D_LR_FACTOR, o.opt.beta1, o.opt.beta2, o.opt.eps, o.opt.weight_decay, o.opt.max_grad_norm);
 }
 
 int cmd_pretrain(int argc, char **argv) {
