@@ -107,7 +107,8 @@ expect_usage_error() { # FLAG VALUE NEEDLE
     echo "ok   $1 $2: $(cat "$TMP/err")"
 }
 expect_usage_error --attention-dropout 1 "a number in \[0, 1)"
-expect_usage_error --layer-decay 1.5 "a number in \[0, 1\]"
+expect_usage_error --layer-decay 1.5 "a number in (0, 1\]"
+expect_usage_error --layer-decay 0 "a number in (0, 1\]"   # 0 once meant "one rate" in silence
 expect_error "--reinit-layers from scratch" "needs --init CHECKPOINT" "$BIN" finetune --init scratch --preset test $F --reinit-layers 1 --out "$TMP/bad0"
 expect_error "--reinit-layers beyond the depth" "reinit-layers 9: checkpoint .* has 2 encoder layers, fewer than the 9 to re-initialise" \
     "$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --reinit-layers 9 --out "$TMP/bad0"

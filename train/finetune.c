@@ -62,7 +62,7 @@ static const KeyRow KEYS[] = {
     {"dropout", "dropout", NULL, KEY_DOUBLE, F(dropout), 0, 1, "a number in [0, 1)", 0, NULL},
     {"attention_dropout", "attention-dropout", NULL, KEY_DOUBLE, F(attention_dropout), 0, 1, "a number in [0, 1)", 0, NULL},
     {"reinit_layers", "reinit-layers", NULL, KEY_INT, F(reinit_layers), 0, 1 << 20, "a non-negative integer", KEY_SKIP_ZERO, NULL},
-    {"layer_decay", "layer-decay", NULL, KEY_DOUBLE, F(layer_decay), 0, 1 + DBL_EPSILON, "a number in [0, 1]", KEY_SKIP_ZERO, NULL}, /* v <= 1 */
+    {"layer_decay", "layer-decay", NULL, KEY_DOUBLE, F(layer_decay), DBL_MIN, 1 + DBL_EPSILON, "a number in (0, 1] (1: one rate)", KEY_SKIP_ZERO, NULL}, /* 0 < v <= 1; 0 (unset) = one rate */
     {"warmup", "warmup", NULL, KEY_LONG, F(warmup), 0, 0, "a non-negative integer", 0, NULL},
     {"eval_every", "eval-every", NULL, KEY_LONG, F(eval_every), 0, 0, "a non-negative integer", 0, NULL},
     {"log_every", "log-every", NULL, KEY_LONG, F(log_every), 1, 0, "a positive integer", 0, NULL},

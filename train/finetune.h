@@ -44,7 +44,7 @@ typedef struct FinetuneOptions {
     double dropout;           /* the fine-tuning model's hidden_dropout_prob (default 0.1), whatever the checkpoint's */
     double attention_dropout; /* its attention_probs_dropout_prob (default 0.1) */
     int reinit_layers;        /* the top N encoder layers keep their fresh init (--init CHECKPOINT only) */
-    double layer_decay;       /* D in (0, 1): layer-wise rate decay (ft_layer_rate_scale); 0 or 1: one rate for all */
+    double layer_decay;       /* D in (0, 1): layer-wise rate decay (ft_layer_rate_scale); 1, or 0 (unset), one rate for all */
     long warmup;              /* < 0: 10% of steps */
     long eval_every, log_every, save_every;
     long stop_after;          /* > 0: stop (with a checkpoint) after this many steps of this invocation */
