@@ -189,8 +189,20 @@ expect_err 2 "only --data" $D pretrain --resume "$W/A" --data "$W/shards" --lr 1
 cp -r "$W/B" "$W/M"; sed -i 's/^hidden_size = .*/hidden_size = 8/' "$W/M/config.txt"; cp "$W/M/checkpoint.h5" "$W/M.h5"
 expect_err 1 "'hidden_size' is .* in the checkpoint but 8 now" $D pretrain --resume "$W/M" --data "$W/shards"
 cmp -s "$W/M/checkpoint.h5" "$W/M.h5" || fail "a resume refused for its config changed the checkpoint"
+# a checkpoint whose config lost its train_lr line (sealed again, no config.txt): refused, not trained at a guessed rate
+cp -r "$W/B" "$W/R"; rm "$W/R/config.txt"
+/usr/bin/python3 - "$W/R/checkpoint.h5" <<'PY' || fail "h5py: could not rewrite the checkpoint's config"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r+") as f:
+    text = f["config"][()].decode()
+    del f["config"]
+    f.create_dataset("config", data=np.bytes_("".join(l for l in text.splitlines(True) if not l.startswith("train_lr ")).encode()))
+PY
+$D seal "$W/R/checkpoint.h5" > /dev/null || fail "seal of the edited checkpoint"; cp "$W/R/checkpoint.h5" "$W/R.h5"
+expect_err 1 "has no train_lr or train_d_lr" $D pretrain --resume "$W/R" --data "$W/shards"
+cmp -s "$W/R/checkpoint.h5" "$W/R.h5" || fail "a resume refused for a missing rate changed the checkpoint"
 expect_err 1 "" $D eval "$W/T/checkpoint.h5" --data "$W/shards"
-ok "bad flags, missing data, existing run, missing/truncated checkpoint, config.txt that disagrees with the checkpoint: one error line, non-zero exit, nothing overwritten"
+ok "bad flags, missing data, existing run, missing/truncated checkpoint, config.txt that disagrees with the checkpoint, a checkpoint config without its rate: one error line, non-zero exit, nothing overwritten"
 
 # eval reproduces the run's final evaluation
 $D eval "$W/A/checkpoint.h5" --data "$W/shards" --batches 2 --batch 4 > "$W/eval.txt" 2>&1 || fail "eval"

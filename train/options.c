@@ -32,11 +32,11 @@ void train_options_default(TrainOptions *o) {
     o->short_frac = 0.5;
 }
 
-/* The default curriculum (docs/HISTORY.md part 8): at max_seq_len >= 128 the first half of the steps read
+/* The default rates (docs/RECIPE.md, "The new default: a slower generator"): the generator at half the
+ * old 5e-4 and the discriminator at twice the generator's rate; a joint run (one optimizer) keeps 5e-4.
+ * The default curriculum (docs/HISTORY.md part 8): at max_seq_len >= 128 the first half of the steps read
  * 32-token sequences.  Measured at 128 tokens only, where without it the tiny discriminator flags
  * nothing within any budget tried; shorter sequences learn without it and keep the old recipe. */
-/* The default rates (docs/RECIPE.md, "The new default: a slower generator"): the generator at half the
- * old 5e-4 and the discriminator at twice the generator's rate; a joint run (one optimizer) keeps 5e-4. */
 void train_options_resolve(TrainOptions *o, int max_seq_len, int joint) {
     if (o->opt.lr < 0) o->opt.lr = joint ? TRAIN_JOINT_LR : TRAIN_GENERATOR_LR;
     if (o->d_lr < 0) o->d_lr = joint ? 0 : TRAIN_D_LR_FACTOR * o->opt.lr;

@@ -423,10 +423,11 @@ static void load_saved_run(Run *r) {
     config_defaults(&r->cfg);
     r->o.short_seq_len = 0; /* a run saved before the curriculum existed had none */
     r->o.short_frac = 0;
-    r->o.opt.lr = 5e-4; /* every saved run wrote its rates; should a line be missing, the defaults of the */
-    r->o.d_lr = 0;      /* days before they were resolved at the start (= generator's) */
+    r->o.opt.lr = r->o.d_lr = -1; /* every run has written both rates since the first (ab4bbd9) */
     if (config_from_text(&r->cfg, d->st.config, path, err, sizeof err) || train_options_from_text(&r->o, d->st.config, err, sizeof err))
         fatal("checkpoint %s: %s", path, err);
+    if (!(r->o.opt.lr >= 0 && r->o.d_lr >= 0))
+        fatal("checkpoint %s: its config has no train_lr or train_d_lr, or a negative one (every run writes both: is the config damaged?)", path);
     const long saved_ranks = r->o.ranks > 0 ? r->o.ranks : 1;
     if (saved_ranks != dist_world()) reshape_ranks(r, saved_ranks);
     if (config_validate(&r->cfg, err, sizeof err)) fatal("checkpoint %s: %s", path, err);
