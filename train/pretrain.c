@@ -1,6 +1,7 @@
 /* pretrain.c — the pretraining run: setup or resume, the loop, logging, evaluation and
  * checkpoints; see pretrain.h. */
 #include "train/pretrain.h"
+#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -147,13 +148,14 @@ static void log_eval(Run *r, long step) {
 }
 
 /* --resume: RUNDIR/config.txt (written when the run started) and the checkpoint's config must agree;
- * a run directory without config.txt is accepted. */
+ * a run directory without config.txt is accepted, one whose config.txt cannot be read is not. */
 static void check_saved_config(const char *rundir, const char *ckpt, const char *ckpt_config) {
     char path[4200], msg[1024];
     if (snprintf(path, sizeof path, "%s/config.txt", rundir) >= (int)sizeof path) return;
     size_t n;
     char *text = read_file(path, &n);
-    if (!text) return;
+    if (!text && errno == ENOENT) return;
+    if (!text) fatal("--resume %s: %s: cannot read (%s)", rundir, path, strerror(errno));
     if (n == 0) fatal("--resume %s: %s: " FILE_EMPTY " (restore it, or remove it: a run directory without config.txt is accepted)", rundir, path);
     /* the per-rank batch and the rank count follow a resume on other ranks (reshape_ranks: config.txt is
      * rewritten when it starts, the checkpoint at its first save); runs started before the tokenizer
@@ -237,7 +239,8 @@ static void check_data_tokenizer(const Run *r) {
         snprintf(path, sizeof path, "%s/%s", r->o.data, names[k]);
         size_t n;
         char *bytes = read_file(path, &n);
-        if (!bytes) continue;
+        if (!bytes && errno == ENOENT) continue;
+        if (!bytes) fatal("data %s: %s: cannot read (%s)", r->o.data, path, strerror(errno));
         if (n == 0) fatal("data %s: %s: " FILE_EMPTY " (replace it by the one prep wrote with these shards, or re-run deberta prep)", r->o.data, path);
         tokenizer_hash_bytes((const uint8_t *)bytes, n, file_hash);
         free(bytes);

@@ -157,6 +157,8 @@ int mkdir_p(const char *path) {
 char *read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) { fclose(f); errno = EISDIR; return NULL; }
     size_t cap = 1 << 16, n = 0, got;
     char *b = xmalloc(cap + 1);
     while ((got = fread(b + n, 1, cap - n, f)) > 0) {

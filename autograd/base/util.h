@@ -48,7 +48,8 @@ double now_seconds(void);
 /* mkdir -p (mode 0777, the umask applies).  0, or -1 with errno. */
 int mkdir_p(const char *path);
 /* The whole file in a malloc'd buffer with a NUL after its *len bytes; NULL on failure, errno the
- * open's error, or EIO when the file opened but a read failed (callers say "read error" then). */
+ * open's error (EISDIR for a directory), or EIO when the file opened but a read failed (callers say
+ * "read error" then). */
 char *read_file(const char *path, size_t *len);
 /* The UTF-8 bytes of code point cp (at most U+10FFFF; the caller has checked it) into o[0..3]; their count. */
 size_t utf8_put(char *o, uint32_t cp);
