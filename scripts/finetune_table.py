@@ -28,11 +28,13 @@ Environment (defaults in brackets; the budget is the same for every row):
   FT_TASK_DATA [data/tasks] (task files: FT_TASK_DATA/<task>-T<seq len>/, made by deberta prep-task
   when missing or older than SHARDS/tokenizer.bin)   DEBERTA [build/deberta of this repository]
 """
+import filecmp
 import json
 import math
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -128,7 +130,10 @@ def newer(a, b):
 
 
 def ensure_task_files(o, task):
-    """FT_TASK_DATA/<task>-T<seq>: made by deberta prep-task when missing or older than the shards' tokenizer."""
+    """FT_TASK_DATA/<task>-T<seq>: made by deberta prep-task when missing or older than the shards' tokenizer.
+    prep-task's output is byte-for-byte deterministic, so files older than the tokenizer are made again beside
+    them and replaced only where they differ: a tokenizer copied or touched (newer, the same bytes) leaves the
+    task files, and the runs made from them, as they are."""
     d = task_dir(o, task)
     test = os.path.join(d, "test.h5")
     tok = os.path.join(o.shards, "tokenizer.bin")
@@ -138,13 +143,30 @@ def ensure_task_files(o, task):
         die("SHARDS=%s has no tokenizer.bin (prep the pretraining data with deberta prep --holdout-brown first)" % o.shards)
     if not os.path.isdir(o.brown):
         die("BROWN=%s is not a folder of tagged Brown texts (scripts/fetch-corpus.sh writes data/corpus/brown-tagged)" % o.brown)
-    cmd = [o.deberta, "prep-task", "--task", task, "--brown", o.brown, "--shards", o.shards, "--out", d,
+    again = os.path.exists(test)
+    out = d + ".new" if again else d
+    if again and os.path.exists(out):
+        shutil.rmtree(out)
+    cmd = [o.deberta, "prep-task", "--task", task, "--brown", o.brown, "--shards", o.shards, "--out", out,
            "--seq-len", str(o.seq_len)]
-    note("prep-task %s (%d tokens per example) -> %s" % (task, o.seq_len, d))
+    note("prep-task %s (%d tokens per example) -> %s%s" % (task, o.seq_len, d,
+         " (its files are older than %s: made again to compare)" % tok if again else ""))
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         lines = [l for l in p.stderr.splitlines() if l.strip()]
         die("deberta prep-task --task %s failed: %s" % (task, lines[-1] if lines else "exit %d" % p.returncode))
+    if again:
+        names = sorted(os.listdir(out))
+        changed = [n for n in names if not (os.path.exists(os.path.join(d, n))
+                                            and filecmp.cmp(os.path.join(out, n), os.path.join(d, n), shallow=False))]
+        if changed:  # all of them, so that train.h5 is newer than the runs made from the old files
+            for n in names:
+                os.replace(os.path.join(out, n), os.path.join(d, n))
+            note("%s: %s changed with the tokenizer: replaced" % (d, ", ".join(changed)))
+        else:
+            os.utime(test)  # checked against this tokenizer; train.h5 keeps its time, so no run goes stale
+            note("%s: the same bytes as before: kept" % d)
+        shutil.rmtree(out)
     return d
 
 

@@ -131,6 +131,19 @@ FT_TASKS=pos $T pre=$TMP/pre/checkpoint.h5 >/dev/null 2>"$TMP/t7.err" || { cat "
 cmp -s "$TMP/tab/pre/pos-seed1.stale-1/results.txt" "$TMP/tab/pre/pos-seed1/results.txt" || fail "the same checkpoint gave another result"
 ok "runs older than their checkpoint are moved aside (.stale-1) and redone; scratch is kept"
 
+# the shards' tokenizer newer than the task files (copied or touched, the same bytes): the task files are made
+# again, found identical and kept, and no run is redone; a task file that differs from a fresh one is replaced
+touch "$TMP/shards/tokenizer.bin"
+FT_TASKS=pos $T pre=$TMP/pre/checkpoint.h5 >/dev/null 2>"$TMP/t8.err" || { cat "$TMP/t8.err"; fail "a touched tokenizer"; }
+grep -q "pos-T24: the same bytes as before: kept$" "$TMP/t8.err" && [ "$(grep -c 'done earlier' "$TMP/t8.err")" = 4 ] &&
+    ! grep -q 'stale' "$TMP/t8.err" || { cat "$TMP/t8.err"; fail "a touched tokenizer: task files not kept, or runs redone"; }
+cp "$TMP/tasks/pos-T24/dev.h5" "$TMP/dev.h5" && printf x >>"$TMP/tasks/pos-T24/dev.h5" && touch "$TMP/shards/tokenizer.bin"
+FT_TASKS=pos $T pre=$TMP/pre/checkpoint.h5 >/dev/null 2>"$TMP/t9.err" || { cat "$TMP/t9.err"; fail "a changed task file"; }
+grep -q "pos-T24: dev.h5 changed with the tokenizer: replaced$" "$TMP/t9.err" && cmp -s "$TMP/dev.h5" "$TMP/tasks/pos-T24/dev.h5" &&
+    [ "$(grep -c 'is newer than the run' "$TMP/t9.err")" = 4 ] && [ ! -e "$TMP/tasks/pos-T24.new" ] ||
+    { cat "$TMP/t9.err"; fail "a changed task file: not replaced, or its runs not redone"; }
+ok "a touched tokenizer keeps identical task files and their runs; a task file that differs is replaced and its runs redone"
+
 # ablate.sh finetune: every finished run of a grid, and the downstream column of the summary
 if "$PY" -c 'import numpy, h5py' 2>/dev/null; then
     unset FT_SEEDS FT_TABLE_DIR SHARDS
