@@ -26,7 +26,7 @@ Environment (defaults in brackets; the budget is the same for every row):
   FT_PARALLEL [1] (runs at a time)    THREADS [cores / FT_PARALLEL] (threads per run)
   SHARDS [data/shards] (the pretraining shards: their tokenizer)  BROWN [data/corpus/brown-tagged]
   FT_TASK_DATA [data/tasks] (task files: FT_TASK_DATA/<task>-T<seq len>/, made by deberta prep-task
-  when missing or older than SHARDS/tokenizer.bin)   DEBERTA [build/deberta of this repository]
+  when missing; when older than SHARDS/tokenizer.bin made again and kept if identical)   DEBERTA [build/deberta of this repository]
 """
 import filecmp
 import json
@@ -153,10 +153,14 @@ def ensure_task_files(o, task):
          " (its files are older than %s: made again to compare)" % tok if again else ""))
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
+        if again:
+            shutil.rmtree(out, ignore_errors=True)  # the old files stay as they were
         lines = [l for l in p.stderr.splitlines() if l.strip()]
         die("deberta prep-task --task %s failed: %s" % (task, lines[-1] if lines else "exit %d" % p.returncode))
     if again:
-        names = sorted(os.listdir(out))
+        # test.h5 last: it is the mark of files checked against this tokenizer, so a kill part-way leaves it old
+        # and the next run compares again
+        names = sorted(os.listdir(out), key=lambda n: (n == "test.h5", n))
         changed = [n for n in names if not (os.path.exists(os.path.join(d, n))
                                             and filecmp.cmp(os.path.join(out, n), os.path.join(d, n), shallow=False))]
         if changed:  # all of them, so that train.h5 is newer than the runs made from the old files

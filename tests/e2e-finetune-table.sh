@@ -143,6 +143,23 @@ grep -q "pos-T24: dev.h5 changed with the tokenizer: replaced$" "$TMP/t9.err" &&
     [ "$(grep -c 'is newer than the run' "$TMP/t9.err")" = 4 ] && [ ! -e "$TMP/tasks/pos-T24.new" ] ||
     { cat "$TMP/t9.err"; fail "a changed task file: not replaced, or its runs not redone"; }
 ok "a touched tokenizer keeps identical task files and their runs; a task file that differs is replaced and its runs redone"
+# prep-task failing while the files are made again (a full disk, say): one error line, exit 1, the old files as they were
+cp -r "$TMP/tasks/pos-T24" "$TMP/pos-before" && touch "$TMP/shards/tokenizer.bin"
+cat >"$TMP/failing-prep" <<EOF
+#!/bin/sh
+# prep-task writes part of its output, then fails; every other command is the real binary
+if [ "\$1" = prep-task ]; then
+    while [ \$# -gt 0 ]; do [ "\$1" = --out ] && { mkdir -p "\$2" && echo partial >"\$2/dev.h5"; }; shift; done
+    echo "error: no space left on device" >&2; exit 1
+fi
+exec $BIN "\$@"
+EOF
+chmod +x "$TMP/failing-prep"
+FT_TASKS=pos DEBERTA=$TMP/failing-prep $T pre=$TMP/pre/checkpoint.h5 >/dev/null 2>"$TMP/t10.err"; rc=$?
+[ $rc -eq 1 ] && [ "$(grep -c '^error:' "$TMP/t10.err")" = 1 ] && grep -q '^error: .*prep-task --task pos failed: error: no space left on device$' "$TMP/t10.err" &&
+    diff -r "$TMP/pos-before" "$TMP/tasks/pos-T24" >/dev/null && [ ! -e "$TMP/tasks/pos-T24.new" ] ||
+    { cat "$TMP/t10.err"; fail "prep-task failing on a re-check: exit $rc, or the old task files changed, or .new left"; }
+ok "prep-task failing on a re-check: one error line, exit 1, the old task files untouched, nothing left beside them"
 
 # ablate.sh finetune: every finished run of a grid, and the downstream column of the summary
 if "$PY" -c 'import numpy, h5py' 2>/dev/null; then
