@@ -6,6 +6,7 @@
 #include "autograd/gemm.h"
 #include "autograd/gemm_dnnl.h"
 #include "autograd/sgemm_avx512.h"
+#include "autograd/rmath.h"
 #include "autograd/base/util.h"
 
 enum {
@@ -56,14 +57,39 @@ static int small_kernel(void) { return sgemm_avx512_available() ? KERNEL_OWN : K
 
 static inline CBLAS_TRANSPOSE tr(int t) { return t ? CblasTrans : CblasNoTrans; }
 
-/* One single-threaded product: oneDNN or the own AVX-512 kernel where chosen (float build), else BLAS. */
+/* The linear layer's epilogue: a bias row added to C, then GELU (ep == NULL: none). */
+typedef struct {
+    const real *bias;
+    int gelu;
+} Epilogue;
+
+/* One single-threaded product: oneDNN or the own AVX-512 kernel where chosen (float build), else BLAS.  With an
+ * epilogue (beta 0, alpha 1): oneDNN adds it in its output pass; elsewhere C's rows start as the bias, the
+ * product is added (beta 1) and GELU applied row by row. */
 static void gemm1(int kern, int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb,
-                  real beta, real *C, int ldc) {
+                  real beta, real *C, int ldc, const Epilogue *ep) {
 #if !REAL_IS_DOUBLE
-    if (kern == KERNEL_DNNL && gemm_dnnl(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc)) return;
-    if (kern == KERNEL_OWN && sgemm_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
+    if (kern == KERNEL_DNNL &&
+        gemm_dnnl(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, ep ? ep->bias : NULL, ep ? ep->gelu : 0))
+        return;
+#endif
+    if (ep && ep->bias) {
+        for (int i = 0; i < M; i++) memcpy(C + (long)i * ldc, ep->bias, (size_t)N * sizeof(real));
+        beta = 1;
+    }
+#if !REAL_IS_DOUBLE
+    if (kern == KERNEL_OWN && sgemm_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) goto epilogue;
 #endif
     cblas_gemm(CblasRowMajor, tr(ta), tr(tb), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#if !REAL_IS_DOUBLE
+epilogue:
+#endif
+    if (ep && ep->gelu)
+        for (int i = 0; i < M; i++) {
+            real *row = C + (long)i * ldc;
+#pragma omp simd
+            for (int j = 0; j < N; j++) row[j] = gelu1(row[j]);
+        }
 }
 
 /* Block i of n of a length-`len` dimension, edges aligned: [*lo, *hi). */
@@ -93,18 +119,21 @@ void threads_set(int n) {
 
 /* Block i of `parts` of the product cut `how`: one single-threaded call on those rows or columns of C. */
 static void gemm_block(int kern, int how, int parts, int i, int ta, int tb, int M, int N, int K, real alpha, const real *A,
-                       int lda, const real *B, int ldb, real beta, real *C, int ldc) {
+                       int lda, const real *B, int ldb, real beta, real *C, int ldc, const Epilogue *ep) {
     int lo, hi;
     block(how == GEMM_BY_ROWS ? M : N, parts, i, &lo, &hi);
     if (hi <= lo) return;
-    if (how == GEMM_BY_ROWS) /* rows lo..hi of op(A) and of C */
-        gemm1(kern, ta, tb, hi - lo, N, K, alpha, ta ? A + lo : A + (long)lo * lda, lda, B, ldb, beta, C + (long)lo * ldc, ldc);
-    else /* columns lo..hi of op(B) and of C */
-        gemm1(kern, ta, tb, M, hi - lo, K, alpha, A, lda, tb ? B + (long)lo * ldb : B + lo, ldb, beta, C + lo, ldc);
+    if (how == GEMM_BY_ROWS) { /* rows lo..hi of op(A) and of C */
+        gemm1(kern, ta, tb, hi - lo, N, K, alpha, ta ? A + lo : A + (long)lo * lda, lda, B, ldb, beta, C + (long)lo * ldc, ldc, ep);
+    } else { /* columns lo..hi of op(B), of C and of the bias */
+        const Epilogue cols = {ep && ep->bias ? ep->bias + lo : NULL, ep ? ep->gelu : 0};
+        gemm1(kern, ta, tb, M, hi - lo, K, alpha, A, lda, tb ? B + (long)lo * ldb : B + lo, ldb, beta, C + lo, ldc,
+              ep ? &cols : NULL);
+    }
 }
 
-void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb, real beta,
-          real *C, int ldc) {
+static void gemm_run(int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb, real beta,
+                     real *C, int ldc, const Epilogue *ep) {
     const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
     /* oneDNN or BLAS is decided on the whole product, never on a block: a block's size depends on the
      * thread count, and a block that went to BLAS would change the bits (tests/test_gemm.c). */
@@ -117,11 +146,22 @@ void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int ld
     const int parts = kern == KERNEL_DNNL && nt == 1 && !omp_in_parallel() ? 2 : nt;
     const int how = gemm_split(M, N, K, parts);
     if (how == GEMM_ONE_CALL) {
-        gemm1(kern, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        gemm1(kern, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep);
     } else if (nt == 1) {
-        for (int i = 0; i < parts; i++) gemm_block(kern, how, parts, i, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        for (int i = 0; i < parts; i++) gemm_block(kern, how, parts, i, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep);
     } else {
 #pragma omp parallel num_threads(nt)
-        gemm_block(kern, how, parts, omp_get_thread_num(), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        gemm_block(kern, how, parts, omp_get_thread_num(), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep);
     }
+}
+
+void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb, real beta,
+          real *C, int ldc) {
+    gemm_run(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
+}
+
+void gemm_linear(int M, int N, int K, const real *X, int ldx, const real *W, int ldw, const real *bias, int gelu, real *Y,
+                 int ldy) {
+    const Epilogue ep = {bias, gelu};
+    gemm_run(0, 1, M, N, K, 1, X, ldx, W, ldw, 0, Y, ldy, bias || gelu ? &ep : NULL);
 }

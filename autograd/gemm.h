@@ -38,4 +38,11 @@ void threads_set(int n);
 void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb, real beta,
           real *C, int ldc);
 
+/* The linear layer's forward, Y[M,N] = X[M,K]·W[N,K]^T + bias[N] (bias NULL: none), then GELU (erf form)
+ * when gelu, cut and routed as gemm cuts and routes that product.  Under oneDNN the bias and the GELU are
+ * added in the product's output pass (its gelu_erf, within a few ulp of rmath.h's gelu1); elsewhere Y's rows
+ * start as the bias, the product is added and gelu1 applied, block by block on the thread that wrote it. */
+void gemm_linear(int M, int N, int K, const real *X, int ldx, const real *W, int ldw, const real *bias, int gelu, real *Y,
+                 int ldy);
+
 #endif

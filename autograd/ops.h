@@ -18,6 +18,10 @@
 Tensor *op_matmul(Tape *t, Tensor *a, Tensor *b, int ta, int tb);
 /* y = x · W^T + b.  x: [..., IN], W: [OUT, IN] (torch layout), b: [OUT] or NULL.  y: [..., OUT]. */
 Tensor *op_linear(Tape *t, Tensor *x, Tensor *w, Tensor *b);
+/* GELU(x · W^T + b), b [OUT]: op_bias_gelu(op_linear(x, W, NULL), b), the two ops when the tape records; when
+ * it records nothing (a no-grad scope, or no input needs a gradient) one product with the bias and GELU
+ * in its output pass (gemm_linear; under oneDNN its erf, so the last bits differ from the two ops'). */
+Tensor *op_linear_gelu(Tape *t, Tensor *x, Tensor *w, Tensor *b);
 
 /* ---- elementwise (ops_elementwise.c) ---- */
 Tensor *op_add(Tape *t, Tensor *a, Tensor *b);          /* same shape: a + b (residual) */

@@ -146,10 +146,8 @@ void mul_backward_node(Tape *t, TapeNode *nd) {
 
 /* ---------------- gelu (exact) ---------------- */
 
-#define INV_SQRT2 0.70710678118654752440
 #define INV_SQRT_2PI 0.39894228040143267794
 
-static inline real gelu1(real x) { return (real)0.5 * x * (1 + rerf(x * (real)INV_SQRT2)); }
 /* d/dx [0.5 x (1 + erf(x/√2))] = 0.5 (1 + erf(x/√2)) + x · φ(x),  φ(x) = exp(−x²/2)/√(2π) */
 static inline real gelu_grad1(real x) {
     return (real)0.5 * (1 + rerf(x * (real)INV_SQRT2)) + x * (real)INV_SQRT_2PI * rexp((real)-0.5 * x * x);

@@ -42,6 +42,10 @@ static inline real rsqrt(real x) { return sqrtf(x); }
 static inline real rfabs(real x) { return fabsf(x); }
 #endif
 
+/* GELU, exact (erf) form: 0.5 x (1 + erf(x/√2)) */
+#define INV_SQRT2 0.70710678118654752440
+static inline real gelu1(real x) { return (real)0.5 * x * (1 + rerf(x * (real)INV_SQRT2)); }
+
 /* Loops over fewer elements than this run on one thread (the pool wake-up costs more).  Only
  * loops whose iterations write disjoint outputs use it, so results do not depend on it. */
 #define OMP_MIN_ELEMS 16384L

@@ -73,7 +73,7 @@ void encoder_free(Encoder *e) {
 
 Tensor *layer_forward(Tape *t, const ModelConfig *cfg, const LayerParams *p, Tensor *qin, Tensor *kv, const RelContext *rc) {
     Tensor *a = attention_forward(t, cfg, &p->att, qin, kv, rc);                 /* [B, T, H] */
-    Tensor *f = op_bias_gelu(t, op_linear(t, a, p->w1, NULL), p->b1);            /* GELU(a·W1^T + b1)  [B, T, I] */
+    Tensor *f = op_linear_gelu(t, a, p->w1, p->b1);                              /* GELU(a·W1^T + b1)  [B, T, I] */
     Tensor *y = op_linear(t, f, p->w2, p->b2);                                   /* [B, T, H] */
     /* LN(Dropout_h(y) + a): one op (op_dropout_add_layernorm: the three ops' values and gradients) */
     return op_dropout_add_layernorm(t, y, (real)cfg->hidden_dropout_prob, a, p->ln_g, p->ln_b, (real)cfg->layer_norm_eps);

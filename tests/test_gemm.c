@@ -47,7 +47,7 @@ static void check_product(int ta, int tb, int M, int N, int K, real beta, int th
         if (call_own == 1) assert_true(sgemm_avx512(ta, tb, M, N, K, 0.75f, A, lda, B, ldb, beta, C, ldc));
         else {
             dnnl_tried++;
-            if (!gemm_dnnl(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc)) { /* declined: C untouched, BLAS computes it */
+            if (!gemm_dnnl(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, NULL, 0)) { /* declined: C untouched, BLAS computes it */
                 dnnl_declined++;
                 for (long i = 0; i < (long)M * ldc; i++)
                     if (memcmp(&C[i], &C0[i], sizeof(real)))
@@ -140,7 +140,7 @@ static void onednn_every_transpose_and_beta(void **state) {
            dnnl_tried);
     if (dnnl_declined == dnnl_tried) test_skip("oneDNN declined every product on this CPU");
     float a[4] = {1, 2, 3, 4}, c[4] = {5, 6, 7, 8};
-    assert_false(gemm_dnnl(0, 0, 2, 2, 2, a, 2, a, 2, 0.5f, c, 2));
+    assert_false(gemm_dnnl(0, 0, 2, 2, 2, a, 2, a, 2, 0.5f, c, 2, NULL, 0));
     assert_true(c[0] == 5 && c[1] == 6 && c[2] == 7 && c[3] == 8);
 }
 
@@ -207,6 +207,61 @@ static void repeatable(void **state) {
     free(C2);
 }
 
+/* gemm_linear: Y = X·W^T + bias, then GELU, against the naive product in long double, with and without the
+ * bias and the GELU, cut each way (by rows, by columns: the bias's columns follow the block; one call; a
+ * product small enough to leave oneDNN for the fallback that starts Y as the bias), leading dimensions wider
+ * than the matrices, Y full of NaN before; and where gemm's kernel is oneDNN or the own kernel, the same
+ * bits at 1, 2 and 3 threads. */
+static void linear_bias_gelu(void **state) {
+    static const int shapes[][4] = {/* M, N, K, threads */ {333, 130, 90, 2}, {333, 130, 90, 3}, {70, 301, 120, 2},
+                                    {70, 100, 40, 2},      {333, 130, 90, 1}, {256, 1024, 256, 2}};
+    const int saved = omp_get_max_threads();
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int gelu = 0; gelu <= 1; gelu++)
+            for (int with_bias = 0; with_bias <= 1; with_bias++) {
+                const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], th = shapes[s][3];
+                const int ldx = K + 3, ldw = K + 2, ldy = N + 3;
+                real *X = xmalloc((size_t)M * ldx * sizeof(real)), *W = xmalloc((size_t)N * ldw * sizeof(real));
+                real *b = xmalloc((size_t)N * sizeof(real)), *Y = xmalloc((size_t)M * ldy * sizeof(real));
+                real *Y1 = xmalloc((size_t)M * ldy * sizeof(real));
+                fill(X, (long)M * ldx, 11);
+                fill(W, (long)N * ldw, 12);
+                fill(b, N, 13);
+                for (long i = 0; i < (long)M * ldy; i++) Y[i] = (real)NAN;
+                omp_set_num_threads(th);
+                gemm_linear(M, N, K, X, ldx, W, ldw, with_bias ? b : NULL, gelu, Y, ldy);
+                for (int i = 0; i < M; i++)
+                    for (int j = 0; j < N + 3; j++) {
+                        const real got = Y[(long)i * ldy + j];
+                        if (j >= N) {
+                            if (!isnan(got)) fail_msg("M %d N %d K %d: Y[%d, %d] (padding) written", M, N, K, i, j);
+                            continue;
+                        }
+                        long double v = with_bias ? b[j] : 0;
+                        for (int k = 0; k < K; k++) v += (long double)X[(long)i * ldx + k] * W[(long)j * ldw + k];
+                        const long double want = gelu ? 0.5L * v * (1 + erfl(v / sqrtl(2))) : v;
+                        if (!(fabsl((long double)got - want) <= TOL * (1 + fabsl(want))))
+                            fail_msg("M %d N %d K %d threads %d bias %d gelu %d: Y[%d, %d] = %.9g, want %.9Lg", M, N, K, th,
+                                     with_bias, gelu, i, j, (double)got, want);
+                    }
+                if (!REAL_IS_DOUBLE && (!strcmp(gemm_kernel_name(), "oneDNN") || !strcmp(gemm_kernel_name(), "own AVX-512")))
+                    for (int t = 1; t <= 3; t++) {
+                        omp_set_num_threads(t);
+                        gemm_linear(M, N, K, X, ldx, W, ldw, with_bias ? b : NULL, gelu, Y1, ldy);
+                        for (int i = 0; i < M; i++)
+                            if (memcmp(Y + (long)i * ldy, Y1 + (long)i * ldy, (size_t)N * sizeof(real)))
+                                fail_msg("M %d N %d K %d bias %d gelu %d: row %d at %d threads differs from %d threads'", M, N,
+                                         K, with_bias, gelu, i, t, th);
+                    }
+                free(X);
+                free(W);
+                free(b);
+                free(Y);
+                free(Y1);
+            }
+    omp_set_num_threads(saved);
+}
+
 /* Where gemm's kernel is oneDNN or the own kernel, a product has the same bits at 1, 2 and 3 threads: the
  * model's shapes (tiny's linear layers forward, input gradient and both weight gradients, which take a
  * transposed A; the LM head and a relative-table projection, cut by columns).  Skipped (exit 77) where
@@ -246,6 +301,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_transpose_beta_and_split),
         cmocka_unit_test(repeatable),
+        cmocka_unit_test(linear_bias_gelu),
 #if !REAL_IS_DOUBLE /* the kernels are float's; the double build never calls them */
         cmocka_unit_test(same_bits_any_thread_count),
         cmocka_unit_test(own_kernel_blocks_and_edges),
