@@ -3,6 +3,7 @@
 #include "autograd/base/util.h"
 #include <stdarg.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 void op_fail(const char *opname, const char *fmt, ...) {
@@ -169,6 +170,44 @@ void *tape_scratch(Tape *t, size_t bytes, int zeroed) {
 
 void tape_scratch_release(Tape *t, void *p, size_t bytes) {
     if (p) pool_give(&t->pool, p, round64(bytes ? bytes : 1));
+}
+
+size_t tape_mark(const Tape *t) { return t->arena.n_overflow ? SIZE_MAX : t->arena.used; }
+
+/* Unlinks every free block at or above lo in the main block from the pool's lists. */
+static void pool_forget_above(GradPool *gp, const char *lo, const char *hi) {
+    for (int c = 0; c < gp->n; c++) {
+        void **link = &gp->head[c];
+        while (*link) {
+            char *p = *link;
+            if (p >= lo && p < hi) memcpy(link, p, sizeof(void *)); /* skip p */
+            else link = (void **)p;
+        }
+    }
+}
+
+Tensor *tape_keep_only(Tape *t, size_t mark, Tensor *x) {
+    Arena *a = &t->arena;
+    if (t->nograd <= 0) fatal("tape_keep_only: outside a no-grad scope (recorded nodes may refer to the memory)");
+    char *lo = a->base + mark, *top = a->base + a->used;
+    const size_t bytes = (size_t)x->n * sizeof(real);
+    if (mark == SIZE_MAX || a->n_overflow || mark > a->used || (char *)x->data < lo + bytes || (char *)x->data + bytes > top)
+        return x; /* an overflow since the mark, or x overlapping its new place or outside the block: keep all */
+    const Tensor h = *x;
+    enum { CHUNK = 256 << 10 };
+    const long nch = (long)((bytes + CHUNK - 1) / CHUNK);
+#pragma omp parallel for schedule(static) if (nch >= 4)
+    for (long i = 0; i < nch; i++) {
+        const size_t at = (size_t)i * CHUNK;
+        memcpy(lo + at, (const char *)h.data + at, bytes - at < CHUNK ? bytes - at : CHUNK);
+    }
+    pool_forget_above(&t->pool, lo, a->base + a->cap);
+    a->used = mark;
+    real *data = arena_alloc(a, bytes); /* = lo */
+    Tensor *y = new_header(t, h.ndim, h.shape, h.name);
+    *y = h;
+    y->data = data;
+    return y;
 }
 
 void tape_backward(Tape *t, Tensor *loss, real seed_grad) {

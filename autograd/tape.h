@@ -89,6 +89,15 @@ real *tape_grad_put(Tape *t, Tensor *x, int *fresh);
 void *tape_scratch(Tape *t, size_t bytes, int zeroed);
 void tape_scratch_release(Tape *t, void *p, size_t bytes);
 
+/* A forward that records nothing can give its intermediate tensors back as it goes: mark = tape_mark(t)
+ * before a block of ops, then x = tape_keep_only(t, mark, x) after it returns the arena's memory taken since
+ * the mark except x's, which moves to the mark (data and header; the returned tensor replaces x; free
+ * scratch blocks above the mark leave the pool).  Only in a no-grad scope (fatal otherwise), and the caller
+ * holds no other pointer into that memory.  When the arena overflowed since the mark (or before it: mark
+ * SIZE_MAX), nothing is given back and x is returned as it is. */
+size_t tape_mark(const Tape *t);
+Tensor *tape_keep_only(Tape *t, size_t mark, Tensor *x);
+
 /* Backward from a scalar: d(loss)/d(loss) = seed_grad (usually 1).
  * Memory: once a node's backward has run, nothing reads its output's gradient again (the tape is
  * in execution order, so every consumer of that output ran its backward earlier), and the buffer

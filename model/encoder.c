@@ -117,24 +117,35 @@ Tensor *encoder_forward_pos(Tape *t, const Encoder *e, Tensor *word_table, Tenso
     return encoder_forward_first(t, e, word_table, input_pos_table, ids, mask, B, T, e->n_layers, out);
 }
 
-Tensor *encoder_forward_first(Tape *t, const Encoder *e, Tensor *word_table, Tensor *input_pos_table, const int32_t *ids,
-                              const int32_t *mask, int B, int T, int n_run, EncoderOut *out) {
+/* The embeddings and the first n_run layers.  out->layers[l] keeps each layer's output when the caller
+ * reads them (layers_read); else, in a no-grad scope, each layer's intermediate tensors go back to the
+ * arena as soon as the layer has run (tape_keep_only): the forward then holds about one layer's
+ * activations instead of all of them (predict's first batch touches a quarter of the pages). */
+static Tensor *forward_first(Tape *t, const Encoder *e, Tensor *word_table, Tensor *input_pos_table, const int32_t *ids,
+                             const int32_t *mask, int B, int T, int n_run, EncoderOut *out, int layers_read) {
     const ModelConfig *c = &e->cfg;
     if (n_run > e->n_layers || (n_run < 1 && e->n_layers > 0))
         fatal("encoder %s: %d of its %d layers asked for", e->prefix, n_run, e->n_layers);
-    EncoderOut local;
-    if (!out) out = &local;
     encoder_inputs(t, e, word_table, input_pos_table, ids, mask, B, T, out);
     Tensor *x = out->emb;
     uint32_t draws = 0; /* random ops of one layer (every layer has the same ops) */
+    const int give_back = !layers_read && t->nograd > 0;
     for (int l = 0; l < n_run; l++) {
         const uint32_t n0 = t->n_random;
+        const size_t mark = give_back ? tape_mark(t) : 0;
         x = layer_forward(t, c, &e->layers[l], x, x, &out->rel);
+        if (give_back) x = tape_keep_only(t, mark, x);
         if (l == 0) draws = t->n_random - n0;
-        out->layers[l] = x;
+        out->layers[l] = layers_read ? x : NULL;
     }
     t->n_random += draws * (uint32_t)(e->n_layers - n_run);
     return x;
+}
+
+Tensor *encoder_forward_first(Tape *t, const Encoder *e, Tensor *word_table, Tensor *input_pos_table, const int32_t *ids,
+                              const int32_t *mask, int B, int T, int n_run, EncoderOut *out) {
+    EncoderOut local;
+    return forward_first(t, e, word_table, input_pos_table, ids, mask, B, T, n_run, out ? out : &local, out != NULL);
 }
 
 Tensor *encoder_forward_cls(Tape *t, const Encoder *e, const int32_t *ids, const int32_t *mask, int B, int T) {
@@ -142,7 +153,7 @@ Tensor *encoder_forward_cls(Tape *t, const Encoder *e, const int32_t *ids, const
     if (L < 1) fatal("encoder %s: no layer to run", e->prefix);
     EncoderOut out;
     Tensor *x;
-    if (L > 1) x = encoder_forward_first(t, e, NULL, NULL, ids, mask, B, T, L - 1, &out);
+    if (L > 1) x = forward_first(t, e, NULL, NULL, ids, mask, B, T, L - 1, &out, 0);
     else encoder_inputs(t, e, NULL, NULL, ids, mask, B, T, &out), x = out.emb;
     /* the last layer's queries: position 0 of each sequence ([B, 1, H]), with their own mask; c's first
      * row holds c(0, j) */

@@ -60,7 +60,8 @@ int encoder_param_layer(const char *name, const char *prefix);
 /* Forward.  word_table: the [V, H] word-embedding Tensor to look up (e.g. detach(E_G) + E_Δ for GDES,
  * the generator's own table for ES), or NULL for e->word.  ids, mask: [B·T] int32 (mask 0/1, NULL =
  * no padding).  Padding id rows get no lookup gradient (cfg.pad_id).  Returns the last hidden state;
- * fills out (may be NULL). */
+ * fills out (may be NULL).  With out NULL in a no-grad scope each layer's intermediate tensors go back to
+ * the arena once the layer has run (tape_keep_only), so the forward holds about one layer's activations. */
 Tensor *encoder_forward(Tape *t, const Encoder *e, Tensor *word_table, const int32_t *ids, const int32_t *mask, int B, int T,
                         EncoderOut *out);
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "autograd/base/util.h"
 #include "model/encoder.h"
 #include "model/gradcheck_model.h"
 #include "model/init.h"
@@ -223,6 +224,68 @@ static void cls_forward_is_row_zero(void **state) {
                 }
 }
 
+/* A no-grad forward that keeps no layer outputs (out NULL) gives each layer's intermediates back to the arena
+ * (tape_keep_only): the same bits as the forward that keeps them, less arena, and the scratch blocks freed above
+ * a layer's mark never come back from the pool onto live tensors (a second forward on the same tape, before a
+ * reset, has the same bits again); for 1-3 layers and every term subset, with padding, and the [CLS] path. */
+static void no_grad_forward_gives_memory_back(void **state) {
+    static const int term_sets[3] = {ATT_C2C | ATT_C2P | ATT_P2C, ATT_C2C, ATT_C2P | ATT_P2C};
+    Tape t;
+    tape_init(&t, 64 << 20);
+    for (int layers = 1; layers <= 3; layers++)
+        for (int k = 0; k < 3; k++) {
+            ModelConfig cfg;
+            ParamSet ps;
+            Encoder e;
+            char err[256];
+            config_preset(&cfg, "test");
+            cfg.att_terms = term_sets[k];
+            cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = 0;
+            if (config_validate(&cfg, err, sizeof err)) fail_msg("%s", err);
+            params_init(&ps);
+            encoder_register(&e, &ps, &cfg, layers, "deberta.", 0);
+            params_finalize(&ps);
+            model_init_params(&ps, cfg.initializer_range, 42);
+            model_perturb_params(&ps, 3 + k);
+            enum { B = 3, TL = 24 };
+            int32_t ids[B * TL], mask[B * TL];
+            for (int i = 0; i < B * TL; i++) {
+                const int b = i / TL, j = i % TL;
+                mask[i] = j < TL - 5 * b;
+                ids[i] = mask[i] ? (j == 0 ? cfg.cls_id : 5 + (7 * i + layers) % (cfg.vocab_size - 5)) : cfg.pad_id;
+            }
+            const long n = (long)B * TL * cfg.hidden_size;
+            real *kept = xmalloc((size_t)n * sizeof(real)), *cls = xmalloc((size_t)B * cfg.hidden_size * sizeof(real));
+            tape_reset(&t);
+            tape_nograd_begin(&t);
+            EncoderOut out;
+            memcpy(kept, encoder_forward(&t, &e, NULL, ids, mask, B, TL, &out)->data, (size_t)n * sizeof(real));
+            const size_t used_kept = t.arena.used;
+            memcpy(cls, encoder_forward_cls(&t, &e, ids, mask, B, TL)->data, (size_t)B * cfg.hidden_size * sizeof(real));
+            tape_reset(&t);
+            Tensor *y = encoder_forward(&t, &e, NULL, ids, mask, B, TL, NULL);
+            const size_t used_given = t.arena.used;
+            if (memcmp(y->data, kept, (size_t)n * sizeof(real)))
+                fail_msg("layers %d terms %d: the forward that gives memory back differs from the one that keeps it", layers,
+                         term_sets[k]);
+            if (layers > 1 && !(used_given < used_kept))
+                fail_msg("layers %d terms %d: arena %zu bytes, not below the %zu of the forward that keeps every layer", layers,
+                         term_sets[k], used_given, used_kept);
+            for (int rep = 0; rep < 2; rep++) { /* on the same tape: the pool holds the scratch of the first */
+                if (memcmp(encoder_forward(&t, &e, NULL, ids, mask, B, TL, NULL)->data, kept, (size_t)n * sizeof(real)))
+                    fail_msg("layers %d terms %d: forward %d on the same tape differs", layers, term_sets[k], rep + 2);
+                if (memcmp(encoder_forward_cls(&t, &e, ids, mask, B, TL)->data, cls, (size_t)B * cfg.hidden_size * sizeof(real)))
+                    fail_msg("layers %d terms %d: [CLS] forward %d on the same tape differs", layers, term_sets[k], rep + 2);
+            }
+            tape_nograd_end(&t);
+            free(kept);
+            free(cls);
+            encoder_free(&e);
+            params_free(&ps);
+        }
+    tape_free(&t);
+}
+
 static void model_gradchecks(void **state) {
     Tape t;
     tape_init(&t, 1 << 20);
@@ -242,6 +305,7 @@ int main(void) {
         cmocka_unit_test(initialisation),
         cmocka_unit_test(forward_properties),
         cmocka_unit_test(cls_forward_is_row_zero),
+        cmocka_unit_test(no_grad_forward_gives_memory_back),
         cmocka_unit_test(model_gradchecks),
     };
     return cmocka_run_group_tests_name("model_encoder", tests, setup, teardown);
