@@ -114,21 +114,28 @@ __attribute__((target("avx512f"))) static void pack_b(int tb, const float *B, in
     }
 }
 
-/* C[0..m)[0..n) = beta·C + alpha·(a-panel · b-panel) over kc; beta == 0 never reads C. */
-__attribute__((target("avx512f"))) static void kernel(int kc, const float *restrict a, const float *restrict b, float *c,
-                                                      int ldc, float alpha, float beta, int m, int n) {
+/* C[0..m)[0..n) = beta·C + alpha·(A · b-panel) over kc; beta == 0 never reads C.  Row r of A at k is
+ * a[r·ar + k·ak]: a packed panel (ar 1, ak MR) or, unpacked, the rows of a row-major op(A) (ar lda, ak 1;
+ * rows from m on read row m − 1, their sums are never stored).  The sums are the same either way. */
+__attribute__((target("avx512f"), always_inline)) static inline void kernel_at(int kc, const float *restrict a, long ar, long ak,
+                                                                             const float *restrict b, float *c, int ldc,
+                                                                             float alpha, float beta, int m, int n) {
     __m512 acc[MR][2];
+    long off[MR];
 #pragma GCC unroll 12
-    for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int r = 0; r < MR; r++) {
+        acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+        off[r] = (r < m ? r : m - 1) * ar;
+    }
     for (int k = 0; k < kc; k++) {
         const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
 #pragma GCC unroll 12
         for (int r = 0; r < MR; r++) {
-            const __m512 ar = _mm512_set1_ps(a[r]);
-            acc[r][0] = _mm512_fmadd_ps(ar, b0, acc[r][0]);
-            acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
+            const __m512 av = _mm512_set1_ps(a[off[r]]);
+            acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
         }
-        a += MR;
+        a += ak;
         b += NR;
     }
     __mmask16 m0, m1;
@@ -148,6 +155,18 @@ __attribute__((target("avx512f"))) static void kernel(int kc, const float *restr
     }
 }
 
+/* A packed panel (zero-padded to MR rows). */
+__attribute__((target("avx512f"))) static void kernel(int kc, const float *restrict a, const float *restrict b, float *c, int ldc,
+                                                      float alpha, float beta, int m, int n) {
+    kernel_at(kc, a, 1, MR, b, c, ldc, alpha, beta, m, n);
+}
+
+/* Rows of a row-major op(A) read in place, lda apart. */
+__attribute__((target("avx512f"))) static void kernel_rows(int kc, const float *restrict a, int lda, const float *restrict b,
+                                                           float *c, int ldc, float alpha, float beta, int m, int n) {
+    kernel_at(kc, a, lda, 1, b, c, ldc, alpha, beta, m, n);
+}
+
 int sgemm_avx512(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                  float beta, float *C, int ldc) {
     const int t = omp_get_thread_num();
@@ -155,6 +174,9 @@ int sgemm_avx512(int ta, int tb, int M, int N, int K, float alpha, const float *
     if (!pack_buf[t]) /* the project's allocator: counted by the no-allocation-in-the-step checks */
         pack_buf[t] = xmalloc_aligned(sizeof(float) * ((size_t)MC * KC + (size_t)KC * NC));
     float *pa = pack_buf[t], *pb = pa + (size_t)MC * KC;
+    /* op(A) = A with K in one slice (the attention op's per-head products): packing A would cost as much as
+     * a good part of the product, so the kernel reads A's rows in place (the same sums) */
+    const int direct_a = !ta && K <= KC;
     for (int jc = 0; jc < N; jc += NC) {
         const int nc = N - jc < NC ? N - jc : NC;
         for (int pc = 0; pc < K; pc += KC) {
@@ -163,6 +185,14 @@ int sgemm_avx512(int ta, int tb, int M, int N, int K, float alpha, const float *
             pack_b(tb, B, ldb, pc, kc, jc, nc, pb);
             for (int ic = 0; ic < M; ic += MC) {
                 const int mc = M - ic < MC ? M - ic : MC;
+                if (direct_a) { /* one slice of a row-major op(A): its rows are read where they are */
+                    for (int jr = 0; jr < nc; jr += NR)
+                        for (int ir = 0; ir < mc; ir += MR)
+                            kernel_rows(kc, A + (long)(ic + ir) * lda + pc, lda, pb + (long)jr * kc,
+                                        C + (long)(ic + ir) * ldc + jc + jr, ldc, alpha, bt, mc - ir < MR ? mc - ir : MR,
+                                        nc - jr < NR ? nc - jr : NR);
+                    continue;
+                }
                 pack_a(ta, A, lda, ic, mc, pc, kc, pa);
                 for (int jr = 0; jr < nc; jr += NR)
                     for (int ir = 0; ir < mc; ir += MR)

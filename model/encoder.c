@@ -72,7 +72,9 @@ void encoder_free(Encoder *e) {
 /* ---------------- forward ---------------- */
 
 Tensor *layer_forward(Tape *t, const ModelConfig *cfg, const LayerParams *p, Tensor *qin, Tensor *kv, const RelContext *rc) {
+    const size_t mark = t->nograd > 0 ? tape_mark(t) : 0;
     Tensor *a = attention_forward(t, cfg, &p->att, qin, kv, rc);                 /* [B, T, H] */
+    if (t->nograd > 0) a = tape_keep_only(t, mark, a); /* recording nothing: q, k, v, the context go back */
     Tensor *f = op_linear_gelu(t, a, p->w1, p->b1);                              /* GELU(a·W1^T + b1)  [B, T, I] */
     Tensor *y = op_linear(t, f, p->w2, p->b2);                                   /* [B, T, H] */
     /* LN(Dropout_h(y) + a): one op (op_dropout_add_layernorm: the three ops' values and gradients) */

@@ -84,7 +84,8 @@ Tensor *encoder_forward_first(Tape *t, const Encoder *e, Tensor *word_table, Ten
  * (tests/test_model_encoder.c). */
 Tensor *encoder_forward_cls(Tape *t, const Encoder *e, const int32_t *ids, const int32_t *mask, int B, int T);
 
-/* One post-LN layer: qin, kv [B, T, H] -> [B, T, H] (the EMD calls it with qin != kv). */
+/* One post-LN layer: qin, kv [B, T, H] -> [B, T, H] (the EMD calls it with qin != kv).  In a no-grad scope the
+ * attention block's intermediate tensors go back to the arena before the feed-forward runs (tape_keep_only). */
 Tensor *layer_forward(Tape *t, const ModelConfig *cfg, const LayerParams *p, Tensor *qin, Tensor *kv, const RelContext *rc);
 
 /* Raw absolute position rows W_pos[pos_ids] [B, T, H] (no LN, no dropout; spec §3): pos_table or
