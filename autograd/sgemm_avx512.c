@@ -94,6 +94,19 @@ __attribute__((target("avx512f"))) static void pack_a(int ta, const float *A, in
     }
 }
 
+/* interleave for an NR-wide panel, two 16-lane gathers per k (rows at most 2^31 bytes apart). */
+__attribute__((target("avx512f"))) static void interleave_nr(float *restrict dst, int n, const float *src, long ld, int kc) {
+    __mmask16 m0, m1;
+    lane_masks(n, &m0, &m1);
+    const __m512i step = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                            _mm512_set1_epi32((int)ld));
+    const __m512i step16 = _mm512_add_epi32(step, _mm512_set1_epi32((int)(16 * ld)));
+    for (int k = 0; k < kc; k++) {
+        _mm512_store_ps(dst + k * NR, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m0, step, src + k, 4));
+        _mm512_store_ps(dst + k * NR + 16, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m1, step16, src + k, 4));
+    }
+}
+
 /* op(B)[k][j] for k0.., columns j0..: panels of NR columns, zero-padded to NR. */
 __attribute__((target("avx512f"))) static void pack_b(int tb, const float *B, int ldb, int k0, int kc, int j0, int nc,
                                                       float *restrict out) {
@@ -108,7 +121,9 @@ __attribute__((target("avx512f"))) static void pack_b(int tb, const float *B, in
                 _mm512_store_ps(dst + k * NR, _mm512_maskz_loadu_ps(m0, src));
                 _mm512_store_ps(dst + k * NR + 16, _mm512_maskz_loadu_ps(m1, src + 16));
             }
-        } else { /* op(B) = B^T: column j of op(B) is row j of B */
+        } else if ((long)NR * ldb <= 1L << 30) { /* op(B) = B^T: column j of op(B) is row j of B */
+            interleave_nr(dst, n, B + (long)(j0 + p) * ldb + k0, ldb, kc);
+        } else {
             interleave(dst, NR, n, B + (long)(j0 + p) * ldb + k0, ldb, kc);
         }
     }
