@@ -168,6 +168,22 @@ static void forward_properties(void **state) {
     params_free(&ps);
 }
 
+/* The test preset with these attention terms, no dropout, under "deberta.", initialised (init_seed) and
+ * perturbed (perturb_seed) so that no parameter is a constant. */
+static void build_terms(ModelConfig *cfg, ParamSet *ps, Encoder *e, int layers, int terms, uint64_t init_seed,
+                        uint64_t perturb_seed) {
+    char err[256];
+    config_preset(cfg, "test");
+    cfg->att_terms = terms;
+    cfg->hidden_dropout_prob = cfg->attention_probs_dropout_prob = 0;
+    if (config_validate(cfg, err, sizeof err)) fail_msg("%s", err);
+    params_init(ps);
+    encoder_register(e, ps, cfg, layers, "deberta.", 0);
+    params_finalize(ps);
+    model_init_params(ps, cfg->initializer_range, init_seed);
+    model_perturb_params(ps, perturb_seed);
+}
+
 /* encoder_forward_cls is encoder_forward's position 0, for 1-3 layers, every term subset, padded sequences,
  * the fused and the unfused attention, with nothing recorded (as predict runs it) and recorded */
 static void cls_forward_is_row_zero(void **state) {
@@ -180,16 +196,7 @@ static void cls_forward_is_row_zero(void **state) {
                     ModelConfig cfg;
                     ParamSet ps;
                     Encoder e;
-                    char err[256];
-                    config_preset(&cfg, "test");
-                    cfg.att_terms = term_sets[k];
-                    cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = 0;
-                    if (config_validate(&cfg, err, sizeof err)) fail_msg("%s", err);
-                    params_init(&ps);
-                    encoder_register(&e, &ps, &cfg, layers, "deberta.", 0);
-                    params_finalize(&ps);
-                    model_init_params(&ps, cfg.initializer_range, 42 + (uint64_t)k);
-                    model_perturb_params(&ps, 5 + k);
+                    build_terms(&cfg, &ps, &e, layers, term_sets[k], 42 + (uint64_t)k, 5 + k);
                     enum { B = 3, TL = 24 };
                     int32_t ids[B * TL], mask[B * TL];
                     for (int i = 0; i < B * TL; i++) {
@@ -237,16 +244,7 @@ static void no_grad_forward_gives_memory_back(void **state) {
             ModelConfig cfg;
             ParamSet ps;
             Encoder e;
-            char err[256];
-            config_preset(&cfg, "test");
-            cfg.att_terms = term_sets[k];
-            cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = 0;
-            if (config_validate(&cfg, err, sizeof err)) fail_msg("%s", err);
-            params_init(&ps);
-            encoder_register(&e, &ps, &cfg, layers, "deberta.", 0);
-            params_finalize(&ps);
-            model_init_params(&ps, cfg.initializer_range, 42);
-            model_perturb_params(&ps, 3 + k);
+            build_terms(&cfg, &ps, &e, layers, term_sets[k], 42, 3 + k);
             enum { B = 3, TL = 24 };
             int32_t ids[B * TL], mask[B * TL];
             for (int i = 0; i < B * TL; i++) {
