@@ -40,7 +40,8 @@ void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int ld
 
 /* The linear layer's forward, Y[M,N] = X[M,K]·W[N,K]^T + bias[N] (bias NULL: none), then GELU (erf form)
  * when gelu, cut and routed as gemm cuts and routes that product.  Under oneDNN the bias and the GELU are
- * added in the product's output pass (its gelu_erf, within a few ulp of rmath.h's gelu1); elsewhere Y's rows
+ * added in the product's output pass (its gelu_erf with its own erf, so the last bits differ from rmath.h's
+ * gelu1; tests/test_gemm.c holds both paths within 2e-5 of the exact value); elsewhere Y's rows
  * start as the bias, the product is added and gelu1 applied, block by block on the thread that wrote it. */
 void gemm_linear(int M, int N, int K, const real *X, int ldx, const real *W, int ldw, const real *bias, int gelu, real *Y,
                  int ldy);

@@ -1,8 +1,9 @@
 /* gemm_dnnl.c — oneDNN's matmul primitive as gemm's single-threaded product (gemm_dnnl.h).
  *
  * op(A) [M,K], op(B) [K,N] and C [M,N] are described to oneDNN by their strides, so the transposes
- * cost no copy; beta 1 is its "sum" post-op, the bias its bias operand, GELU its gelu_erf post-op.  Called inside a parallel region (gemm's split, or the
- * attention op's loop over heads), oneDNN runs on the calling thread alone. */
+ * cost no copy; beta 1 is its "sum" post-op, the bias its bias operand, GELU its gelu_erf post-op.  Called
+ * inside a parallel region (gemm's split, or the attention op's loop over heads), oneDNN runs on the calling
+ * thread alone. */
 #include <omp.h>
 #include <pthread.h>
 #include <string.h>

@@ -486,9 +486,7 @@ static Tensor *attention(Tape *t, Tensor *q, Tensor *k, int heads, Tensor *qr, T
     const int merge_runs = use_pos ? da_check_index(c_idx, g.Tq, g.Tk, g.R) : 0;
     const int shape[4] = {g.B, g.A, g.Tq, g.Tk};
     Tensor *in[5] = {q, k, (terms & ATT_P2C) ? qr : NULL, (terms & ATT_C2P) ? kr : NULL, v};
-    int record = 0; /* will tape_record keep a node (and so need P for the backward)? */
-    for (int i = 0; i < 5; i++) record |= in[i] && in[i]->requires_grad;
-    record &= t->nograd <= 0;
+    const int record = tape_records(t, 5, in); /* a node (and so P for the backward) will be kept */
     Tensor pshape = {.ndim = 4, .shape = {g.B, g.A, g.Tq, g.Tk}, .n = (long)g.B * g.A * g.Tq * g.Tk, .name = "attn_probs"};
     Tensor *p = &pshape, *out = NULL;
     DADrop dr = {0};

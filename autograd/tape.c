@@ -80,6 +80,13 @@ Tensor *tape_view(Tape *t, const Tensor *src, int ndim, const int *shape) {
     return x;
 }
 
+int tape_records(const Tape *t, int nin, Tensor *const *in) {
+    if (t->nograd > 0) return 0;
+    for (int i = 0; i < nin; i++)
+        if (in[i] && in[i]->requires_grad) return 1;
+    return 0;
+}
+
 TapeNode *tape_record(Tape *t, int op, Tensor *out, int nin, Tensor *const *in) {
     if (t->prof) { /* the op's forward has just run */
         const double now = now_seconds();
@@ -89,10 +96,7 @@ TapeNode *tape_record(Tape *t, int op, Tensor *out, int nin, Tensor *const *in) 
         t->prof->mbfwd[op] += (double)(arena_taken(&t->arena) - t->prof->mark_bytes);
         t->prof->mark_bytes = arena_taken(&t->arena);
     }
-    int need = 0;
-    for (int i = 0; i < nin; i++)
-        if (in[i] && in[i]->requires_grad) need = 1;
-    if (t->nograd > 0) need = 0;
+    const int need = tape_records(t, nin, in);
     out->requires_grad = need;
     if (!need) return NULL;
     if (nin > TAPE_MAX_INPUTS) fatal("tape_record: op %s has %d inputs (max %d)", op_table[op].name, nin, TAPE_MAX_INPUTS);

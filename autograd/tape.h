@@ -68,6 +68,9 @@ Tensor *tape_tensor(Tape *t, int ndim, const int *shape, const char *name);
 /* A tensor header that shares `data` (a view), e.g. for reshape/detach. */
 Tensor *tape_view(Tape *t, const Tensor *src, int ndim, const int *shape);
 
+/* Would tape_record keep a node for these inputs (any requires grad, no no-grad scope open)?  An op asks
+ * before its forward when the answer changes what it computes or keeps. */
+int tape_records(const Tape *t, int nin, Tensor *const *in);
 /* Records a node if any input requires grad and no no-grad scope is active; sets
  * out->requires_grad accordingly.  Returns the node (to fill ctx/args) or NULL if nothing recorded. */
 TapeNode *tape_record(Tape *t, int op, Tensor *out, int nin, Tensor *const *in);

