@@ -33,7 +33,7 @@ long trows(const Tensor *t) { return t->ndim ? t->n / t->shape[t->ndim - 1] : 1;
 void arena_init(Arena *a, size_t cap) {
     memset(a, 0, sizeof *a);
     a->cap = cap ? cap : (1u << 20);
-    a->base = xmalloc_aligned(a->cap); /* arena memory is uninitialised by contract */
+    a->base = xcalloc_pages_huge(a->cap); /* zeroed by the kernel, but uninitialised by contract */
 }
 
 void *arena_alloc(Arena *a, size_t bytes) {
@@ -81,9 +81,9 @@ void arena_reset(Arena *a) {
     if (a->n_overflow) {
         for (int i = 0; i < a->n_overflow; i++) free(a->overflow[i]);
         a->n_overflow = 0;
-        free(a->base);
+        xfree_pages(a->base, a->cap);
         a->cap = a->peak + a->peak / 8 + 4096;
-        a->base = xmalloc_aligned(a->cap);
+        a->base = xcalloc_pages_huge(a->cap);
     }
     a->used = 0;
     a->overflow_used = 0;
@@ -92,7 +92,7 @@ void arena_reset(Arena *a) {
 void arena_free(Arena *a) {
     for (int i = 0; i < a->n_overflow; i++) free(a->overflow[i]);
     free(a->overflow);
-    free(a->base);
+    xfree_pages(a->base, a->cap);
     memset(a, 0, sizeof *a);
 }
 

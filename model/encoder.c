@@ -99,12 +99,15 @@ static Tensor *embeddings_forward(Tape *t, const Encoder *e, Tensor *table, Tens
     return op_dropout_batch(t, x, (real)c->hidden_dropout_prob);
 }
 
-/* The embeddings, the shared relative-position context and out->layers (all NULL yet). */
+/* The embeddings, the shared relative-position context and out->layers (all NULL yet).  give_back (a no-grad
+ * forward whose caller reads no EncoderOut): the embeddings' intermediates go back to the arena. */
 static void encoder_inputs(Tape *t, const Encoder *e, Tensor *word_table, Tensor *input_pos_table, const int32_t *ids,
-                           const int32_t *mask, int B, int T, EncoderOut *out) {
+                           const int32_t *mask, int B, int T, EncoderOut *out, int give_back) {
     if (T > e->cfg.max_position_embeddings)
         fatal("encoder %s: sequence length %d exceeds max_position_embeddings %d", e->prefix, T, e->cfg.max_position_embeddings);
+    const size_t mark = give_back ? tape_mark(t) : 0;
     out->emb = embeddings_forward(t, e, word_table ? word_table : e->word, input_pos_table, ids, mask, B, T);
+    if (give_back) out->emb = tape_keep_only(t, mark, out->emb);
     relctx_build(t, &out->rel, &e->cfg, e->rel, e->rel_ln_g, e->rel_ln_b, mask, B, T);
     out->layers = arena_calloc(&t->arena, (size_t)(e->n_layers > 0 ? e->n_layers : 1) * sizeof(Tensor *));
 }
@@ -122,16 +125,17 @@ Tensor *encoder_forward_pos(Tape *t, const Encoder *e, Tensor *word_table, Tenso
 /* The embeddings and the first n_run layers.  out->layers[l] keeps each layer's output when the caller
  * reads them (layers_read); else, in a no-grad scope, each layer's intermediate tensors go back to the
  * arena as soon as the layer has run (tape_keep_only): the forward then holds about one layer's
- * activations instead of all of them (predict at 32 × 128, tiny: peak RSS 261 → 160 MB). */
+ * activations instead of all of them (predict at 32 × 128, tiny: peak RSS 261 → 160 MB), and the embeddings'
+ * intermediates go back the same way (138 → 128 MB). */
 static Tensor *forward_first(Tape *t, const Encoder *e, Tensor *word_table, Tensor *input_pos_table, const int32_t *ids,
                              const int32_t *mask, int B, int T, int n_run, EncoderOut *out, int layers_read) {
     const ModelConfig *c = &e->cfg;
     if (n_run > e->n_layers || (n_run < 1 && e->n_layers > 0))
         fatal("encoder %s: %d of its %d layers asked for", e->prefix, n_run, e->n_layers);
-    encoder_inputs(t, e, word_table, input_pos_table, ids, mask, B, T, out);
+    const int give_back = !layers_read && t->nograd > 0;
+    encoder_inputs(t, e, word_table, input_pos_table, ids, mask, B, T, out, give_back);
     Tensor *x = out->emb;
     uint32_t draws = 0; /* random ops of one layer (every layer has the same ops) */
-    const int give_back = !layers_read && t->nograd > 0;
     for (int l = 0; l < n_run; l++) {
         const uint32_t n0 = t->n_random;
         const size_t mark = give_back ? tape_mark(t) : 0;
@@ -156,7 +160,7 @@ Tensor *encoder_forward_cls(Tape *t, const Encoder *e, const int32_t *ids, const
     EncoderOut out;
     Tensor *x;
     if (L > 1) x = forward_first(t, e, NULL, NULL, ids, mask, B, T, L - 1, &out, 0);
-    else encoder_inputs(t, e, NULL, NULL, ids, mask, B, T, &out), x = out.emb;
+    else encoder_inputs(t, e, NULL, NULL, ids, mask, B, T, &out, t->nograd > 0), x = out.emb;
     /* the last layer's queries: position 0 of each sequence ([B, 1, H]), with their own mask; c's first
      * row holds c(0, j) */
     int32_t *first = arena_alloc(&t->arena, (size_t)B * sizeof(int32_t)), *qmask = arena_alloc(&t->arena, (size_t)B * sizeof(int32_t));

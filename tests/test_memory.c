@@ -3,12 +3,16 @@
  * of a real step from above by at most 2x at three shapes (it prints each ratio; the double build
  * doubles the activations but not the byte masks and indices, so its ratio is a little higher),
  * deberta predict's reservation holds a whole forward of every task head (the arena never overflows),
- * and memory_check refuses with one line. */
+ * memory_check refuses with one line, and the arena's block is 2 MiB-aligned, advised for huge pages and
+ * exactly as long as asked (xcalloc_pages_huge). */
 #include "tests/testutil.h"
 #include <omp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include "autograd/base/rng.h"
 #include "autograd/base/util.h"
 #include "data/loader.h"
@@ -193,12 +197,85 @@ static void check_refuses_with_one_line(void **state) {
     assert_true(e.param_elements > 1e9); /* counted without allocating */
 }
 
+/* The mapping of /proc/self/smaps that starts at p: its end and whether its VmFlags hold "hg" (MADV_HUGEPAGE).
+ * Returns 0 when no mapping starts at p. */
+static int smaps_entry(const void *p, uintptr_t *end, int *hg) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f) return -1;
+    char line[512];
+    int found = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long a, b;
+        if (sscanf(line, "%lx-%lx ", &a, &b) == 2) { /* a mapping's first line */
+            if (found) break;
+            if (a == (uintptr_t)p) found = 1, *end = b, *hg = 0;
+        } else if (found && !strncmp(line, "VmFlags:", 8)) {
+            *hg = strstr(line, " hg") != NULL;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* The process's mapped bytes (/proc/self/statm's first field), read without allocating. */
+static long mapped_pages(void) {
+    char buf[128];
+    const int fd = open("/proc/self/statm", O_RDONLY);
+    assert_true(fd >= 0);
+    const ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    assert_true(n > 0);
+    buf[n] = 0;
+    return strtol(buf, NULL, 10);
+}
+
+/* The arena's block (xcalloc_pages_huge): 2 MiB-aligned, one mapping exactly the rounded length (the alignment's
+ * slack unmapped, nothing left mapped after xfree_pages), zeroed, advised MADV_HUGEPAGE where the kernel has transparent huge pages; and again after
+ * an overflow regrows it; small blocks page-aligned. */
+static void arena_block_is_huge_page_aligned(void **state) {
+    const size_t huge = (size_t)2 << 20;
+    const int thp = access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0;
+    const size_t sizes[3] = {huge, 5 * huge + 100, (size_t)3 << 20};
+    uintptr_t end = 0;
+    int hg = -1;
+    (void)smaps_entry(NULL, &end, &hg); /* stdio's first use, before the mapped bytes are counted */
+    for (int k = 0; k < 3; k++) {
+        const long before = mapped_pages();
+        unsigned char *p = xcalloc_pages_huge(sizes[k]);
+        const size_t len = (sizes[k] + 4095) & ~(size_t)4095;
+        assert_int_equal((uintptr_t)p % huge, 0);
+        assert_int_equal(smaps_entry(p, &end, &hg), 1);
+        assert_int_equal(end - (uintptr_t)p, len);
+        if (thp) assert_int_equal(hg, 1);
+        for (size_t i = 0; i < len; i += 4096) assert_int_equal(p[i], 0);
+        memset(p, 0xA5, sizes[k]);
+        xfree_pages(p, sizes[k]);
+        assert_int_equal(smaps_entry(p, &end, &hg), 0); /* all of it unmapped, */
+        assert_int_equal(mapped_pages(), before);       /* and the alignment's slack too */
+    }
+    unsigned char *small = xcalloc_pages_huge(100);
+    assert_int_equal((uintptr_t)small % 4096, 0);
+    xfree_pages(small, 100);
+    Arena a;
+    arena_init(&a, (size_t)5 << 20);
+    assert_int_equal((uintptr_t)a.base % huge, 0);
+    memset(arena_alloc(&a, (size_t)4 << 20), 1, (size_t)4 << 20);
+    memset(arena_alloc(&a, (size_t)4 << 20), 2, (size_t)4 << 20); /* an overflow block */
+    arena_reset(&a);
+    assert_true(a.cap >= ((size_t)8 << 20));
+    assert_int_equal((uintptr_t)a.base % huge, 0);
+    memset(arena_alloc(&a, (size_t)8 << 20), 3, (size_t)8 << 20);
+    arena_free(&a);
+    if (!thp) print_message("no transparent huge pages on this kernel: the advice was not checked\n");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(param_count_without_building),
         cmocka_unit_test(arena_formula_bounds_the_measured_peak),
         cmocka_unit_test(predict_reservation_holds_a_forward),
         cmocka_unit_test(check_refuses_with_one_line),
+        cmocka_unit_test(arena_block_is_huge_page_aligned),
     };
     return cmocka_run_group_tests_name("memory", tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -68,6 +69,22 @@ void *xmalloc_aligned(size_t bytes) {
 void *xcalloc_pages(size_t bytes) {
     void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) fatal("out of memory mapping %zu bytes", bytes);
+    __atomic_add_fetch(&g_alloc_count, 1, __ATOMIC_RELAXED);
+    return p;
+}
+
+void *xcalloc_pages_huge(size_t bytes) {
+    const size_t huge = (size_t)2 << 20, len = (bytes + 4095) & ~(size_t)4095;
+    if (len < huge) return xcalloc_pages(bytes);
+    char *m = mmap(NULL, len + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) fatal("out of memory mapping %zu bytes", bytes);
+    char *p = (char *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
+    /* keep exactly [p, p + len): xfree_pages(p, bytes) then unmaps all of it */
+    if (p > m) munmap(m, (size_t)(p - m));
+    if (m + len + huge > p + len) munmap(p + len, (size_t)(m + len + huge - (p + len)));
+#ifdef MADV_HUGEPAGE
+    madvise(p, len, MADV_HUGEPAGE); /* advice only: without it (or THP off) the pages are 4 KiB */
+#endif
     __atomic_add_fetch(&g_alloc_count, 1, __ATOMIC_RELAXED);
     return p;
 }
