@@ -136,9 +136,9 @@ static Tensor *forward_first(Tape *t, const Encoder *e, Tensor *word_table, Tens
     encoder_inputs(t, e, word_table, input_pos_table, ids, mask, B, T, out, give_back);
     Tensor *x = out->emb;
     uint32_t draws = 0; /* random ops of one layer (every layer has the same ops) */
+    const size_t mark = give_back ? tape_mark(t) : 0; /* each layer's output replaces its input here */
     for (int l = 0; l < n_run; l++) {
         const uint32_t n0 = t->n_random;
-        const size_t mark = give_back ? tape_mark(t) : 0;
         x = layer_forward(t, c, &e->layers[l], x, x, &out->rel);
         if (give_back) x = tape_keep_only(t, mark, x);
         if (l == 0) draws = t->n_random - n0;
