@@ -3,6 +3,8 @@
 #include <math.h>
 #include <string.h>
 #include "autograd/base/util.h"
+#include "autograd/gemm.h"
+#include "autograd/rmath.h"
 #include "model/relpos.h"
 
 int g_attention_unfused = 0;
@@ -97,13 +99,101 @@ static Tensor *attention_probs(Tape *t, const ModelConfig *cfg, const AttentionP
     return op_disentangled_attention_probs(t, q, k, qr, kr, rc->c, cfg->att_terms, att_scale(cfg), rc->qmask, rc->mask);
 }
 
+/* The context of ONE query row per sequence (the [CLS]-only last layer) in a forward that records nothing and
+ * drops nothing, without the keys and values of the Tk positions: with k_j = Wk·x_j + bk and v_j = Wv·x_j + bv
+ * (head a: the rows a·D .. a·D + D − 1 of Wk, Wv),
+ *   c2c_j = q·k_j = x_j·(Wkᵀq) + q·bk,   p2c_j = k_j·qr[c(0,j)] = x_j·(Wkᵀqr[c]) + bk·qr[c],
+ *   c2p_j = q·kr[c(0,j)],               ctx = Σ_j P_j v_j = Wv·(Σ_j P_j x_j) + (Σ_j P_j)·bv,
+ * so the head's H-vectors Wkᵀq and Wkᵀqr[c] (c < n_rows) replace the [Tk, A·D] projections: ~1/60 of their
+ * FLOPs at 32 × 128, tiny.  The scores as the op sums them, S_j = scale·((c2c_j + c2p_j) + p2c_j), less q·bk
+ * (one value per row: the softmax is the same without it), and the op's masked softmax rows; equal to the op up
+ * to rounding (tests/test_model_attention.c, one_query_context_equals_the_op).  q [B, 1, A·D], kv [B, Tk, H]; returns ctx [B, 1, A·D]. */
+static Tensor *context_one_query(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *q, Tensor *kv,
+                                 const RelContext *rc, Tensor *qr, Tensor *kr) {
+    const int B = kv->shape[0], Tk = kv->shape[1], H = kv->shape[2], A = cfg->num_attention_heads;
+    const int D = q->shape[2] / A, C = A * D, terms = cfg->att_terms, n = rc->n_rows;
+    const real scale = att_scale(cfg), *wk = p->wk->data, *bk = p->bk ? p->bk->data : NULL, *x = kv->data;
+    const int c2c = (terms & ATT_C2C) != 0, c2p = (terms & ATT_C2P) != 0, p2c = (terms & ATT_P2C) != 0;
+    Arena *ar = &t->arena;
+    real *u = arena_alloc(ar, sizeof(real) * (size_t)B * A * H);                 /* Wkᵀq per (b, a) */
+    real *wp = p2c ? arena_alloc(ar, sizeof(real) * (size_t)A * n * H) : NULL;   /* Wkᵀqr[c] per (a, c) */
+    real *bp = p2c ? arena_alloc(ar, sizeof(real) * (size_t)A * n) : NULL;       /* bk·qr[c] */
+    real *z = arena_alloc(ar, sizeof(real) * (size_t)B * A * H);                 /* Σ_j P_j x_j per (b, a) */
+    real *ps = arena_alloc(ar, sizeof(real) * (size_t)B * A);                    /* Σ_j P_j */
+    real *sc = arena_alloc(ar, sizeof(real) * (size_t)B * (Tk * A + A * Tk));   /* per b: x·uᵀ [Tk, A], S [A, Tk] */
+    for (int a = 0; a < A; a++) {
+        gemm(0, 0, B, H, D, 1, q->data + (long)a * D, C, wk + (long)a * D * H, H, 0, u + (long)a * H, A * H);
+        if (p2c) gemm(0, 0, n, H, D, 1, qr->data + (long)a * n * D, D, wk + (long)a * D * H, H, 0, wp + (long)a * n * H, H);
+    }
+    if (p2c)
+        for (long ac = 0; ac < (long)A * n; ac++) {
+            const real *r = qr->data + ac * D, *bka = bk ? bk + (ac / n) * D : NULL;
+            real s = 0;
+            for (int d = 0; d < D && bk; d++) s += bka[d] * r[d];
+            bp[ac] = s;
+        }
+#pragma omp parallel for schedule(static) if (B > 1)
+    for (int b = 0; b < B; b++) {
+        const real *xb = x + (long)b * Tk * H, *qb = q->data + (long)b * C;
+        real *xu = sc + (long)b * 2 * Tk * A, *S = xu + (long)Tk * A;
+        if (c2c) gemm(0, 1, Tk, A, H, 1, xb, H, u + (long)b * A * H, H, 0, xu, A);
+        for (int a = 0; a < A; a++) {
+            const real *qa = qb + (long)a * D;
+            real *Sa = S + (long)a * Tk;
+            for (int j = 0; j < Tk; j++) {
+                real s = c2c ? xu[(long)j * A + a] : 0; /* without q·bk: the same for every j, the softmax ignores it */
+                if (c2p || p2c) {
+                    const int cj = rc->c[j];
+                    if (c2p) {
+                        const real *r = kr->data + ((long)a * n + cj) * D;
+                        real pc = 0;
+#pragma omp simd reduction(+ : pc)
+                        for (int d = 0; d < D; d++) pc += qa[d] * r[d];
+                        s += pc;
+                    }
+                    if (p2c) {
+                        const real *w = wp + ((long)a * n + cj) * H, *xj = xb + (long)j * H;
+                        real pp = 0;
+#pragma omp simd reduction(+ : pp)
+                        for (int h = 0; h < H; h++) pp += xj[h] * w[h];
+                        s += pp + bp[(long)a * n + cj];
+                    }
+                }
+                Sa[j] = scale * s;
+            }
+            const int32_t *km = rc->mask + (long)b * Tk;
+            if (rc->qmask[b]) softmax_row(Sa, Sa, Tk, km);
+            else memset(Sa, 0, (size_t)Tk * sizeof(real));
+            real sum = 0;
+            for (int j = 0; j < Tk; j++) sum += Sa[j];
+            ps[(long)b * A + a] = sum;
+        }
+        gemm(0, 0, A, H, Tk, 1, S, Tk, xb, H, 0, z + (long)b * A * H, H);
+    }
+    const int s3[3] = {B, 1, C};
+    Tensor *ctx = tape_tensor(t, 3, s3, "ctx_one_query");
+    for (int a = 0; a < A; a++)
+        gemm(0, 1, B, D, H, 1, z + (long)a * H, A * H, p->wv->data + (long)a * D * H, H, 0, ctx->data + (long)a * D, C);
+    for (int b = 0; b < B && p->bv; b++)
+        for (int o = 0; o < C; o++) ctx->data[(long)b * C + o] += ps[(long)b * A + o / D] * p->bv->data[o];
+    return ctx;
+}
+
 Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *qin, Tensor *kv, const RelContext *rc) {
     const int A = cfg->num_attention_heads;
     const real ph = (real)cfg->hidden_dropout_prob;
     Tensor *q = op_linear(t, qin, p->wq, p->bq); /* [B, T, A·D] */
+    Tensor *ctx;                                 /* [B, T, A·D] */
+    if (qin->shape[1] == 1 && kv->shape[1] > 1 && t->nograd > 0 && !t->training && !g_attention_unfused && !g_attention_stats) {
+        /* one query row, nothing recorded or dropped: no keys or values (context_one_query) */
+        Tensor *qr, *kr;
+        rel_tables(t, cfg, p, rc, &qr, &kr);
+        ctx = context_one_query(t, cfg, p, q, kv, rc, qr, kr);
+        Tensor *o = op_linear(t, ctx, p->wo, p->bo);
+        return op_dropout_add_layernorm(t, o, ph, qin, p->ln_g, p->ln_b, (real)cfg->layer_norm_eps);
+    }
     Tensor *k = op_linear(t, kv, p->wk, p->bk);
     Tensor *v = op_linear(t, kv, p->wv, p->bv);
-    Tensor *ctx;                                 /* [B, T, A·D] */
     if (g_attention_unfused || g_attention_stats) {
         /* the unfused reference, or the attention statistics (which read P before the dropout): the heads
          * split into [B, A, T, D] copies, P itself, its dropout, P·V and the merge as separate ops */

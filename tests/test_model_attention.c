@@ -1,6 +1,7 @@
 /* test_model_attention.c — the fused disentangled-attention op against (1) a direct loop over the
  * spec §1.6 formula and (2) the unfused composition of generic ops (forward and every input
- * gradient), for all 7 term subsets with padding; and the memory bound of one attention block
+ * gradient), for all 7 term subsets with padding; the one-query context of a forward that records nothing
+ * (the [CLS] layer) against the op; and the memory bound of one attention block
  * (docs/ARCHITECTURE.md, "Model"): the arena peak of forward + backward stays under the formula
  * and far under the size of a single T×T×C tensor, so none exists. */
 #include "tests/testutil.h"
@@ -231,17 +232,23 @@ static void fused_dropout_equals_op_then_dropout(void **state) {
 }
 
 /* The whole attention block: fused and unfused paths give the same output and parameter grads. */
+/* A one-layer encoder of the "test" preset without dropout; terms 0: the preset's attention terms. */
+static void one_layer(ModelConfig *cfg, ParamSet *ps, Encoder *e, int terms) {
+    char err[256];
+    config_preset(cfg, "test");
+    if (terms) cfg->att_terms = terms;
+    cfg->hidden_dropout_prob = cfg->attention_probs_dropout_prob = 0;
+    assert_int_equal(config_validate(cfg, err, sizeof err), 0);
+    params_init(ps);
+    encoder_register(e, ps, cfg, 1, "deberta.", 0);
+    params_finalize(ps);
+}
+
 static void block_fused_equals_unfused(void **state) {
     ModelConfig cfg;
-    char err[256];
-    config_preset(&cfg, "test");
-    cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = 0;
-    assert_int_equal(config_validate(&cfg, err, sizeof err), 0);
     ParamSet ps;
-    params_init(&ps);
     Encoder e;
-    encoder_register(&e, &ps, &cfg, 1, "deberta.", 0);
-    params_finalize(&ps);
+    one_layer(&cfg, &ps, &e, 0);
     model_init_params(&ps, 0.2, 5);
     model_perturb_params(&ps, 6);
     enum { BB = 2, TT = 11 };
@@ -539,6 +546,53 @@ static void context_without_record_keeps_no_p(void **state) {
     for (int i = 0; i < 5; i++) gradcheck_leaf_free(x[i]);
 }
 
+/* attention_forward with one query row per sequence in a forward that records nothing (context_one_query: no
+ * keys or values, the head's Wkᵀq and Wkᵀqr[c] instead) against the same block recorded (the op on the projected
+ * keys and values): every term subset, weights and biases of scale 0.5 (every term moves the output), padded
+ * keys, and one sequence whose query is padded. */
+static void one_query_context_equals_the_op(void **state) {
+    (void)state;
+    enum { BB = 3, TT = 13 };
+    const double tol = sizeof(real) == 4 ? 1e-5 : 1e-11;
+    for (int terms = 1; terms <= 7; terms++) {
+        ModelConfig cfg;
+        ParamSet ps;
+        Encoder e;
+        one_layer(&cfg, &ps, &e, terms);
+        const uint64_t stream = rng_stream(RNG_TEST, 7100 + (uint64_t)terms, 0);
+        for (long i = 0; i < ps.total; i++) ps.data[i] = (real)(0.5 * rng_normal(11, stream, (uint64_t)i));
+        const int H = cfg.hidden_size, s3[3] = {BB, TT, H}, q3[3] = {BB, 1, H};
+        int32_t mask[BB * TT], qmask[BB];
+        for (int i = 0; i < BB * TT; i++) mask[i] = i % TT < TT - 4 * (i / TT); /* 13, 9 and 5 keys */
+        tape_reset(&T);
+        Tensor *x = tape_tensor(&T, 3, s3, "x"), *q0 = tape_tensor(&T, 3, q3, "q0");
+        for (long i = 0; i < x->n; i++) x->data[i] = (real)rng_normal(12, stream, (uint64_t)i);
+        for (int b = 0; b < BB; b++) {
+            memcpy(q0->data + (long)b * H, x->data + (long)b * TT * H, (size_t)H * sizeof(real));
+            qmask[b] = b != 1;
+        }
+        RelContext rc;
+        relctx_build(&T, &rc, &cfg, e.rel, e.rel_ln_g, e.rel_ln_b, mask, BB, TT);
+        rc.qmask = qmask;
+        Tensor *want = attention_forward(&T, &cfg, &e.layers[0].att, q0, x, &rc); /* recorded: the op */
+        tape_nograd_begin(&T);
+        Tensor *got = attention_forward(&T, &cfg, &e.layers[0].att, q0, x, &rc);
+        tape_nograd_end(&T);
+        assert_int_equal(got->n, (long)BB * H);
+        double worst = 0;
+        for (long i = 0; i < got->n; i++) {
+            const double d = fabs((double)got->data[i] - want->data[i]) / (1 + fabs((double)want->data[i]));
+            if (!(d <= tol)) fail_msg("terms %d: output %ld (sequence %ld) is %.9g, the op's %.9g", terms, i, i / H,
+                                      (double)got->data[i], (double)want->data[i]);
+            if (d > worst) worst = d;
+        }
+        print_message("terms %d: largest difference %.2e\n", terms, worst);
+        encoder_free(&e);
+        params_free(&ps);
+    }
+    tape_reset(&T);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fused_matches_formula),
@@ -549,6 +603,7 @@ int main(void) {
         cmocka_unit_test(interleaved_heads_equal_split_heads),
         cmocka_unit_test(fused_context_equals_two_ops),
         cmocka_unit_test(context_without_record_keeps_no_p),
+        cmocka_unit_test(one_query_context_equals_the_op),
         cmocka_unit_test(attention_memory_bound),
         cmocka_unit_test(attention_stats_by_hand),
     };
