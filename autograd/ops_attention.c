@@ -157,9 +157,6 @@ static void disentangled_attention_forward(real *P, real *scratch, const real *q
     const int ctx_drop = cx->ctx && dr->keep;
     const long nba = (long)g->B * A, fs = (long)da_forward_scratch(g, ctx_drop, !P);
     const int par = nba > 1 && nba * Tq * Tk >= 4096;
-    /* few query rows (the [CLS]-only last layer: Tq 1): p2c as Tq·Tk dot products instead of the whole
-     * [R, Tk] product, of which the rows read Tq·Tk entries */
-    const int p2c_direct = (long)Tq * 8 <= R;
 #pragma omp parallel for schedule(static) if (par)
     for (long ba = 0; ba < nba; ba++) {
         const int b = (int)(ba / A), a = (int)(ba % A);
@@ -178,18 +175,8 @@ static void disentangled_attention_forward(real *P, real *scratch, const real *q
         /* c2p: Pc = q · kr[a]^T [Tq, R];  p2c: PpT = qr[a] · k^T [R, Tk] (row c of PpT is contiguous in j) */
         if (g->terms & ATT_C2P)
             gemm(0, 1, Tq, R, D, 1, qb, ld, kr + (long)a * R * D, D, 0, Pc, R);
-        if ((g->terms & ATT_P2C) && !p2c_direct)
+        if (g->terms & ATT_P2C)
             gemm(0, 1, R, Tk, D, 1, qr + (long)a * R * D, D, kb, ld, 0, PpT, Tk);
-        else if (g->terms & ATT_P2C) /* only the entries the rows read: PpT[c(i,j), j] = qr[a, c(i,j)] · k[j] */
-            for (int i = 0; i < Tq; i++)
-                for (int j = 0; j < Tk; j++) {
-                    const int32_t cij = c[(long)i * Tk + j];
-                    const real *x = qr + ((long)a * R + cij) * D, *y = kb + (long)j * ld;
-                    real sum = 0;
-#pragma omp simd reduction(+ : sum)
-                    for (int d = 0; d < D; d++) sum += x[d] * y[d];
-                    PpT[(long)cij * Tk + j] = sum;
-                }
         for (int i = 0; i < Tq; i++)
             da_score_row(S + (long)i * Tk, pos ? c + (long)i * Tk : NULL, Pc ? Pc + (long)i * R : NULL, PpT, Tk, g->terms, scale,
                          pos ? run_start + run_off[i] : NULL, pos ? run_off[i + 1] - run_off[i] : 0);

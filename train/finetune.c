@@ -94,13 +94,17 @@ int finetune_options_from_text(FinetuneOptions *o, const char *text, char *err, 
 
 /* ---------------------------------------------------------------- the model */
 
-void ft_model_build(FtModel *m, const ModelConfig *cfg, HeadKind kind, int n_labels, double dropout, uint64_t seed) {
+void ft_model_register(FtModel *m, const ModelConfig *cfg, HeadKind kind, int n_labels, double dropout) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     params_init(&m->ps);
     encoder_register(&m->enc, &m->ps, &m->cfg, m->cfg.num_hidden_layers, "deberta.", 0);
     task_head_register(&m->head, &m->ps, kind, m->cfg.hidden_size, n_labels, (real)dropout, (real)dropout, "");
     params_finalize(&m->ps);
+}
+
+void ft_model_build(FtModel *m, const ModelConfig *cfg, HeadKind kind, int n_labels, double dropout, uint64_t seed) {
+    ft_model_register(m, cfg, kind, n_labels, dropout);
     model_init_params(&m->ps, m->cfg.initializer_range, seed);
 }
 

@@ -68,6 +68,9 @@ typedef struct FtModel {
 
 /* Registers and initialises (spec §4.8, seed) encoder + head.  cfg validated. */
 void ft_model_build(FtModel *m, const ModelConfig *cfg, HeadKind kind, int n_labels, double dropout, uint64_t seed);
+/* Registers them only, the values unset: for a model whose every parameter a checkpoint_load then reads
+ * (it fails on a missing one), as predict and export do. */
+void ft_model_register(FtModel *m, const ModelConfig *cfg, HeadKind kind, int n_labels, double dropout);
 void ft_model_free(FtModel *m);
 /* Copies the encoder ("discriminator" or "generator") of the open pretraining checkpoint ck (its state
  * st, checkpoint_open) into m (whose cfg must be the one ft_init_config gave for it), except its top

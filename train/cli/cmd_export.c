@@ -96,7 +96,7 @@ static int export_finetuned(const char *src, const char *outdir, CheckpointState
     if (kind == HEAD_REGRESSION ? L != 1 : L < 2)
         fatal("checkpoint %s: ft_labels names %d labels (%s expected)", src, L, kind == HEAD_REGRESSION ? "one, the regression target's name" : "at least 2");
     FtModel m;
-    ft_model_build(&m, cfg, kind, L, 0, 0);
+    ft_model_register(&m, cfg, kind, L, 0); /* every parameter from the checkpoint */
     CheckpointState st2;
     memset(&st2, 0, sizeof st2);
     if (checkpoint_load(src, &m.ps, NULL, &st2, err, sizeof err)) fatal("%s", err);

@@ -154,8 +154,8 @@ int cmd_predict(int argc, char **argv) {
 
     /* the model */
     FtModel m;
-    ft_model_build(&m, &cfg, train.kind == TASK_TAGGING ? HEAD_TOKEN : train.kind == TASK_REGRESSION ? HEAD_REGRESSION : HEAD_SEQUENCE,
-                   train.n_labels, 0, 0);
+    ft_model_register(&m, &cfg, train.kind == TASK_TAGGING ? HEAD_TOKEN : train.kind == TASK_REGRESSION ? HEAD_REGRESSION : HEAD_SEQUENCE,
+                      train.n_labels, 0); /* every parameter from the checkpoint: no random initialisation first */
     checkpoint_state_free(&st);
     if (checkpoint_load(ckpt, &m.ps, NULL, &st, err, sizeof err)) fatal("%s", err);
     checkpoint_state_free(&st);
