@@ -107,7 +107,8 @@ static Tensor *attention_probs(Tape *t, const ModelConfig *cfg, const AttentionP
  * so the head's H-vectors Wkᵀq and Wkᵀqr[c] (c < n_rows) replace the [Tk, A·D] projections: ~1/60 of their
  * FLOPs at 32 × 128, tiny.  The scores as the op sums them, S_j = scale·((c2c_j + c2p_j) + p2c_j), less q·bk
  * (one value per row: the softmax is the same without it), and the op's masked softmax rows; equal to the op up
- * to rounding (tests/test_model_attention.c, one_query_context_equals_the_op).  q [B, 1, A·D], kv [B, Tk, H]; returns ctx [B, 1, A·D]. */
+ * to rounding (tests/test_model_attention.c, one_query_context_equals_the_op).
+ * q [B, 1, A·D], kv [B, Tk, H]; returns ctx [B, 1, A·D]. */
 static Tensor *context_one_query(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *q, Tensor *kv,
                                  const RelContext *rc, Tensor *qr, Tensor *kr) {
     const int B = kv->shape[0], Tk = kv->shape[1], H = kv->shape[2], A = cfg->num_attention_heads;
