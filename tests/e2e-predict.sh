@@ -5,7 +5,8 @@
 # scripts/check_metrics.py --predict (plain Python formulas); the finetune results carry every
 # baseline.  fill-mask: its probabilities equal a softmax of the generator logits that `deberta dump`
 # writes for the same ids.  Bad input: predict with a pretraining checkpoint, with the task files of
-# another task and of another tokenizer; fill-mask without [MASK] (argument and --input line).
+# another task and of another tokenizer, predict and export with a checkpoint that lacks a parameter; fill-mask
+# without [MASK] (argument and --input line).
 # Exit 0 = pass, 77 = skipped (reason printed), anything else = fail.
 . "$(dirname "$0")/lib-e2e.sh"
 e2e_need_bin
@@ -117,6 +118,14 @@ pr sst2 p-nolab --input $F/sst2-dev.tsv --format tsv --text-field sentence &&
 e2e_bad "is not a fine-tuned model" -- "$BIN" predict "$T/pre/checkpoint.h5" --input $F/sst2-dev.tsv --format tsv --text-field sentence --data "$T/sst2" --output "$T/x.jsonl"
 e2e_bad "is a model of task 'ner'" -- "$BIN" predict "$T/ft-ner/best.h5" --input $F/sst2-dev.tsv --format tsv --text-field sentence --data "$T/sst2" --output "$T/x.jsonl"
 e2e_bad "(another tokenizer)" -- "$BIN" predict "$T/ft-sst2/best.h5" --input $F/sst2-dev.tsv --format tsv --text-field sentence --data "$T/sst2-tok2" --output "$T/x.jsonl"
+# a checkpoint that lacks one parameter (resealed, so that the load itself meets the gap): predict and export
+# build their model without a random initialisation and rely on the load refusing it
+cp "$T/ft-sst2/best.h5" "$T/nobias.h5"
+"$PY" -c "import h5py, sys; f = h5py.File(sys.argv[1], 'r+'); del f['params/classifier.bias']; f.close()" "$T/nobias.h5" &&
+    "$BIN" seal "$T/nobias.h5" > /dev/null 2>&1 || fail "making a checkpoint without classifier.bias"
+e2e_bad "parameter 'classifier.bias' is missing from /params" -- "$BIN" predict "$T/nobias.h5" --input $F/sst2-dev.tsv --format tsv --text-field sentence --output "$T/x.jsonl"
+e2e_bad "parameter 'classifier.bias' is missing from /params" -- "$BIN" export "$T/nobias.h5" "$T/nobias-hf"
+[ -e "$T/nobias-hf" ] && fail "a refused export wrote its folder"
 [ -e "$T/x.jsonl" ] && fail "a refused predict wrote its output"
 e2e_bad "has no \\[MASK\\] to fill" -- "$BIN" fill-mask "$T/pre/checkpoint.h5" "a text without a mask"
 printf 'the [MASK] is\nno mask here\n' > "$T/q.txt"

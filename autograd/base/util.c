@@ -81,7 +81,7 @@ void *xcalloc_pages_huge(size_t bytes) {
     char *p = (char *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
     /* keep exactly [p, p + len): xfree_pages(p, bytes) then unmaps all of it */
     if (p > m) munmap(m, (size_t)(p - m));
-    if (m + len + huge > p + len) munmap(p + len, (size_t)(m + len + huge - (p + len)));
+    munmap(p + len, (size_t)(m + huge - p)); /* the tail: p − m < huge, so never empty */
 #ifdef MADV_HUGEPAGE
     madvise(p, len, MADV_HUGEPAGE); /* advice only: without it (or THP off) the pages are 4 KiB */
 #endif

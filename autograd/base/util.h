@@ -27,7 +27,7 @@ void *xmalloc_aligned(size_t bytes);
 void *xcalloc_pages(size_t bytes);
 /* The same, 2 MiB-aligned and advised for transparent huge pages (MADV_HUGEPAGE; where the kernel does not
  * give them, ordinary pages): one fault maps 2 MiB instead of 4 KiB.  The tape's arena: a no-grad forward's
- * first batch faults its memory in (predict, 32 × 128, tiny: 13,900 faults → 520). */
+ * first batch faults its memory in (predict, 32 × 128, tiny: 13,946 faults → 599, docs/PERFORMANCE.md). */
 void *xcalloc_pages_huge(size_t bytes);
 void xfree_pages(void *p, size_t bytes);
 void *xmalloc(size_t bytes);
