@@ -24,8 +24,10 @@
 # not timed: process start, loading the model, reading and tokenizing the input, writing the output.
 #   deberta  `deberta predict` as users run it (no OMP_* variables: it picks its own wait policy,
 #            train/cli/omp_policy.c); its own printed tokens/s, which times exactly task_eval_run (one pass
-#            over the batches; the first batch, which maps the tape's memory, included).  Twice per round,
-#            before and after the torch runs; the round's figure is from the mean of the two times.
+#            over the batches; the first batch, which maps the tape's memory, included), and its printed
+#            tokens/s of the batches after the first (a warm forward, as torch's timed passes after their
+#            warm-up).  Twice per round, before and after the torch runs; the round's figures are from the
+#            mean of the two times.  Both ratios are printed.
 #   torch    scripts/bench_predict.py torch: eval(), torch.inference_mode(), torch.set_num_threads(--threads),
 #            --warmup untimed passes, then the median of --reps timed passes; glibc malloc tuned as in
 #            bench-vs-torch.sh.  Run with PyTorch's OpenMP default, OMP_WAIT_POLICY=PASSIVE and
@@ -116,17 +118,21 @@ if [ -n "$TCORE" ]; then SETTINGS="default core-PASSIVE core-default core-spin";
 run_c() { # tag round
     env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OMP_NUM_THREADS "$BIN" predict "$RUN" --input "$WORK/bench.jsonl" --format jsonl \
         --text-field text --output "$WORK/pred.jsonl" --batch $B --threads "$TH" 2> "$WORK/predict.log" || { cat "$WORK/predict.log"; exit 1; }
-    line=$(grep '^predict: .* tokens/s' "$WORK/predict.log")
+    line=$(grep '^predict: [0-9]* examples .* tokens/s' "$WORK/predict.log")
     echo "[deberta $1] $line"
     n=$(echo "$line" | sed -n 's/^predict: \([0-9]*\) examples .*/\1/p')
     seq=$(echo "$line" | sed -n 's/.* of \([0-9]*\) tokens in .*/\1/p')
     tps=$(echo "$line" | sed -n 's/.* examples\/s, \([0-9]*\) tokens\/s (.*/\1/p')
     tnp=$(echo "$line" | sed -n 's/.* tokens\/s (\([0-9]*\) without padding.*/\1/p')
     wait=$(echo "$line" | sed -n 's/.*OpenMP wait policy: \(.*\))$/\1/p')
+    warm=$(sed -n 's/^predict: the first batch .* examples after it \([0-9]*\) tokens\/s$/\1/p' "$WORK/predict.log")
+    first=$(sed -n 's/^predict: the first batch \([0-9.]*\) s; .*/\1/p' "$WORK/predict.log")
+    [ -n "$warm" ] && [ -n "$first" ] || { echo "error: predict printed no figure after its first batch" >&2; cat "$WORK/predict.log"; exit 1; }
+    echo "[deberta $1] the first batch $first s; after it $warm tokens/s"
     [ "$n" = $((NB * B)) ] && [ "$seq" = $T ] ||
         { echo "error: predict ran $n examples of $seq tokens, not $((NB * B)) of $T (is $RUN a model of sequence length $T?)" >&2; exit 1; }
     [ "$tps" = "$tnp" ] || { echo "error: predict's batches hold padding ($tnp of $tps tokens/s are real tokens)" >&2; exit 1; }
-    echo "RESULT $1 $2 {\"tokens_per_s\": $tps, \"seq\": $seq, \"records\": $n, \"batch\": $B, \"threads\": $TH, \"omp_wait\": \"$wait\"}" >> "$OUT"
+    echo "RESULT $1 $2 {\"tokens_per_s\": $tps, \"warm_tokens_per_s\": $warm, \"first_batch_s\": $first, \"seq\": $seq, \"records\": $n, \"batch\": $B, \"threads\": $TH, \"omp_wait\": \"$wait\"}" >> "$OUT"
 }
 run_torch() { # setting round
     case $1 in

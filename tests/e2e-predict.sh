@@ -78,6 +78,14 @@ pr() { # name checkpoint-run out args...
     n=$1 out=$2; shift 2
     "$BIN" predict "$T/ft-$n/best.h5" --output "$T/$out.jsonl" "$@" 2> "$T/$out.log" || { cat "$T/$out.log"; fail "predict $out"; return 1; }
     grep -q "examples/s, [0-9]* tokens/s" "$T/$out.log" || fail "predict $out: no examples/s and tokens/s: $(cat "$T/$out.log")"
+    # the batches after the first (batch 32): their count and speed, printed only when there are any
+    ne=$(sed -n 's/^predict: \([0-9]*\) examples .*/\1/p' "$T/$out.log")
+    later=$(sed -n 's/^predict: the first batch [0-9.]* s; the \([0-9]*\) examples after it [0-9]* tokens\/s$/\1/p' "$T/$out.log")
+    if [ "$ne" -gt 32 ]; then
+        [ "$later" = $((ne - 32)) ] || fail "predict $out: $ne examples, but the line after the first batch says '${later:-nothing}': $(cat "$T/$out.log")"
+    else
+        [ -z "$later" ] && ! grep -q "first batch" "$T/$out.log" || fail "predict $out: $ne examples (one batch), yet a line after the first batch"
+    fi
 }
 pr sst2 p-sst2 --input $F/sst2-dev.tsv --format tsv --text-field sentence --label-field label &&
     "$PY" scripts/check_metrics.py --predict "$T/p-sst2.jsonl" "$T/p-sst2.log" > "$T/c1" && echo "ok   predict sst2: $(tr '\n' ' ' < "$T/c1")" || { cat "$T/c1"; fail "predict sst2 scores"; }
@@ -89,6 +97,10 @@ pr tag p-tag --input $F/tag.jsonl --format jsonl &&
     "$PY" scripts/check_metrics.py --predict "$T/p-tag.jsonl" "$T/p-tag.log" > "$T/c4" && echo "ok   predict tag (jsonl): $(tr '\n' ' ' < "$T/c4")" || { cat "$T/c4"; fail "predict tag scores"; }
 pr cls p-cls --input $F/cls.jsonl --format jsonl --text-field text --label-field label &&
     "$PY" scripts/check_metrics.py --predict "$T/p-cls.jsonl" "$T/p-cls.log" > "$T/c5" && echo "ok   predict cls (jsonl): $(tr '\n' ' ' < "$T/c5")" || { cat "$T/c5"; fail "predict cls scores"; }
+# more records than one batch (the lines of docs/*.md): one output line per record, and the line after the first batch
+pr docs p-docs --input "$T/docs.jsonl" --format jsonl --text-field text --label-field label &&
+    [ "$(wc -l < "$T/p-docs.jsonl")" -eq "$(wc -l < "$T/docs.jsonl")" ] && [ "$(wc -l < "$T/docs.jsonl")" -gt 64 ] &&
+    echo "ok   predict docs: $(grep 'first batch' "$T/p-docs.log")" || fail "predict docs: $(wc -l < "$T/p-docs.jsonl") lines for $(wc -l < "$T/docs.jsonl") records"
 # one line per record; tagging: one tag per word of the record, the words as written
 [ "$(wc -l < "$T/p-sst2.jsonl")" -eq "$(($(wc -l < $F/sst2-dev.tsv) - 1))" ] || fail "predict sst2: not one line per example"
 "$PY" - "$T/p-ner.jsonl" $F/ner-train.conll <<'PYEOF' || fail "predict ner: words/tags"

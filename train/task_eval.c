@@ -34,6 +34,7 @@ void task_eval_run(Encoder *enc, TaskHead *head, Tape *t, const TaskSet *ts, int
     long n = 0, nl = 0;
     const int was = t->training;
     t->training = 0;
+    const double t0 = now_seconds();
     for (int64_t s = 0; s < ts->N; s += B) {
         const int nb = (int)MIN((int64_t)B, ts->N - s);
         memcpy(ids, ts->ids + s * T, (size_t)nb * T * sizeof(int32_t));
@@ -70,6 +71,7 @@ void task_eval_run(Encoder *enc, TaskHead *head, Tape *t, const TaskSet *ts, int
                 n++;
             }
         }
+        if (s == 0) out->first_batch_seconds = now_seconds() - t0;
     }
     tape_reset(t);
     t->training = was;

@@ -36,6 +36,7 @@ typedef struct TaskPreds {
     int32_t *pos;            /* [n] position in the example (tagging), else 0 */
     double loss;             /* mean loss (cross-entropy or squared error) over the labelled rows; NaN if none */
     long n_labelled;
+    double first_batch_seconds; /* wall time of the first batch (the one that maps the tape's memory) */
 } TaskPreds;
 
 /* Runs the encoder and its head over every example of ts in batches of B (dropout off, no gradients). */

@@ -227,6 +227,12 @@ int cmd_predict(int argc, char **argv) {
     fprintf(stderr, "predict: %lld examples (%zu records) of %d tokens in %.2f s: %.1f examples/s, %.0f tokens/s (%.0f without "
             "padding; batch %d, %d threads; OpenMP wait policy: %s)\n", (long long)ts.N, ex.n, ts.T, dt, ts.N / dt,
             (double)ts.N * ts.T / dt, tokens / dt, B, omp_get_max_threads(), wait);
+    /* the batches after the first (which maps the tape's memory): a warm forward, as a benchmark's timed
+     * passes after its warm-up */
+    const long later = (long)ts.N - MIN((long)B, (long)ts.N);
+    if (later > 0 && dt > p.first_batch_seconds)
+        fprintf(stderr, "predict: the first batch %.3f s; the %ld examples after it %.0f tokens/s\n", p.first_batch_seconds, later,
+                (double)later * ts.T / (dt - p.first_batch_seconds));
     if (p.n_labelled) {
         TaskMetrics tm;
         task_preds_metrics(&ts, &p, &tm);
