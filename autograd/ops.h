@@ -38,6 +38,9 @@ Tensor *op_layernorm(Tape *t, Tensor *x, Tensor *g, Tensor *b, real eps);
  * op_layernorm(op_add(op_dropout_batch(y, p), res), g, b, eps), bit for bit, without the dropped and
  * summed tensors (the backward recomputes a row of the sum from y, res and the mask).  y != res. */
 Tensor *op_dropout_add_layernorm(Tape *t, Tensor *y, real p, Tensor *res, Tensor *g, Tensor *b, real eps);
+/* The same values written over res (the returned tensor shares res's data), for a no-grad forward whose
+ * caller reads res no more (fatal outside a no-grad scope): no new [.., C] tensor. */
+Tensor *op_dropout_add_layernorm_over(Tape *t, Tensor *y, real p, Tensor *res, Tensor *g, Tensor *b, real eps);
 
 /* ---- softmax (ops_softmax.c) ----
  * Softmax over the last dim of x [B, H, Tq, Tk] (or [B, Tq, Tk] with H = 1) with a pairwise mask:

@@ -161,11 +161,14 @@ static inline void daln_row_again(real *sr, const real *yr, const real *resr, co
     daln_row_add(sr, resr, C);
 }
 
-Tensor *op_dropout_add_layernorm(Tape *t, Tensor *y, real p, Tensor *res, Tensor *g, Tensor *b, real eps) {
+/* The op, its output a fresh tensor or (over) written over res's data row by row (each row of the sum is
+ * made in scratch before the row of res is overwritten). */
+static Tensor *dropout_add_layernorm(Tape *t, Tensor *y, real p, Tensor *res, Tensor *g, Tensor *b, real eps, int over) {
     char sy[64], sr[64], sg[64], sb[64];
-    const char *op = "dropout_add_layernorm";
+    const char *op = over ? "dropout_add_layernorm_over" : "dropout_add_layernorm";
+    OP_CHECK(!over || t->nograd > 0, op, "%s", "outside a no-grad scope (a recorded node may read res)");
     OP_CHECK(y && res, op, "NULL input");
-    OP_CHECK(y != res, op, "y and res are the same tensor (use op_add and op_layernorm)");
+    OP_CHECK(y != res && y->data != res->data, op, "y and res are the same tensor (use op_add and op_layernorm)");
     OP_CHECK(y->ndim >= 1 && y->ndim == res->ndim && !memcmp(y->shape, res->shape, (size_t)y->ndim * sizeof(int)), op,
              "y %s and res %s differ in shape", shape_str(y, sy, 64), shape_str(res, sr, 64));
     const int C = y->shape[y->ndim - 1];
@@ -178,7 +181,7 @@ Tensor *op_dropout_add_layernorm(Tape *t, Tensor *y, real p, Tensor *res, Tensor
     uint64_t stream = 0;
     const int64_t off = dropout_begin(t, y, p, 1, &stream); /* the stream op_dropout_batch(y, p) would take */
     const long R = trows(y);
-    Tensor *out = tape_tensor(t, y->ndim, y->shape, op);
+    Tensor *out = over ? tape_view(t, res, res->ndim, res->shape) : tape_tensor(t, y->ndim, y->shape, op);
     DALNCtx *cx = arena_alloc(&t->arena, sizeof *cx);
     cx->mean = arena_alloc(&t->arena, (size_t)R * sizeof(real));
     cx->rstd = arena_alloc(&t->arena, (size_t)R * sizeof(real));
@@ -200,6 +203,14 @@ Tensor *op_dropout_add_layernorm(Tape *t, Tensor *y, real p, Tensor *res, Tensor
     TapeNode *nd = tape_record(t, OP_DROPOUT_ADD_LAYERNORM, out, 4, in);
     if (nd) nd->ctx = cx;
     return out;
+}
+
+Tensor *op_dropout_add_layernorm(Tape *t, Tensor *y, real p, Tensor *res, Tensor *g, Tensor *b, real eps) {
+    return dropout_add_layernorm(t, y, p, res, g, b, eps, 0);
+}
+
+Tensor *op_dropout_add_layernorm_over(Tape *t, Tensor *y, real p, Tensor *res, Tensor *g, Tensor *b, real eps) {
+    return dropout_add_layernorm(t, y, p, res, g, b, eps, 1);
 }
 
 /* The backward of LN(s), s = dropout(y) + res, as those of op_layernorm, op_add and op_dropout_batch in turn

@@ -193,21 +193,26 @@ static void pool_forget_above(GradPool *gp, const char *lo, const char *hi) {
 Tensor *tape_keep_only(Tape *t, size_t mark, Tensor *x) {
     Arena *a = &t->arena;
     if (t->nograd <= 0) fatal("tape_keep_only: outside a no-grad scope (recorded nodes may refer to the memory)");
-    char *lo = a->base + mark, *top = a->base + a->used;
+    char *lo = a->base + mark, *top = a->base + a->used, *xd = (char *)x->data;
     const size_t bytes = (size_t)x->n * sizeof(real);
-    if (mark == SIZE_MAX || a->n_overflow || mark > a->used || (char *)x->data < lo + bytes || (char *)x->data + bytes > top)
-        return x; /* an overflow since the mark, or x overlapping its new place or outside the block: keep all */
+    if (mark == SIZE_MAX || a->n_overflow || mark > a->used || xd + bytes > top || xd < a->base)
+        return x; /* an overflow since the mark, or x outside the block: keep all */
+    const int below = xd + bytes <= lo; /* written over a tensor below the mark (op_..._over): it stays there */
+    if (!below && xd != lo && xd < lo + bytes) return x; /* overlapping its new place: keep all */
     const Tensor h = *x;
-    enum { CHUNK = 256 << 10 };
-    const long nch = (long)((bytes + CHUNK - 1) / CHUNK);
+    if (!below && xd != lo) {
+        enum { CHUNK = 256 << 10 };
+        const long nch = (long)((bytes + CHUNK - 1) / CHUNK);
 #pragma omp parallel for schedule(static) if (nch >= 4)
-    for (long i = 0; i < nch; i++) {
-        const size_t at = (size_t)i * CHUNK;
-        memcpy(lo + at, (const char *)h.data + at, bytes - at < CHUNK ? bytes - at : CHUNK);
+        for (long i = 0; i < nch; i++) {
+            const size_t at = (size_t)i * CHUNK;
+            memcpy(lo + at, xd + at, bytes - at < CHUNK ? bytes - at : CHUNK);
+        }
+        t->kept_moved += bytes;
     }
     pool_forget_above(&t->pool, lo, a->base + a->cap);
     a->used = mark;
-    real *data = arena_alloc(a, bytes); /* = lo */
+    real *data = below ? x->data : arena_alloc(a, bytes); /* arena_alloc: = lo */
     Tensor *y = new_header(t, h.ndim, h.shape, h.name);
     *y = h;
     y->data = data;

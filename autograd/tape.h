@@ -49,6 +49,7 @@ typedef struct Tape {
     TapeNode *nodes;
     int n_nodes, cap_nodes;
     int nograd;          /* > 0: inside a no-grad scope, nothing is recorded */
+    size_t kept_moved;   /* bytes tape_keep_only has copied down to a mark (a count for tests) */
     int training;        /* dropout active */
     uint64_t seed;       /* RNG seed of the run */
     uint64_t step;       /* training step: part of every dropout stream id */
@@ -96,8 +97,9 @@ void tape_scratch_release(Tape *t, void *p, size_t bytes);
  * before a block of ops, then x = tape_keep_only(t, mark, x) after it returns the arena's memory taken since
  * the mark except x's, which moves to the mark (data and header; the returned tensor replaces x; free
  * scratch blocks above the mark leave the pool).  Only in a no-grad scope (fatal otherwise), and the caller
- * holds no other pointer into that memory.  When the arena overflowed since the mark (or before it: mark
- * SIZE_MAX), nothing is given back and x is returned as it is. */
+ * holds no other pointer into that memory.  When x already lies below the mark (an op wrote it over a tensor
+ * there: op_dropout_add_layernorm_over) or at it, nothing is copied: x keeps its place.  When the arena
+ * overflowed since the mark (or before it: mark SIZE_MAX), nothing is given back and x is returned as it is. */
 size_t tape_mark(const Tape *t);
 Tensor *tape_keep_only(Tape *t, size_t mark, Tensor *x);
 

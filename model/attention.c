@@ -180,9 +180,9 @@ static Tensor *context_one_query(Tape *t, const ModelConfig *cfg, const Attentio
     return ctx;
 }
 
-Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *qin, Tensor *kv, const RelContext *rc) {
+/* The block before its residual LayerNorm: the output projection o = ctx·Wo^T + bo [B, Tq, H]. */
+static Tensor *attention_out(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *qin, Tensor *kv, const RelContext *rc) {
     const int A = cfg->num_attention_heads;
-    const real ph = (real)cfg->hidden_dropout_prob;
     Tensor *q = op_linear(t, qin, p->wq, p->bq); /* [B, T, A·D] */
     Tensor *ctx;                                 /* [B, T, A·D] */
     if (qin->shape[1] == 1 && kv->shape[1] > 1 && t->nograd > 0 && !t->training && !g_attention_unfused && !g_attention_stats) {
@@ -190,8 +190,7 @@ Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams
         Tensor *qr, *kr;
         rel_tables(t, cfg, p, rc, &qr, &kr);
         ctx = context_one_query(t, cfg, p, q, kv, rc, qr, kr);
-        Tensor *o = op_linear(t, ctx, p->wo, p->bo);
-        return op_dropout_add_layernorm(t, o, ph, qin, p->ln_g, p->ln_b, (real)cfg->layer_norm_eps);
+        return op_linear(t, ctx, p->wo, p->bo);
     }
     Tensor *k = op_linear(t, kv, p->wk, p->bk);
     Tensor *v = op_linear(t, kv, p->wv, p->bv);
@@ -211,11 +210,23 @@ Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams
         ctx = op_disentangled_attention_context(t, q, k, v, A, qr, kr, rc->c, cfg->att_terms, att_scale(cfg), rc->qmask, rc->mask,
                                                 (real)cfg->attention_probs_dropout_prob);
     }
-    Tensor *o = op_linear(t, ctx, p->wo, p->bo);                     /* [B, T, H] */
-    /* LN(Dropout_h(o) + qin): one op, or the three (the unfused reference) */
-    if (g_attention_unfused)
-        return op_layernorm(t, op_add(t, op_dropout_batch(t, o, ph), qin), p->ln_g, p->ln_b, (real)cfg->layer_norm_eps);
-    return op_dropout_add_layernorm(t, o, ph, qin, p->ln_g, p->ln_b, (real)cfg->layer_norm_eps);
+    return op_linear(t, ctx, p->wo, p->bo); /* [B, T, H] */
+}
+
+/* LN(Dropout_h(o) + qin): one op (with over, written over qin), or the three (the unfused reference) */
+static Tensor *attention_ln(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *o, Tensor *qin, int over) {
+    const real ph = (real)cfg->hidden_dropout_prob, eps = (real)cfg->layer_norm_eps;
+    if (g_attention_unfused) return op_layernorm(t, op_add(t, op_dropout_batch(t, o, ph), qin), p->ln_g, p->ln_b, eps);
+    return (over ? op_dropout_add_layernorm_over : op_dropout_add_layernorm)(t, o, ph, qin, p->ln_g, p->ln_b, eps);
+}
+
+Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *qin, Tensor *kv, const RelContext *rc) {
+    return attention_ln(t, cfg, p, attention_out(t, cfg, p, qin, kv, rc), qin, 0);
+}
+
+Tensor *attention_forward_over(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *qin, Tensor *kv,
+                               const RelContext *rc) {
+    return attention_ln(t, cfg, p, attention_out(t, cfg, p, qin, kv, rc), qin, 1);
 }
 
 /* ---------------- the unfused reference ---------------- */

@@ -47,6 +47,10 @@ void relctx_build(Tape *t, RelContext *rc, const ModelConfig *cfg, Tensor *rel_w
 
 /* The whole block: qin, kv [B, T, H] -> out [B, T, H] (after the residual LayerNorm). */
 Tensor *attention_forward(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *qin, Tensor *kv, const RelContext *rc);
+/* The same in a no-grad scope whose caller reads qin no more: the output is written over qin
+ * (op_dropout_add_layernorm_over; with the unfused reference, a new tensor as attention_forward's). */
+Tensor *attention_forward_over(Tape *t, const ModelConfig *cfg, const AttentionParams *p, Tensor *qin, Tensor *kv,
+                               const RelContext *rc);
 
 /* Readable reference of op_disentangled_attention_probs (same arguments, same result up to
  * rounding): matmul + gather_last (+ transpose for p2c) + add + scale + softmax_masked.

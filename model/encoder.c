@@ -81,6 +81,17 @@ Tensor *layer_forward(Tape *t, const ModelConfig *cfg, const LayerParams *p, Ten
     return op_dropout_add_layernorm(t, y, (real)cfg->hidden_dropout_prob, a, p->ln_g, p->ln_b, (real)cfg->layer_norm_eps);
 }
 
+/* layer_forward in a no-grad scope whose caller reads x (= qin = kv) no more: the attention block's output
+ * is written over x and the layer's over that (op_dropout_add_layernorm_over), so each block's
+ * intermediates go back to the arena with nothing copied (tape_keep_only). */
+static Tensor *layer_forward_over(Tape *t, const ModelConfig *cfg, const LayerParams *p, Tensor *x, const RelContext *rc) {
+    const size_t mark = tape_mark(t);
+    Tensor *a = tape_keep_only(t, mark, attention_forward_over(t, cfg, &p->att, x, x, rc)); /* [B, T, H] */
+    Tensor *f = op_linear_gelu(t, a, p->w1, p->b1);                                        /* [B, T, I] */
+    Tensor *y = op_linear(t, f, p->w2, p->b2);                                             /* [B, T, H] */
+    return op_dropout_add_layernorm_over(t, y, (real)cfg->hidden_dropout_prob, a, p->ln_g, p->ln_b, (real)cfg->layer_norm_eps);
+}
+
 /* x0 = Dropout_h(LN_emb(table[ids]) ⊙ m)  [B, T, H] */
 static Tensor *embeddings_forward(Tape *t, const Encoder *e, Tensor *table, Tensor *pos_table, const int32_t *ids, const int32_t *mask, int B, int T) {
     const ModelConfig *c = &e->cfg;
@@ -126,7 +137,8 @@ Tensor *encoder_forward_pos(Tape *t, const Encoder *e, Tensor *word_table, Tenso
  * reads them (layers_read); else, in a no-grad scope, each layer's intermediate tensors go back to the
  * arena as soon as the layer has run (tape_keep_only): the forward then holds about one layer's
  * activations instead of all of them (predict at 32 × 128, tiny: peak RSS 261 → 160 MB), and the embeddings'
- * intermediates go back the same way (138 → 128 MB). */
+ * intermediates go back the same way (138 → 128 MB); each layer writes its output over its input
+ * (layer_forward_over), so no layer's output is copied. */
 static Tensor *forward_first(Tape *t, const Encoder *e, Tensor *word_table, Tensor *input_pos_table, const int32_t *ids,
                              const int32_t *mask, int B, int T, int n_run, EncoderOut *out, int layers_read) {
     const ModelConfig *c = &e->cfg;
@@ -139,7 +151,7 @@ static Tensor *forward_first(Tape *t, const Encoder *e, Tensor *word_table, Tens
     const size_t mark = give_back ? tape_mark(t) : 0; /* each layer's output replaces its input here */
     for (int l = 0; l < n_run; l++) {
         const uint32_t n0 = t->n_random;
-        x = layer_forward(t, c, &e->layers[l], x, x, &out->rel);
+        x = give_back ? layer_forward_over(t, c, &e->layers[l], x, &out->rel) : layer_forward(t, c, &e->layers[l], x, x, &out->rel);
         if (give_back) x = tape_keep_only(t, mark, x);
         if (l == 0) draws = t->n_random - n0;
         out->layers[l] = layers_read ? x : NULL;

@@ -235,7 +235,8 @@ static void cls_forward_is_row_zero(void **state) {
  * (tape_keep_only): the same bits as the forward that keeps them, less arena, and the scratch blocks freed above
  * a layer's mark never come back from the pool onto live tensors (a second forward on the same tape, before a
  * reset, has the same bits again), and each layer's output takes its input's place (the arena after 2 or 3 layers
- * as after 1); for 1-3 layers and every term subset, with padding, and the [CLS] path. */
+ * as after 1), written there by the layer (nothing but the embeddings is copied down to a mark); for 1-3 layers
+ * and every term subset, with padding, and the [CLS] path. */
 static void no_grad_forward_gives_memory_back(void **state) {
     static const int term_sets[3] = {ATT_C2C | ATT_C2P | ATT_P2C, ATT_C2C, ATT_C2P | ATT_P2C};
     size_t used_one[3] = {0};
@@ -263,8 +264,13 @@ static void no_grad_forward_gives_memory_back(void **state) {
             const size_t used_kept = t.arena.used;
             memcpy(cls, encoder_forward_cls(&t, &e, ids, mask, B, TL)->data, (size_t)B * cfg.hidden_size * sizeof(real));
             tape_reset(&t);
+            const size_t moved0 = t.kept_moved;
             Tensor *y = encoder_forward(&t, &e, NULL, ids, mask, B, TL, NULL);
             const size_t used_given = t.arena.used;
+            /* the layers write their outputs over their inputs: the embeddings are the one tensor copied */
+            if (t.kept_moved - moved0 != (size_t)n * sizeof(real))
+                fail_msg("layers %d terms %d: %zu bytes copied down to a mark, not the embeddings' %zu", layers, term_sets[k],
+                         t.kept_moved - moved0, (size_t)n * sizeof(real));
             if (memcmp(y->data, kept, (size_t)n * sizeof(real)))
                 fail_msg("layers %d terms %d: the forward that gives memory back differs from the one that keeps it", layers,
                          term_sets[k]);

@@ -90,6 +90,9 @@ static void daln_same(void) {
     Tensor *x = mk(2, SH(2, 3));
     op_dropout_add_layernorm(&T, x, (real)0.1, x, NULL, NULL, (real)1e-5);
 }
+static void daln_over_recording(void) { /* outside a no-grad scope */
+    op_dropout_add_layernorm_over(&T, mk(2, SH(2, 3)), (real)0.1, mk(2, SH(2, 3)), NULL, NULL, (real)1e-5);
+}
 static void context_shapes(void) { op_attention_context(&T, mk(4, SH(2, 2, 3, 4)), mk(3, SH(2, 5, 6))); }
 static void attention_bth_heads(void) {
     op_disentangled_attention_dropout_bth(&T, mk(3, SH(2, 4, 6)), mk(3, SH(2, 4, 6)), 4, NULL, NULL, NULL, ATT_C2C, 1, NULL, NULL, 0);
@@ -139,6 +142,7 @@ static const Misuse cases[] = {
     {"linear shapes", "error: op linear: x [2, 3] does not match weight [4, 5]", linear_shapes},
     {"dropout_add_layernorm shapes", "error: op dropout_add_layernorm: y [2, 3] and res [3, 2] differ in shape", daln_shapes},
     {"dropout_add_layernorm y = res", "error: op dropout_add_layernorm: y and res are the same tensor", daln_same},
+    {"dropout_add_layernorm_over recording", "error: op dropout_add_layernorm_over: outside a no-grad scope", daln_over_recording},
     {"attention_context v", "error: op attention_context: p [2, 2, 3, 4] and v [2, 5, 6]: need v [B, Tk, A·D]", context_shapes},
     {"attention [B,T,A*D] heads", "error: op disentangled_attention: q [2, 4, 6] and k [2, 4, 6] must be [B, T, A·D] with A = 4",
      attention_bth_heads},

@@ -460,6 +460,53 @@ static void dropout_add_layernorm_equals_three_ops(void **state) {
     free(out0);
 }
 
+/* op_dropout_add_layernorm_over in a no-grad scope: its output shares res's data and holds
+ * op_dropout_add_layernorm's bits, with the same dropout stream taken; in training with p 0.1 and outside
+ * training, with and without g, b. */
+static void dropout_add_layernorm_over_writes_res(void **state) {
+    enum { NB = 3, NT = 100, NC = 96 };
+    const int sx[3] = {NB, NT, NC}, sc[1] = {NC};
+    Tensor *y0 = gradcheck_leaf(3, sx, 0, "y0"), *x0 = gradcheck_leaf(3, sx, 0, "x0");
+    Tensor *g = gradcheck_leaf(1, sc, 0, "g"), *b = gradcheck_leaf(1, sc, 0, "b");
+    gradcheck_fill_uniform(y0, 31, -2, 2);
+    gradcheck_fill_uniform(x0, 32, -2, 2);
+    gradcheck_fill_uniform(g, 33, 0.5, 1.5);
+    gradcheck_fill_uniform(b, 34, -0.5, 0.5);
+    const long n = y0->n;
+    real *want = xmalloc(n * sizeof(real));
+    for (int c = 0; c < 3; c++) {
+        const int training = c != 1, affine = c != 2;
+        uint32_t nr[2];
+        for (int pass = 0; pass < 2; pass++) {
+            tape_reset(&T);
+            T.training = training;
+            T.step = 4;
+            T.n_random = 2;
+            tape_nograd_begin(&T);
+            Tensor *y = op_scale(&T, y0, (real)2), *res = op_scale(&T, x0, (real)0.75);
+            Tensor *gg = affine ? g : NULL, *bb = affine ? b : NULL;
+            Tensor *o = pass == 0 ? op_dropout_add_layernorm(&T, y, (real)0.1, res, gg, bb, (real)1e-5)
+                                  : op_dropout_add_layernorm_over(&T, y, (real)0.1, res, gg, bb, (real)1e-5);
+            tape_nograd_end(&T);
+            nr[pass] = T.n_random;
+            if (pass == 0) {
+                memcpy(want, o->data, n * sizeof(real));
+                continue;
+            }
+            if (o->data != res->data || o->n != n) fail_msg("case %d: the output is not written over res", c);
+            assert_int_equal(nr[0], nr[1]);
+            for (long e = 0; e < n; e++)
+                if (o->data[e] != want[e]) fail_msg("case %d: out[%ld] over res %.9g, the op %.9g", c, e, (double)o->data[e], (double)want[e]);
+        }
+    }
+    T.training = 0;
+    free(want);
+    gradcheck_leaf_free(y0);
+    gradcheck_leaf_free(x0);
+    gradcheck_leaf_free(g);
+    gradcheck_leaf_free(b);
+}
+
 /* A graph of every non-BLAS op, big enough for the kernels to run multi-threaded. */
 enum { GR = 512, GC = 96, GV = 40 };
 static Tensor *LX, *LT, *LG, *LB;
@@ -584,6 +631,7 @@ int main(void) {
         cmocka_unit_test(dropout_rate_reproducibility_and_identity),
         cmocka_unit_test(fused_equals_unfused),
         cmocka_unit_test(dropout_add_layernorm_equals_three_ops),
+        cmocka_unit_test(dropout_add_layernorm_over_writes_res),
         cmocka_unit_test(bitwise_repeatable_across_thread_counts),
         cmocka_unit_test(second_step_does_no_allocation),
     };
