@@ -394,20 +394,27 @@ static void fused_equals_unfused(void **state) {
     gradcheck_leaf_free(b);
 }
 
+/* The leaves of the dropout_add_layernorm tests: y0, x0 [3, 100, 96] in [-2, 2], the gain in [0.5, 1.5] and
+ * the bias in [-0.5, 0.5] [96], drawn with seeds seed .. seed + 3. */
+static void daln_leaves(Tensor *lv[4], int requires_grad, uint64_t seed) {
+    const int sx[3] = {3, 100, 96}, sc[1] = {96};
+    const char *names[4] = {"y0", "x0", "g", "b"};
+    const double lo[4] = {-2, -2, 0.5, -0.5}, hi[4] = {2, 2, 1.5, 0.5};
+    for (int i = 0; i < 4; i++) {
+        lv[i] = i < 2 ? gradcheck_leaf(3, sx, requires_grad, names[i]) : gradcheck_leaf(1, sc, requires_grad, names[i]);
+        gradcheck_fill_uniform(lv[i], seed + (uint64_t)i, lo[i], hi[i]);
+    }
+}
+
 /* op_dropout_add_layernorm == op_layernorm(op_add(op_dropout_batch(y, p), res)) bit for bit: output, every
  * gradient (res's both assigned and added to: res also feeds a later op), the dropout stream taken; in
  * training with p 0.1 (rows straddling the dropout's 256-element chunks, a data-parallel slice with
  * row0 > 0), with p 0 and outside training (the identity), with and without g, b. */
 static void dropout_add_layernorm_equals_three_ops(void **state) {
-    enum { NB = 3, NT = 100, NC = 96 };
-    const int sx[3] = {NB, NT, NC}, sc[1] = {NC};
-    Tensor *y0 = gradcheck_leaf(3, sx, 1, "y0"), *x0 = gradcheck_leaf(3, sx, 1, "x0");
-    Tensor *g = gradcheck_leaf(1, sc, 1, "g"), *b = gradcheck_leaf(1, sc, 1, "b");
-    gradcheck_fill_uniform(y0, 21, -2, 2);
-    gradcheck_fill_uniform(x0, 22, -2, 2);
-    gradcheck_fill_uniform(g, 23, 0.5, 1.5);
-    gradcheck_fill_uniform(b, 24, -0.5, 0.5);
-    Tensor *lv[4] = {y0, x0, g, b};
+    enum { NB = 3 };
+    Tensor *lv[4];
+    daln_leaves(lv, 1, 21);
+    Tensor *y0 = lv[0], *x0 = lv[1], *g = lv[2], *b = lv[3];
     const long n = y0->n;
     real *w = xmalloc(n * sizeof(real)), *out0 = xmalloc(n * sizeof(real)), *g0[4];
     for (int i = 0; i < 4; i++) g0[i] = xmalloc(lv[i]->n * sizeof(real));
@@ -464,14 +471,9 @@ static void dropout_add_layernorm_equals_three_ops(void **state) {
  * op_dropout_add_layernorm's bits, with the same dropout stream taken; in training with p 0.1 and outside
  * training, with and without g, b. */
 static void dropout_add_layernorm_over_writes_res(void **state) {
-    enum { NB = 3, NT = 100, NC = 96 };
-    const int sx[3] = {NB, NT, NC}, sc[1] = {NC};
-    Tensor *y0 = gradcheck_leaf(3, sx, 0, "y0"), *x0 = gradcheck_leaf(3, sx, 0, "x0");
-    Tensor *g = gradcheck_leaf(1, sc, 0, "g"), *b = gradcheck_leaf(1, sc, 0, "b");
-    gradcheck_fill_uniform(y0, 31, -2, 2);
-    gradcheck_fill_uniform(x0, 32, -2, 2);
-    gradcheck_fill_uniform(g, 33, 0.5, 1.5);
-    gradcheck_fill_uniform(b, 34, -0.5, 0.5);
+    Tensor *lv[4];
+    daln_leaves(lv, 0, 31);
+    Tensor *y0 = lv[0], *x0 = lv[1], *g = lv[2], *b = lv[3];
     const long n = y0->n;
     real *want = xmalloc(n * sizeof(real));
     for (int c = 0; c < 3; c++) {
@@ -501,10 +503,7 @@ static void dropout_add_layernorm_over_writes_res(void **state) {
     }
     T.training = 0;
     free(want);
-    gradcheck_leaf_free(y0);
-    gradcheck_leaf_free(x0);
-    gradcheck_leaf_free(g);
-    gradcheck_leaf_free(b);
+    for (int i = 0; i < 4; i++) gradcheck_leaf_free(lv[i]);
 }
 
 /* A graph of every non-BLAS op, big enough for the kernels to run multi-threaded. */
