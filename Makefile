@@ -32,7 +32,7 @@ DNNL_LIBS  := $(if $(DNNL_FLAGS),-ldnnl)
 OPT     ?= -O3 -march=native
 CFLAGS  += $(OPT) -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror=format -Wno-unused-parameter -fopenmp \
            -I. -I$(BLASINC) $(HDF5_CFLAGS) $(PFLAGS) $(MPIFLAGS) $(DNNL_FLAGS) $(EXTRA_CFLAGS)
-LDLIBS  += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas $(DNNL_LIBS) $(HDF5_LIBS) -ljansson -lcsv -lm -fopenmp $(EXTRA_LDFLAGS)
+LDLIBS  += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas $(DNNL_LIBS) $(HDF5_LIBS) -ljansson -lcsv -lz -lm -fopenmp $(EXTRA_LDFLAGS)
 
 # The library (build/libdeberta.a): autograd/ (the engine, its base/ and gradcheck/ rooms), model/, data/,
 # the training library train/*.c and the Hugging Face interop room train/interop/ (safetensors,

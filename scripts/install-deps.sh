@@ -4,7 +4,7 @@
 set -e
 PKGS="build-essential pkg-config libopenblas-openmp-dev libhdf5-dev hdf5-tools libcmocka-dev \
 python3-torch python3-h5py python3-numpy python3-sentencepiece gnuplot-nox libopenmpi-dev openmpi-bin \
-libjansson-dev libcsv-dev libdnnl-dev"
+libjansson-dev libcsv-dev libdnnl-dev zlib1g-dev"
 # `make fuzz` (scripts/install-deps.sh --fuzz): clang with libFuzzer and its sanitizer runtimes only
 if [ "${1:-}" = "--fuzz" ]; then PKGS="clang libclang-rt-14-dev"; fi
 
