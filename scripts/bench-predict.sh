@@ -27,7 +27,7 @@
 #            over the batches; the first batch, which maps the tape's memory, included), and its printed
 #            tokens/s of the batches after the first (a warm forward, as torch's timed passes after their
 #            warm-up).  Twice per round, before and after the torch runs; the round's figures are from the
-#            mean of the two times.  Both ratios are printed.
+#            mean of the two times.  Both ratios are printed (with --batches 1, the first alone).
 #   torch    scripts/bench_predict.py torch: eval(), torch.inference_mode(), torch.set_num_threads(--threads),
 #            --warmup untimed passes, then the median of --reps timed passes; glibc malloc tuned as in
 #            bench-vs-torch.sh.  Run with PyTorch's OpenMP default, OMP_WAIT_POLICY=PASSIVE and
@@ -127,8 +127,12 @@ run_c() { # tag round
     wait=$(echo "$line" | sed -n 's/.*OpenMP wait policy: \(.*\))$/\1/p')
     warm=$(sed -n 's/^predict: the first batch .* examples after it \([0-9]*\) tokens\/s$/\1/p' "$WORK/predict.log")
     first=$(sed -n 's/^predict: the first batch \([0-9.]*\) s; .*/\1/p' "$WORK/predict.log")
-    [ -n "$warm" ] && [ -n "$first" ] || { echo "error: predict printed no figure after its first batch" >&2; cat "$WORK/predict.log"; exit 1; }
-    echo "[deberta $1] the first batch $first s; after it $warm tokens/s"
+    if [ "$NB" -gt 1 ]; then
+        [ -n "$warm" ] && [ -n "$first" ] || { echo "error: predict printed no figure after its first batch" >&2; cat "$WORK/predict.log"; exit 1; }
+        echo "[deberta $1] the first batch $first s; after it $warm tokens/s"
+    else
+        warm=null first=null # one batch: nothing after it
+    fi
     [ "$n" = $((NB * B)) ] && [ "$seq" = $T ] ||
         { echo "error: predict ran $n examples of $seq tokens, not $((NB * B)) of $T (is $RUN a model of sequence length $T?)" >&2; exit 1; }
     [ "$tps" = "$tnp" ] || { echo "error: predict's batches hold padding ($tnp of $tps tokens/s are real tokens)" >&2; exit 1; }

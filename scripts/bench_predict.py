@@ -255,13 +255,15 @@ def cmd_summary(args):
     if "deberta" not in rows:
         die("%s: no deberta RESULT line" % args.results)
     # deberta's figure of a round: from the mean of its two times (before and after the torch runs)
-    first = [r["first_batch_s"] for who in ("deberta", "deberta_after") for r in rows.get(who, {}).values()]
+    first = [r["first_batch_s"] for who in ("deberta", "deberta_after") for r in rows.get(who, {}).values()
+             if r.get("first_batch_s") is not None]
     drift = []
     for rnd, a in rows.pop("deberta_after", {}).items():
         b = rows["deberta"][rnd]
         drift.append(a["tokens_per_s"] / b["tokens_per_s"])
         for key in ("tokens_per_s", "warm_tokens_per_s"):
-            b[key] = 2 / (1 / a[key] + 1 / b[key])
+            if a.get(key) and b.get(key):
+                b[key] = 2 / (1 / a[key] + 1 / b[key])
     sg = rows.pop("sgemm", {}).get(0, {})
     torch_who = sorted(w for w in rows if w.startswith("torch"))
     T = rows["deberta"][min(rows["deberta"])]["seq"]
@@ -282,11 +284,14 @@ def cmd_summary(args):
         print("same-run 2048^3 sgemm: %.1f GFLOP/s (%s; OpenBLAS core %s)" % (sg["gemm_peak_gflops"], sg["gemm_kernel"], sg["blas_core"]))
     # the ratios: predict's pass over all the batches (the first, which maps the tape's memory, included), and its
     # batches after the first (a warm forward, as torch's timed passes after their warm-up)
-    warm_med = statistics.median(r["warm_tokens_per_s"] for r in rows["deberta"].values())
-    print("deberta after its first batch (%.3f-%.3f s): %.0f tokens/s (per round: %s)" % (
-        min(first), max(first), warm_med, " ".join("%.0f" % rows["deberta"][k]["warm_tokens_per_s"] for k in sorted(rows["deberta"]))))
-    res["deberta_warm_tokens_per_s"] = round(warm_med, 1)
-    for key, name, tag in (("tokens_per_s", "deberta predict", ""), ("warm_tokens_per_s", "deberta predict after its first batch", "warm_")):
+    # (one batch per pass: nothing after the first, and only the whole pass's ratio)
+    warm = all(r.get("warm_tokens_per_s") for r in rows["deberta"].values())
+    if warm:
+        warm_med = statistics.median(r["warm_tokens_per_s"] for r in rows["deberta"].values())
+        print("deberta after its first batch (%.3f-%.3f s): %.0f tokens/s (per round: %s)" % (
+            min(first), max(first), warm_med, " ".join("%.0f" % rows["deberta"][k]["warm_tokens_per_s"] for k in sorted(rows["deberta"]))))
+        res["deberta_warm_tokens_per_s"] = round(warm_med, 1)
+    for key, name, tag in (("tokens_per_s", "deberta predict", ""), ("warm_tokens_per_s", "deberta predict after its first batch", "warm_"))[:2 if warm else 1]:
         per = []
         for rnd, d in sorted(rows["deberta"].items()):
             ts = [(rows[w][rnd]["tokens_per_s"], w) for w in torch_who if rnd in rows[w]]

@@ -123,7 +123,7 @@ char *xstrdup(const char *s) {
 }
 
 /* zlib's crc32_z (the same CRC-32): 5.6 GB/s against 1.8 GB/s of the slicing-by-8 table code it replaced
- * (66 MB, family 26, 2026-12-07); the whole-file seals of data/h5util.c read every file (docs/PERFORMANCE.md,
+ * (66 MB in memory, family 26, 2026-12-07, a trial program); the whole-file seals of data/h5util.c read every file (docs/PERFORMANCE.md,
  * "Seal check"). */
 uint32_t crc32_update(uint32_t crc, const void *p, size_t n) {
     return (uint32_t)crc32_z(crc, p, n);
