@@ -38,8 +38,8 @@ LDLIBS  += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas $(DNNL_LIBS) $(HDF5_LIB
 # the training library train/*.c and the Hugging Face interop room train/interop/ (safetensors,
 # config.json, the import / export tensor maps).
 # The command line (train/cli/) and the benchmarks (train/bench/) are linked only into build/deberta;
-# train/bench/bench_data.c and bench_gemm_libs.c are programs of their own, built by
-# scripts/bench-tokenizer.sh and scripts/bench-gemm-libs.sh (make bench-gemm-libs).
+# train/bench/bench_data.c and bench_gemm_libs.c are programs of their own: $(BUILD)/bench_data (below, for
+# scripts/bench-tokenizer.sh) and the one scripts/bench-gemm-libs.sh links (make bench-gemm-libs).
 LIB_SRC  := $(wildcard autograd/*.c autograd/base/*.c autograd/gradcheck/*.c model/*.c data/*.c train/*.c train/interop/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_SRC  := $(filter-out train/cli/main.c,$(wildcard train/cli/*.c))
@@ -50,7 +50,8 @@ HDRS     := $(wildcard autograd/*.h autograd/base/*.h autograd/gradcheck/*.h mod
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: FORCE all test test-one check-float check-double sanitize fuzz clean demo demo-finetune demo-task bench deps bench-gemm-libs
+.PHONY: FORCE all test test-one check-float check-double sanitize fuzz clean demo demo-finetune demo-task bench deps bench-gemm-libs \
+        print-ldlibs
 
 all: $(BUILD)/deberta $(BUILD)/libdeberta.a
 
@@ -89,8 +90,13 @@ $(BUILD)/tests/%: tests/%.c $(wildcard tests/*.h) $(BUILD)/libdeberta-cli.a $(BU
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/libdeberta-cli.a $(BUILD)/libdeberta.a -o $@ $(LDLIBS) -lcmocka
 
+# The tokenizer and shard benchmark (scripts/bench-tokenizer.sh), a program of its own; test-one builds it
+# so that its link line cannot fall behind LDLIBS unnoticed.
+$(BUILD)/bench_data: train/bench/bench_data.c $(HDRS) $(BUILD)/libdeberta.a
+	$(CC) $(CFLAGS) $< $(BUILD)/libdeberta.a -o $@ $(LDLIBS)
+
 # One precision: every cmocka suite, then every end-to-end shell test.
-test-one: $(BUILD)/deberta $(TEST_BIN)
+test-one: $(BUILD)/deberta $(TEST_BIN) $(BUILD)/bench_data
 	@BUILD=$(BUILD) PRECISION=$(PRECISION) sh tests/run-all.sh $(TEST_BIN)
 
 # The README's test command: dependencies, then both precisions.
@@ -140,6 +146,11 @@ demo-task:
 # is needed by any other target.  BENCH_GEMM_ARGS="--reps 3 --threads 1" passes options.
 bench-gemm-libs:
 	@sh scripts/bench-gemm-libs.sh $(BENCH_GEMM_ARGS)
+
+# The libraries a program linking build/libdeberta.a needs (scripts/bench-gemm-libs.sh reads them here, so
+# a dependency added to LDLIBS reaches it too).
+print-ldlibs:
+	@echo '$(LDLIBS)'
 
 clean:
 	rm -rf build build-double build-asan build-fuzz

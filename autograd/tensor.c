@@ -122,6 +122,9 @@ Tensor *params_add(ParamSet *ps, const char *name, int ndim, const int *shape) {
     return t;
 }
 
+/* The size of each flat buffer. */
+static size_t params_bytes(const ParamSet *ps) { return (size_t)(ps->total ? ps->total : 1) * sizeof(real); }
+
 void params_finalize(ParamSet *ps) {
     if (ps->finalized) return;
     ps->offset = xcalloc(ps->n ? ps->n : 1, sizeof(long));
@@ -131,9 +134,11 @@ void params_finalize(ParamSet *ps) {
         off += (ps->params[i]->n + 15) & ~15L; /* each tensor starts 64-byte aligned */
     }
     ps->total = off;
-    size_t bytes = (size_t)(off ? off : 1) * sizeof(real);
-    ps->data = xcalloc_aligned(bytes);
-    ps->grad = xcalloc_aligned(bytes);
+    /* Pages mapped from the kernel, zero already: nothing is written here, so a page costs nothing until the
+     * model touches it (a forward that loads a checkpoint writes the data once and never touches the
+     * gradients; a zeroing memset here was ~7 % of predict on 32 records). */
+    ps->data = xcalloc_pages(params_bytes(ps));
+    ps->grad = xcalloc_pages(params_bytes(ps));
     for (int i = 0; i < ps->n; i++) {
         ps->params[i]->data = ps->data + ps->offset[i];
         ps->params[i]->grad = ps->grad + ps->offset[i];
@@ -164,7 +169,9 @@ void params_free(ParamSet *ps) {
     }
     free(ps->params);
     free(ps->offset);
-    free(ps->data);
-    free(ps->grad);
+    if (ps->finalized) {
+        xfree_pages(ps->data, params_bytes(ps));
+        xfree_pages(ps->grad, params_bytes(ps));
+    }
     memset(ps, 0, sizeof *ps);
 }

@@ -81,7 +81,7 @@ typedef struct ParamSet {
 void params_init(ParamSet *ps);
 /* Registers a parameter (name is copied).  Storage is assigned by params_finalize(). */
 Tensor *params_add(ParamSet *ps, const char *name, int ndim, const int *shape);
-/* Allocates the flat buffers (zeroed) and points every parameter into them. */
+/* Allocates the flat buffers (zeroed, page-aligned, mapped: no page is touched) and points every parameter into them. */
 void params_finalize(ParamSet *ps);
 Tensor *params_find(const ParamSet *ps, const char *name);   /* NULL if absent */
 void params_zero_grad(ParamSet *ps);

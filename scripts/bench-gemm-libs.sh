@@ -30,7 +30,6 @@ case "$blas3" in *blis*) echo "bench-gemm-libs: warning: libblas.so.3 now points
     "update-alternatives --set libblas.so.3-x86_64-linux-gnu /usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3" >&2 ;; esac
 
 make -s BUILD="$BUILD" PRECISION=float "$BUILD/libdeberta.a"
-BLASDIR=/usr/lib/x86_64-linux-gnu/openblas-openmp
 BLASINC=/usr/include/x86_64-linux-gnu/openblas-openmp
 FLAGS="" LIBS=""
 # OpenBLAS first on the link line: BLIS also exports cblas_sgemm, and the OpenBLAS rows must be OpenBLAS's
@@ -42,8 +41,10 @@ if have libblis-openmp-dev; then
 fi
 if have libdnnl-dev; then FLAGS="$FLAGS -DHAVE_DNNL"; LIBS="$LIBS -ldnnl"; fi
 if have libxsmm-dev; then FLAGS="$FLAGS -DHAVE_XSMM"; LIBS="$LIBS -lxsmm -lpthread -lrt -ldl"; fi
+# The project's own libraries (OpenBLAS first among them) from the Makefile, then the optional ones.
+DEB_LIBS=$(make -s print-ldlibs)
 cc -O3 -march=native -std=c11 -D_GNU_SOURCE -fopenmp -I. -I$BLASINC $FLAGS train/bench/bench_gemm_libs.c "$BUILD/libdeberta.a" \
-   -o "$BUILD/bench_gemm_libs" -L$BLASDIR -Wl,-rpath,$BLASDIR -lopenblas $LIBS -lm
+   -o "$BUILD/bench_gemm_libs" $DEB_LIBS $LIBS
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD -- 2>/dev/null || commit="$commit-dirty"
 echo "# bench-gemm-libs: commit $commit," \

@@ -13,11 +13,7 @@ VOCAB=${2:-8192}
 PY=/usr/bin/python3
 BUILD=${BUILD:-build}
 [ -d "$CORPUS" ] || { echo "error: bench-tokenizer: $CORPUS missing (run scripts/fetch-corpus.sh)" >&2; exit 1; }
-make -s BUILD="$BUILD" "$BUILD/libdeberta.a" "$BUILD/deberta"
-HDF5_CFLAGS=$(pkg-config --cflags hdf5-serial); HDF5_LIBS=$(pkg-config --libs hdf5-serial)
-BLASDIR=/usr/lib/x86_64-linux-gnu/openblas-openmp
-cc -O3 -march=native -std=c11 -D_GNU_SOURCE -fopenmp -I. $HDF5_CFLAGS train/bench/bench_data.c "$BUILD/libdeberta.a" \
-   -o "$BUILD/bench_data" -L$BLASDIR -Wl,-rpath,$BLASDIR -lopenblas $HDF5_LIBS -lm
+make -s BUILD="$BUILD" "$BUILD/deberta" "$BUILD/bench_data"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT INT TERM
 NPROC=$(nproc)

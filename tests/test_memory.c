@@ -3,15 +3,17 @@
  * of a real step from above by at most 2x at three shapes (it prints each ratio; the double build
  * doubles the activations but not the byte masks and indices, so its ratio is a little higher),
  * deberta predict's reservation holds a whole forward of every task head (the arena never overflows),
- * memory_check refuses with one line, and the arena's block is 2 MiB-aligned, advised for huge pages and
- * exactly as long as asked (xcalloc_pages_huge). */
+ * memory_check refuses with one line, the arena's block is 2 MiB-aligned, advised for huge pages and
+ * exactly as long as asked (xcalloc_pages_huge), and the parameters' buffers cost no page until written. */
 #include "tests/testutil.h"
 #include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "autograd/base/rng.h"
 #include "autograd/base/util.h"
@@ -269,6 +271,48 @@ static void arena_block_is_huge_page_aligned(void **state) {
     if (!thp) print_message("no transparent huge pages on this kernel: the advice was not checked\n");
 }
 
+/* Pages of [p, p + bytes) in memory (mincore). */
+static long resident_pages(const void *p, size_t bytes) {
+    const size_t len = (bytes + 4095) & ~(size_t)4095;
+    unsigned char vec[4096];
+    assert_true(len / 4096 <= sizeof vec);
+    assert_int_equal(mincore((void *)p, len, vec), 0);
+    long n = 0;
+    for (size_t i = 0; i < len / 4096; i++) n += vec[i] & 1;
+    return n;
+}
+
+/* params_finalize maps the data and gradient buffers without writing them: no page of either is in memory
+ * until the model writes it (a forward that loads a checkpoint never touches the gradients), every element
+ * reads 0, the buffers are page-aligned, and params_free unmaps both. */
+static void param_buffers_cost_no_page_until_written(void **state) {
+    ParamSet ps;
+    params_init(&ps);
+    params_add(&ps, "w", 2, (const int[]){512, 1000});
+    params_add(&ps, "b", 1, (const int[]){7});
+    params_add(&ps, "e", 2, (const int[]){300, 256});
+    params_finalize(&ps);
+    const size_t bytes = (size_t)ps.total * sizeof(real);
+    assert_int_equal((uintptr_t)ps.data % 4096, 0);
+    assert_int_equal((uintptr_t)ps.grad % 4096, 0);
+    assert_int_equal(resident_pages(ps.data, bytes), 0);
+    assert_int_equal(resident_pages(ps.grad, bytes), 0);
+    ps.params[2]->data[5] = 1; /* one page of the data written */
+    assert_int_equal(resident_pages(ps.data, bytes), 1);
+    assert_int_equal(resident_pages(ps.grad, bytes), 0);
+    for (long i = 0; i < ps.total; i++)
+        if (ps.grad[i] != 0 || (ps.data[i] != 0) != (ps.data + i == ps.params[2]->data + 5)) fail_msg("element %ld not zero", i);
+    void *data = ps.data, *grad = ps.grad;
+    unsigned char vec[1];
+    params_free(&ps);
+    errno = 0;
+    assert_int_equal(mincore(data, 4096, vec), -1); /* unmapped: ENOMEM */
+    assert_int_equal(errno, ENOMEM);
+    errno = 0;
+    assert_int_equal(mincore(grad, 4096, vec), -1);
+    assert_int_equal(errno, ENOMEM);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(param_count_without_building),
@@ -276,6 +320,7 @@ int main(void) {
         cmocka_unit_test(predict_reservation_holds_a_forward),
         cmocka_unit_test(check_refuses_with_one_line),
         cmocka_unit_test(arena_block_is_huge_page_aligned),
+        cmocka_unit_test(param_buffers_cost_no_page_until_written),
     };
     return cmocka_run_group_tests_name("memory", tests, NULL, NULL);
 }
