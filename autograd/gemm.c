@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "autograd/gemm.h"
 #include "autograd/gemm_dnnl.h"
 #include "autograd/sgemm_avx512.h"
@@ -104,6 +105,16 @@ int gemm_split(int M, int N, int K, int nt) {
     if (nt <= 1 || (double)M * N * K < GEMM_MIN_WORK) return GEMM_ONE_CALL;
     if (M >= GEMM_MIN_ROWS * nt) return GEMM_BY_ROWS;
     return N >= GEMM_MIN_ROWS * nt ? GEMM_BY_COLS : GEMM_ONE_CALL;
+}
+
+const char *gemm_blas_core_fix(const char *core, int avx2_fma) {
+    /* OpenBLAS 0.3.21's kernel sets without AVX2, the ones it falls back to on a CPU it does not know */
+    static const char *const fallback[] = {"Prescott", "Core2",  "Penryn",  "Dunnington", "Nehalem",
+                                           "Atom",     "Katmai", "Generic", "Sandybridge"};
+    if (!core || !avx2_fma) return NULL;
+    for (size_t i = 0; i < sizeof fallback / sizeof fallback[0]; i++)
+        if (!strcasecmp(core, fallback[i])) return "Haswell";
+    return NULL;
 }
 
 const char *gemm_kernel_name(void) {

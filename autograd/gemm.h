@@ -31,6 +31,13 @@ int gemm_split(int M, int N, int K, int nt);
 /* "oneDNN", "own AVX-512" or "OpenBLAS": the kernel this process's gemm runs (benchmark and log lines). */
 const char *gemm_kernel_name(void);
 
+/* The OPENBLAS_CORETYPE build/deberta sets for itself (train/cli/omp_policy.c re-executes with it) when
+ * OpenBLAS, not knowing the CPU, fell back to a kernel set without AVX2 (Prescott and the like: OpenBLAS
+ * 0.3.21 on CPUs newer than it) on a CPU that executes AVX2 and FMA: "Haswell", its AVX2 kernels, the set
+ * it runs on such CPUs when it knows them.  NULL: OpenBLAS's choice stands.  core is
+ * openblas_get_corename()'s answer, avx2_fma whether the CPU executes both. */
+const char *gemm_blas_core_fix(const char *core, int avx2_fma);
+
 /* The one place a thread count is set: OpenMP's (every parallel loop, gemm's split) and OpenBLAS's.
  * n <= 0 leaves both as they are (OMP_NUM_THREADS, or all cores). */
 void threads_set(int n);

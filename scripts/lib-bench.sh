@@ -1,21 +1,24 @@
 # lib-bench.sh — sourced by the benchmark scripts that compare deberta.c with PyTorch (bench-vs-torch.sh,
 # bench-predict.sh): the machine a measurement ran on, and the OpenBLAS kernel set PyTorch gets.
 #
-# bench_torch_coretype BIN: sets CORE, OpenBLAS's kernel set on this CPU as BIN reports it ('BLAS core'
-# of `deberta --version`), and TCORE, the OPENBLAS_CORETYPE every PyTorch run gets (empty: OpenBLAS's own
-# choice).  Where OpenBLAS does not know the CPU and falls back to a generic set (Prescott, Nehalem,
-# Core2, Atom, Katmai or Generic: OpenBLAS 0.3.21 on an Intel family 6 model 207), PyTorch's matmuls would
-# run on that fallback too (Debian's torch calls the system BLAS), so TCORE is SkylakeX (CPUs with
-# avx512f) or Haswell (avx2): the fastest kernels OpenBLAS has for the CPU, so that the yardstick stays a
-# fast PyTorch (deberta.c is run as users run it and uses its own AVX-512 kernel there).
+# bench_torch_coretype BIN: sets CORE, the OpenBLAS kernel set BIN runs ('BLAS' of `deberta --version`),
+# OWN, OpenBLAS's own choice on this CPU (BIN's with DEBERTA_NO_REEXEC=1: what a program that does not
+# choose gets), and TCORE, the OPENBLAS_CORETYPE every PyTorch run gets (empty: OpenBLAS's own choice).
+# Where OpenBLAS does not know the CPU and falls back to a set without AVX2 (Prescott, Core2, Penryn,
+# Dunnington, Nehalem, Atom, Katmai, Sandybridge or Generic: OpenBLAS 0.3.21 on an Intel family 6 model
+# 207), PyTorch's matmuls would run on that fallback too (Debian's torch calls the system BLAS), so TCORE
+# is SkylakeX (CPUs with avx512f) or Haswell (avx2): the fastest kernels OpenBLAS has for the CPU, so
+# that the yardstick stays a fast PyTorch (deberta.c is run as users run it: its own AVX-512 kernel and
+# oneDNN there, and on an AVX2-only CPU it sets Haswell for itself, train/cli/omp_policy.c).
 # TORCH_CORETYPE=X forces a kernel set for the PyTorch runs, TORCH_CORETYPE=none leaves OpenBLAS's choice;
 # an OPENBLAS_CORETYPE of the environment is left to both programs.
 bench_torch_coretype() {
     CORE=$("$1" --version | sed -n 's/.*BLAS \([A-Za-z0-9_]*\).*/\1/p')
+    OWN=$(DEBERTA_NO_REEXEC=1 "$1" --version | sed -n 's/.*BLAS \([A-Za-z0-9_]*\).*/\1/p')
     TCORE=${TORCH_CORETYPE:-}
     if [ -z "$TCORE" ] && [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-        case $CORE in
-            Prescott|Nehalem|Core2|Atom|Katmai|Generic|generic)
+        case $OWN in
+            Prescott|Core2|Penryn|Dunnington|Nehalem|Atom|Katmai|Sandybridge|Generic|generic)
                 if grep -qw avx512f /proc/cpuinfo; then TCORE=SkylakeX; elif grep -qw avx2 /proc/cpuinfo; then TCORE=Haswell; fi ;;
         esac
     fi
@@ -34,5 +37,5 @@ bench_machine() {
     FLAGS=$(grep -m 1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx|avx2|fma|avx512f|avx512bw|avx512vl|avx512_bf16|amx_tile)$' | tr '\n' ' ')
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $CPU (family $CPU_FAMILY model $CPU_MODEL), flags: $FLAGS"
     echo "# OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset} (both programs; deberta.c reports the kernel set it runs as 'BLAS core': ${CORE:-?})"
-    if [ -n "${TCORE:-}" ]; then echo "# OpenBLAS's own choice here is $CORE: the PyTorch runs get OPENBLAS_CORETYPE=$TCORE"; fi
+    if [ -n "${TCORE:-}" ]; then echo "# OpenBLAS's own choice here is ${OWN:-$CORE}: the PyTorch runs get OPENBLAS_CORETYPE=$TCORE"; fi
 }

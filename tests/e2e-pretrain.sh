@@ -56,6 +56,18 @@ grep -Eq '^data: .*; OpenMP wait (GOMP_SPINCOUNT=10000 \(machine idle at start\)
 grep -q '^data: .*; OpenMP wait OMP_WAIT_POLICY=PASSIVE (from the environment)$' "$W/C.log" \
     || { grep '^data:' "$W/C.log"; fail "run C: the data: line does not name the user's wait policy"; }
 ok "the data: line names the OpenMP wait policy: chosen at start, or the user's"
+# OpenBLAS's kernel set (train/cli/omp_policy.c): a user's OPENBLAS_CORETYPE is kept; unset, the binary keeps
+# OpenBLAS's own choice (DEBERTA_NO_REEXEC=1 shows it) unless that is a fallback without AVX2 on a CPU with
+# AVX2 and FMA, where it runs Haswell and says so
+v=$(OPENBLAS_CORETYPE=Prescott $D --version)
+case $v in *"BLAS Prescott, gemm"*) ;; *) fail "OPENBLAS_CORETYPE=Prescott: --version says '$v'" ;; esac
+own=$(env -u OPENBLAS_CORETYPE DEBERTA_NO_REEXEC=1 $D --version | sed -n 's/.*BLAS \([A-Za-z0-9_]*\).*/\1/p')
+v=$(env -u OPENBLAS_CORETYPE $D --version)
+want="BLAS $own, gemm"
+case $own in Prescott|Core2|Penryn|Dunnington|Nehalem|Atom|Katmai|Sandybridge|Generic|generic)
+    grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && want="BLAS Haswell set by deberta: OpenBLAS chose $own, gemm" ;; esac
+case $v in *"$want"*) ;; *) fail "OpenBLAS chose $own here: --version says '$v', want '$want'" ;; esac
+ok "OpenBLAS's kernel set: the user's OPENBLAS_CORETYPE kept; unset, OpenBLAS's choice ($own) as the binary reports it ('$want')"
 grep -Eq '^data: .*; gemm kernel (oneDNN|own AVX-512|OpenBLAS); OpenMP wait ' "$W/A.log" \
     || { grep '^data:' "$W/A.log"; fail "run A: the data: line does not name the gemm kernel"; }
 ok "the data: line names the gemm kernel"

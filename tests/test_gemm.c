@@ -5,7 +5,8 @@
  * CPU that executes AVX-512F, whichever kernel gemm would choose there (OpenBLAS where its kernel set
  * has AVX-512): on shapes that cross its KC, MC and NC blocks and its register-tile edges, for beta 0
  * over a C full of NaN, and for the same bits whatever the cut among threads.  Without AVX-512F those
- * two tests are skipped and the suite exits 77. */
+ * two tests are skipped and the suite exits 77.  Also the OpenBLAS kernel set build/deberta sets for itself
+ * where OpenBLAS falls back to one without AVX2 (gemm_blas_core_fix). */
 #include "tests/testutil.h"
 #include <omp.h>
 #include <string.h>
@@ -296,11 +297,31 @@ static void same_bits_any_thread_count(void **state) {
 }
 #endif
 
+/* The kernel set build/deberta sets for OpenBLAS (train/cli/omp_policy.c): Haswell for every fallback set
+ * without AVX2 on a CPU with AVX2 and FMA, in any letter case; nothing for the sets OpenBLAS picks on CPUs it
+ * knows, nor on a CPU without AVX2 + FMA, nor when OpenBLAS names no set. */
+static void blas_core_fix(void **state) {
+    const char *fallback[] = {"Prescott", "PRESCOTT", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Katmai", "Generic",
+                              "generic", "Sandybridge"};
+    for (size_t i = 0; i < sizeof fallback / sizeof fallback[0]; i++) {
+        const char *fix = gemm_blas_core_fix(fallback[i], 1);
+        if (!fix || strcmp(fix, "Haswell")) fail_msg("%s on an AVX2 CPU: got %s, want Haswell", fallback[i], fix ? fix : "NULL");
+        assert_null(gemm_blas_core_fix(fallback[i], 0));
+    }
+    const char *known[] = {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids", "Excavator", ""};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        const char *fix = gemm_blas_core_fix(known[i], 1);
+        if (fix) fail_msg("%s: got %s, want OpenBLAS's choice kept", known[i], fix);
+    }
+    assert_null(gemm_blas_core_fix(NULL, 1));
+}
+
 int main(void) {
     printf("gemm: this run's kernel is %s\n", gemm_kernel_name());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_transpose_beta_and_split),
         cmocka_unit_test(repeatable),
+        cmocka_unit_test(blas_core_fix),
         cmocka_unit_test(linear_bias_gelu),
 #if !REAL_IS_DOUBLE /* the kernels are float's; the double build never calls them */
         cmocka_unit_test(same_bits_any_thread_count),

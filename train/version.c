@@ -3,6 +3,7 @@
 #include "train/version.h"
 #include <cblas.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include "autograd/gemm.h"
 #include "autograd/tensor.h"
 
@@ -17,8 +18,10 @@
 
 const char *deberta_version(void) {
     static char s[256];
-    if (!s[0])
-        snprintf(s, sizeof s, "deberta %s (commit %s, %s, %s, BLAS %s, gemm %s)", DEBERTA_VERSION, DEBERTA_COMMIT, REAL_NAME, MPI_STATE,
-                 openblas_get_corename(), gemm_kernel_name());
+    if (!s[0]) {
+        const char *set = getenv("DEBERTA_BLAS_CORE"); /* train/cli/omp_policy.c */
+        snprintf(s, sizeof s, "deberta %s (commit %s, %s, %s, BLAS %s%s%s, gemm %s)", DEBERTA_VERSION, DEBERTA_COMMIT, REAL_NAME,
+                 MPI_STATE, openblas_get_corename(), set ? " " : "", set ? set : "", gemm_kernel_name());
+    }
     return s;
 }

@@ -22,17 +22,25 @@
  * OMP_WAIT_POLICY=PASSIVE on a machine shared that way).  DEBERTA_OMP_POLICY tells the re-executed
  * program (and `deberta bench`) what was chosen.
  *
+ * The same re-execution also sets OpenBLAS's kernel set when OpenBLAS, not knowing the CPU, fell back to
+ * one without AVX2 on a CPU that has it (Prescott and the like; gemm_blas_core_fix, autograd/gemm.h):
+ * OPENBLAS_CORETYPE=Haswell, unless the user set OPENBLAS_CORETYPE.  OpenBLAS reads that variable only
+ * in its own constructor, so this too needs the exec.  DEBERTA_BLAS_CORE tells the re-executed program
+ * (deberta --version) what OpenBLAS had chosen.
+ *
  * This is a constructor of the main executable: glibc runs it after the shared libraries'
  * constructors (libgomp, OpenBLAS, HDF5) and passes it argc/argv.  No thread has been started at that
  * point (libgomp creates its pool at the first parallel region).  If the exec fails the program
- * simply continues with the default policy.  The object is linked into build/deberta only (the test
+ * simply continues with the default policy and OpenBLAS's own kernel set.  The object is linked into build/deberta only (the test
  * programs link libdeberta.a, which nothing pulls this file from), and DEBERTA_NO_REEXEC=1 disables
- * it (e.g. to measure the default). */
+ * both (e.g. to measure the defaults; scripts/lib-bench.sh reads OpenBLAS's own choice that way). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <cblas.h>
+#include "autograd/gemm.h"
 
 #define SHORT_SPIN "10000" /* GOMP_SPINCOUNT on an idle machine (scripts/bench-vs-torch.sh gives torch.nn the same) */
 
@@ -55,19 +63,43 @@ static double runnable_tasks(void) {
     return (double)sum / samples;
 }
 
-__attribute__((constructor)) static void deberta_omp_policy(int argc, char **argv, char **envp) {
+__attribute__((constructor)) static void deberta_start_env(int argc, char **argv, char **envp) {
     (void)argc;
     (void)envp;
-    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") || getenv("DEBERTA_NO_REEXEC")) return;
-    if (!argv || !argv[0]) return;
-    const double running = runnable_tasks();
-    const int idle = running >= 0 && running < 1.5;
-    const char *var = idle ? "GOMP_SPINCOUNT" : "OMP_WAIT_POLICY", *val = idle ? SHORT_SPIN : "PASSIVE";
-    if (setenv(var, val, 1) != 0) return;
-    setenv("DEBERTA_OMP_POLICY", idle ? "GOMP_SPINCOUNT=" SHORT_SPIN " (machine idle at start)"
-                                      : "OMP_WAIT_POLICY=PASSIVE (other tasks running at start)", 1);
+    if (getenv("DEBERTA_NO_REEXEC") || !argv || !argv[0]) return;
+    /* the OpenMP wait policy, unless the user chose one */
+    const char *var = NULL;
+    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {
+        const double running = runnable_tasks();
+        const int idle = running >= 0 && running < 1.5;
+        var = idle ? "GOMP_SPINCOUNT" : "OMP_WAIT_POLICY";
+        if (setenv(var, idle ? SHORT_SPIN : "PASSIVE", 1) != 0) return;
+        setenv("DEBERTA_OMP_POLICY", idle ? "GOMP_SPINCOUNT=" SHORT_SPIN " (machine idle at start)"
+                                          : "OMP_WAIT_POLICY=PASSIVE (other tasks running at start)", 1);
+    }
+    /* OpenBLAS's kernel set, unless the user chose one */
+    const char *core = NULL;
+    if (!getenv("OPENBLAS_CORETYPE")) {
+        __builtin_cpu_init();
+        const char *own = openblas_get_corename();
+        core = gemm_blas_core_fix(own, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+        if (core) {
+            char note[96];
+            snprintf(note, sizeof note, "set by deberta: OpenBLAS chose %s", own);
+            setenv("OPENBLAS_CORETYPE", core, 1);
+            setenv("DEBERTA_BLAS_CORE", note, 1);
+        }
+    }
+    if (!var && !core) return;
     execv("/proc/self/exe", argv);
-    /* exec failed: keep running with libgomp's default policy, and say so (omp_wait_describe) */
-    unsetenv(var);
-    unsetenv("DEBERTA_OMP_POLICY");
+    /* exec failed: keep running with libgomp's default policy and OpenBLAS's own kernel set, and say so
+     * (omp_wait_describe, deberta_version) */
+    if (var) {
+        unsetenv(var);
+        unsetenv("DEBERTA_OMP_POLICY");
+    }
+    if (core) {
+        unsetenv("OPENBLAS_CORETYPE");
+        unsetenv("DEBERTA_BLAS_CORE");
+    }
 }
