@@ -288,12 +288,12 @@ static void da_backward_pair(const DABack *x, const DAGeom *g, long ba, real *dS
                 real *pdi = pd + (long)i * Tk;
 #pragma omp simd
                 for (int j = 0; j < Tk; j++) {
-                    ds[j] = kp[j] ? dp[j] * ks : 0;
-                    pdi[j] = kp[j] ? p[j] * ks : 0;
+                    ds[j] = rselect(kp[j], dp[j] * ks, 0);
+                    pdi[j] = rselect(kp[j], p[j] * ks, 0);
                 }
             } else {
 #pragma omp simd
-                for (int j = 0; j < Tk; j++) ds[j] = kp[j] ? dp[j] * ks : 0;
+                for (int j = 0; j < Tk; j++) ds[j] = rselect(kp[j], dp[j] * ks, 0);
             }
             dp = ds;
         }

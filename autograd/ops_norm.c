@@ -155,7 +155,7 @@ static inline void daln_row_draw(real *sr, const real *yr, const real *resr, uin
 static inline void daln_row_again(real *sr, const real *yr, const real *resr, const uint8_t *keepr, real p, int C) {
     if (keepr) {
         const real s = 1 / (1 - p);
-        for (int c = 0; c < C; c++) sr[c] = keepr[c] ? yr[c] * s : 0;
+        for (int c = 0; c < C; c++) sr[c] = rselect(keepr[c], yr[c] * s, 0);
     } else
         memcpy(sr, yr, (size_t)C * sizeof(real));
     daln_row_add(sr, resr, C);
@@ -260,9 +260,9 @@ void dropout_add_layernorm_backward_node(Tape *t, TapeNode *nd) {
                     else
                         for (int c = 0; c < C; c++) dyrow[c] += v[c];
                 } else if (dyrow && yfresh) {
-                    for (int c = 0; c < C; c++) dyrow[c] = kr[c] ? v[c] * ks : 0;
+                    for (int c = 0; c < C; c++) dyrow[c] = rselect(kr[c], v[c] * ks, 0);
                 } else if (dyrow) { /* (adding 0 where dropped would turn a −0 into +0: a select keeps it) */
-                    for (int c = 0; c < C; c++) dyrow[c] = kr[c] ? dyrow[c] + v[c] * ks : dyrow[c];
+                    for (int c = 0; c < C; c++) dyrow[c] = rselect(kr[c], dyrow[c] + v[c] * ks, dyrow[c]);
                 }
             }
             for (int c = 0; c < C; c++) {

@@ -46,6 +46,24 @@ static inline real rfabs(real x) { return fabsf(x); }
 #define INV_SQRT2 0.70710678118654752440
 static inline real gelu1(real x) { return (real)0.5 * x * (1 + rerf(x * (real)INV_SQRT2)); }
 
+/* k ? v : other for a mask byte k of 0 or 1, as a bitwise select of the two values' bits: the same bits as the
+ * conditional, and a loop of it vectorises on AVX2 (without AVX-512's masked operations gcc keeps a ?: on
+ * a computed float as a branch, since the computation might trap). */
+static inline real rselect(uint8_t k, real v, real other) {
+#if REAL_IS_DOUBLE
+    uint64_t bv, bo;
+    const uint64_t m = (uint64_t)0 - k;
+#else
+    uint32_t bv, bo;
+    const uint32_t m = (uint32_t)0 - k;
+#endif
+    memcpy(&bv, &v, sizeof v);
+    memcpy(&bo, &other, sizeof other);
+    bv = (bv & m) | (bo & ~m);
+    memcpy(&v, &bv, sizeof v);
+    return v;
+}
+
 /* Loops over fewer elements than this run on one thread (the pool wake-up costs more).  Only
  * loops whose iterations write disjoint outputs use it, so results do not depend on it. */
 #define OMP_MIN_ELEMS 16384L

@@ -1,6 +1,6 @@
 /* test_ops_values.c — forward values (hand-computed or analytic) of every op beyond
  * matmul/linear, the special backward rules (padding row, masked softmax rows, repeated indices),
- * Philox known answers, the dropout mask rule, dropout statistics and reproducibility, fused == unfused, bitwise repeatability across thread
+ * Philox known answers, the dropout mask rule and its select (rselect), dropout statistics and reproducibility, fused == unfused, bitwise repeatability across thread
  * counts, and no allocation in a step after the warm-up step. */
 #include "tests/testutil.h"
 #include <omp.h>
@@ -8,6 +8,7 @@
 #include <string.h>
 #include "autograd/gradcheck/gradcheck.h"
 #include "autograd/ops.h"
+#include "autograd/rmath.h"
 #include "autograd/base/rng.h"
 #include "autograd/base/util.h"
 
@@ -617,6 +618,19 @@ static void second_step_does_no_allocation(void **state) {
     graph_free();
 }
 
+/* rselect (autograd/rmath.h), the dropout kernels' mask select: the bits of k ? v : other for every pair of
+ * special and ordinary values (±0, ±inf, NaN, subnormal, 1.5), both masks. */
+static void rselect_is_the_conditional(void **state) {
+    const real vals[] = {0, -(real)0, INFINITY, -INFINITY, NAN, -(real)1.5, (real)1.5, (REAL_IS_DOUBLE ? 4.9e-324 : 1.4e-45f)};
+    const int nv = (int)(sizeof vals / sizeof vals[0]);
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < nv; i++)
+            for (int j = 0; j < nv; j++) {
+                const real got = rselect((uint8_t)k, vals[i], vals[j]), want = k ? vals[i] : vals[j];
+                if (memcmp(&got, &want, sizeof got)) fail_msg("rselect(%d, %g, %g) = %g: not the bits of %g", k, (double)vals[i], (double)vals[j], (double)got, (double)want);
+            }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(elementwise_values),
@@ -627,6 +641,7 @@ int main(void) {
         cmocka_unit_test(shape_values),
         cmocka_unit_test(philox_known_answers),
         cmocka_unit_test(dropout_mask_is_the_counter_rule),
+        cmocka_unit_test(rselect_is_the_conditional),
         cmocka_unit_test(dropout_rate_reproducibility_and_identity),
         cmocka_unit_test(fused_equals_unfused),
         cmocka_unit_test(dropout_add_layernorm_equals_three_ops),
