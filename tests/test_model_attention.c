@@ -167,7 +167,7 @@ static void fused_equals_unfused(void **state) {
     const Kept kept = {pf, {g_fused[0], g_fused[1], g_fused[2], g_fused[3]}};
     for (int terms = 1; terms <= 7; terms++) {
         const real scale = (real)(1 / sqrt(2.0 * D));
-        char what[64];
+        char what[128];
         snprintf(what, sizeof what, "terms %s, unfused (first pass fused)", config_terms_str(terms));
         for (int pass = 0; pass < 2; pass++) {
             zero_grads(x, 4);
@@ -199,7 +199,7 @@ static void fused_dropout_equals_op_then_dropout(void **state) {
     T.training = 1;
     T.step = 5;
     for (int c = 0; c < 3; c++) {
-        char what[64];
+        char what[128];
         snprintf(what, sizeof what, "p %g case %d, op then dropout (first pass fused)", (double)probs[c], c);
         for (int pass = 0; pass < 2; pass++) {
             zero_grads(x, 4);
@@ -405,7 +405,7 @@ static void interleaved_heads_equal_split_heads(void **state) {
                 } else {
                     o = op_disentangled_attention_dropout_bth(&T, q, k, AA, x[2], x[3], c, tm, (real)0.2, m, m, (real)0.1);
                 }
-                char what[64];
+                char what[128];
                 snprintf(what, sizeof what, "terms %d, %d threads, [B,T,A*D] (first pass split)", terms, th);
                 backward_keep_or_compare(o, x, 4, 5, 4, pass == 0, &kept, 0, what);
             }
@@ -416,7 +416,7 @@ static void interleaved_heads_equal_split_heads(void **state) {
             pass_begin(vp, 2, th, T.step);
             Tensor *o = pass == 0 ? op_merge_heads(&T, op_matmul(&T, P, op_split_heads(&T, x[4], AA), 0, 0))
                                   : op_attention_context(&T, P, x[4]);
-            char what[64];
+            char what[128];
             snprintf(what, sizeof what, "context, %d threads (first pass: three ops)", th);
             backward_keep_or_compare(o, vp, 2, 5, 5, pass == 0, &kept_ctx, 0, what);
         }
@@ -497,7 +497,7 @@ static void fused_context_equals_two_ops(void **state) {
                                                  x[4]);
                     else
                         o = op_disentangled_attention_context(&T, q, k, x[4], AA, x[2], x[3], c, tm, (real)0.2, m, m, p);
-                    char what[64];
+                    char what[128];
                     snprintf(what, sizeof what, "terms %d, p %g, %d threads, one op (first pass: two)", terms, (double)p, th);
                     backward_keep_or_compare(o, x, 5, 5, 6, pass == 0, &kept, 0, what);
                     for (int i = 0; pass == 1 && i < 5; i++)

@@ -1,4 +1,4 @@
-/* omp_policy.c — build/deberta needs no OpenMP environment tuning.
+/* omp_policy.c — build/deberta needs no OpenMP (or OpenBLAS) environment tuning.
  *
  * libgomp reads OMP_WAIT_POLICY / GOMP_SPINCOUNT once, in its own constructor, before any code of
  * ours runs; there is no API to change the wait policy afterwards.  A training step opens ~500
@@ -31,9 +31,10 @@
  * This is a constructor of the main executable: glibc runs it after the shared libraries'
  * constructors (libgomp, OpenBLAS, HDF5) and passes it argc/argv.  No thread has been started at that
  * point (libgomp creates its pool at the first parallel region).  If the exec fails the program
- * simply continues with the default policy and OpenBLAS's own kernel set.  The object is linked into build/deberta only (the test
- * programs link libdeberta.a, which nothing pulls this file from), and DEBERTA_NO_REEXEC=1 disables
- * both (e.g. to measure the defaults; scripts/lib-bench.sh reads OpenBLAS's own choice that way). */
+ * simply continues with the default policy and OpenBLAS's own kernel set.  The object is linked into
+ * build/deberta only (the test programs link libdeberta.a, which nothing pulls this file from), and
+ * DEBERTA_NO_REEXEC=1 disables both (e.g. to measure the defaults; scripts/lib-bench.sh reads OpenBLAS's
+ * own choice that way). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
