@@ -8,8 +8,9 @@
 # Dunnington, Nehalem, Atom, Katmai, Sandybridge or Generic: OpenBLAS 0.3.21 on an Intel family 6 model
 # 207), PyTorch's matmuls would run on that fallback too (Debian's torch calls the system BLAS), so TCORE
 # is SkylakeX (CPUs with avx512f) or Haswell (avx2): the fastest kernels OpenBLAS has for the CPU, so
-# that the yardstick stays a fast PyTorch (deberta.c is run as users run it: its own AVX-512 kernel and
-# oneDNN there, and on an AVX2-only CPU it sets Haswell for itself, train/cli/omp_policy.c).
+# that the yardstick stays a fast PyTorch (deberta.c is run as users run it: it sets Haswell for itself on
+# any such CPU with AVX2 and FMA, train/cli/omp_policy.c, and on AVX-512 ones runs its products on oneDNN
+# and its own kernel whatever OpenBLAS chose).
 # TORCH_CORETYPE=X forces a kernel set for the PyTorch runs, TORCH_CORETYPE=none leaves OpenBLAS's choice;
 # an OPENBLAS_CORETYPE of the environment is left to both programs.
 bench_torch_coretype() {
