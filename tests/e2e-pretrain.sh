@@ -67,7 +67,19 @@ want="BLAS $own, gemm"
 case $own in Prescott|Core2|Penryn|Dunnington|Nehalem|Atom|Katmai|Sandybridge|Generic|generic)
     grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && want="BLAS Haswell set by deberta: OpenBLAS chose $own, gemm" ;; esac
 case $v in *"$want"*) ;; *) fail "OpenBLAS chose $own here: --version says '$v', want '$want'" ;; esac
-ok "OpenBLAS's kernel set: the user's OPENBLAS_CORETYPE kept; unset, OpenBLAS's choice ($own) as the binary reports it ('$want')"
+# DEBERTA_BLAS_CORE is the re-exec's note to itself: kept only as it writes it, for the set in force
+bogus() { case $2 in *Bogus*|*hand-set*) fail "DEBERTA_BLAS_CORE from the environment ($1) reached --version: '$2'" ;; esac; }
+bogus unset "$(env -u OPENBLAS_CORETYPE DEBERTA_BLAS_CORE="set by deberta: OpenBLAS chose Bogus" $D --version)"
+bogus no-reexec "$(env -u OPENBLAS_CORETYPE DEBERTA_NO_REEXEC=1 DEBERTA_BLAS_CORE="set by deberta: OpenBLAS chose Bogus" $D --version)"
+bogus Haswell "$(OPENBLAS_CORETYPE=Haswell DEBERTA_BLAS_CORE="hand-set" $D --version)"
+bogus Haswell "$(OPENBLAS_CORETYPE=Haswell DEBERTA_BLAS_CORE="set by deberta: OpenBLAS chose Bogus" $D --version)"
+bogus SkylakeX "$(OPENBLAS_CORETYPE=SkylakeX DEBERTA_BLAS_CORE="set by deberta: OpenBLAS chose Prescott" $D --version)"
+if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
+    v=$(OPENBLAS_CORETYPE=Haswell DEBERTA_BLAS_CORE="set by deberta: OpenBLAS chose Prescott" $D --version)
+    case $v in *"BLAS Haswell set by deberta: OpenBLAS chose Prescott, gemm"*) ;;
+        *) fail "the re-exec's own note (Haswell for Prescott) was dropped: '$v'" ;; esac
+fi
+ok "OpenBLAS's kernel set: the user's OPENBLAS_CORETYPE kept; unset, OpenBLAS's choice ($own) as the binary reports it ('$want'); a DEBERTA_BLAS_CORE other than the re-exec's note ignored"
 grep -Eq '^data: .*; gemm kernel (oneDNN|own AVX-512|OpenBLAS); OpenMP wait ' "$W/A.log" \
     || { grep '^data:' "$W/A.log"; fail "run A: the data: line does not name the gemm kernel"; }
 ok "the data: line names the gemm kernel"

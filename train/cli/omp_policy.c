@@ -26,7 +26,7 @@
  * one without AVX2 on a CPU that has it (Prescott and the like; gemm_blas_core_fix, autograd/gemm.h):
  * OPENBLAS_CORETYPE=Haswell, unless the user set OPENBLAS_CORETYPE.  OpenBLAS reads that variable only
  * in its own constructor, so this too needs the exec.  DEBERTA_BLAS_CORE tells the re-executed program
- * (deberta --version) what OpenBLAS had chosen.
+ * (deberta --version) what OpenBLAS had chosen; any other value of it is dropped (blas_note_check).
  *
  * This is a constructor of the main executable: glibc runs it after the shared libraries'
  * constructors (libgomp, OpenBLAS, HDF5) and passes it argc/argv.  No thread has been started at that
@@ -64,9 +64,24 @@ static double runnable_tasks(void) {
     return (double)sum / samples;
 }
 
+#define BLAS_NOTE "set by deberta: OpenBLAS chose " /* DEBERTA_BLAS_CORE: this prefix, then OpenBLAS's choice */
+
+/* Keeps DEBERTA_BLAS_CORE only as the re-exec writes it: a fallback set named after BLAS_NOTE whose fix is the
+ * OPENBLAS_CORETYPE in force.  A stale or hand-set value cannot make --version claim what deberta did not do. */
+static void blas_note_check(int avx2_fma) {
+    const char *note = getenv("DEBERTA_BLAS_CORE"), *set = getenv("OPENBLAS_CORETYPE");
+    if (!note) return;
+    const size_t n = strlen(BLAS_NOTE);
+    const char *fix = strncmp(note, BLAS_NOTE, n) ? NULL : gemm_blas_core_fix(note + n, avx2_fma);
+    if (!fix || !set || strcmp(fix, set)) unsetenv("DEBERTA_BLAS_CORE");
+}
+
 __attribute__((constructor)) static void deberta_start_env(int argc, char **argv, char **envp) {
     (void)argc;
     (void)envp;
+    __builtin_cpu_init();
+    const int avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    blas_note_check(avx2_fma);
     if (getenv("DEBERTA_NO_REEXEC") || !argv || !argv[0]) return;
     /* the OpenMP wait policy, unless the user chose one */
     const char *var = NULL;
@@ -81,12 +96,11 @@ __attribute__((constructor)) static void deberta_start_env(int argc, char **argv
     /* OpenBLAS's kernel set, unless the user chose one */
     const char *core = NULL;
     if (!getenv("OPENBLAS_CORETYPE")) {
-        __builtin_cpu_init();
         const char *own = openblas_get_corename();
-        core = gemm_blas_core_fix(own, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+        core = gemm_blas_core_fix(own, avx2_fma);
         if (core) {
             char note[96];
-            snprintf(note, sizeof note, "set by deberta: OpenBLAS chose %s", own);
+            snprintf(note, sizeof note, BLAS_NOTE "%s", own);
             setenv("OPENBLAS_CORETYPE", core, 1);
             setenv("DEBERTA_BLAS_CORE", note, 1);
         }
