@@ -14,7 +14,7 @@
 # deberta.c / each PyTorch run, and deberta.c / the FASTEST PyTorch run of each round (the yardstick:
 # median and range over the rounds), in tokens/s (higher is better) and in peak RSS.
 # usage: [WARMUP=3] [BUILD=build] [TORCH_MALLOC=tuned] scripts/bench-vs-torch.sh [rounds (2)] [steps (10)] [threads (2)] [shapes ("tiny:128:16 xsmall:256:8")]
-# deberta.c is run as users run it (its first printed line names its gemm kernel: own AVX-512 or
+# deberta.c is run as users run it (its first printed line names its gemm kernel: oneDNN, own AVX-512 or
 # OpenBLAS): no OMP_* variables (it sets its own wait policy, see
 # train/cli/omp_policy.c).  OPENBLAS_* variables of the environment are passed through unchanged.
 # Where OpenBLAS does not know the CPU and falls back to a generic kernel set (Prescott on an Intel family

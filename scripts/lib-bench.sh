@@ -2,27 +2,24 @@
 # bench-predict.sh): the machine a measurement ran on, and the OpenBLAS kernel set PyTorch gets.
 #
 # bench_torch_coretype BIN: sets CORE, the OpenBLAS kernel set BIN runs ('BLAS' of `deberta --version`),
-# OWN, OpenBLAS's own choice on this CPU (BIN's with DEBERTA_NO_REEXEC=1: what a program that does not
-# choose gets), and TCORE, the OPENBLAS_CORETYPE every PyTorch run gets (empty: OpenBLAS's own choice).
-# Where OpenBLAS does not know the CPU and falls back to a set without AVX2 (Prescott, Core2, Penryn,
-# Dunnington, Nehalem, Atom, Katmai, Sandybridge or Generic: OpenBLAS 0.3.21 on an Intel family 6 model
-# 207), PyTorch's matmuls would run on that fallback too (Debian's torch calls the system BLAS), so TCORE
-# is SkylakeX (CPUs with avx512f) or Haswell (avx2): the fastest kernels OpenBLAS has for the CPU, so
-# that the yardstick stays a fast PyTorch (deberta.c is run as users run it: it sets Haswell for itself on
-# any such CPU with AVX2 and FMA, train/cli/omp_policy.c, and on AVX-512 ones runs its products on oneDNN
-# and its own kernel whatever OpenBLAS chose).
-# TORCH_CORETYPE=X forces a kernel set for the PyTorch runs, TORCH_CORETYPE=none leaves OpenBLAS's choice;
-# an OPENBLAS_CORETYPE of the environment is left to both programs.
+# OWN, OpenBLAS's own choice on this CPU, and TCORE, the OPENBLAS_CORETYPE every PyTorch run gets (empty:
+# OpenBLAS's own choice).  Where OpenBLAS does not know the CPU it falls back to a set without AVX2
+# (Prescott and the like: OpenBLAS 0.3.21 on an Intel family 6 model 207); BIN then runs Haswell and says
+# so ("BLAS Haswell set by deberta: OpenBLAS chose Prescott": train/cli/omp_policy.c decides, by
+# gemm_blas_core_fix's list), and PyTorch's matmuls would run on the fallback (Debian's torch calls the
+# system BLAS), so TCORE is SkylakeX (CPUs with avx512f) or Haswell: the fastest kernels OpenBLAS has for
+# the CPU, so that the yardstick stays a fast PyTorch.  TORCH_CORETYPE=X forces a kernel set for the
+# PyTorch runs, TORCH_CORETYPE=none leaves OpenBLAS's choice; an OPENBLAS_CORETYPE of the environment is
+# left to both programs.
 bench_torch_coretype() {
-    CORE=$("$1" --version | sed -n 's/.*BLAS \([A-Za-z0-9_]*\).*/\1/p')
-    OWN=$(DEBERTA_NO_REEXEC=1 "$1" --version | sed -n 's/.*BLAS \([A-Za-z0-9_]*\).*/\1/p')
+    _v=$("$1" --version)
+    CORE=$(echo "$_v" | sed -n 's/.*, BLAS \([A-Za-z0-9_]*\).*/\1/p')
+    OWN=$(echo "$_v" | sed -n 's/.*set by deberta: OpenBLAS chose \([A-Za-z0-9_]*\).*/\1/p')
     TCORE=${TORCH_CORETYPE:-}
-    if [ -z "$TCORE" ] && [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-        case $OWN in
-            Prescott|Core2|Penryn|Dunnington|Nehalem|Atom|Katmai|Sandybridge|Generic|generic)
-                if grep -qw avx512f /proc/cpuinfo; then TCORE=SkylakeX; elif grep -qw avx2 /proc/cpuinfo; then TCORE=Haswell; fi ;;
-        esac
+    if [ -z "$TCORE" ] && [ -z "${OPENBLAS_CORETYPE:-}" ] && [ -n "$OWN" ]; then
+        if grep -qw avx512f /proc/cpuinfo; then TCORE=SkylakeX; else TCORE=Haswell; fi
     fi
+    OWN=${OWN:-$CORE}
     [ "$TCORE" != none ] || TCORE=
 }
 
@@ -38,5 +35,5 @@ bench_machine() {
     FLAGS=$(grep -m 1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx|avx2|fma|avx512f|avx512bw|avx512vl|avx512_bf16|amx_tile)$' | tr '\n' ' ')
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $CPU (family $CPU_FAMILY model $CPU_MODEL), flags: $FLAGS"
     echo "# OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset} (both programs; deberta.c reports the kernel set it runs as 'BLAS core': ${CORE:-?})"
-    if [ -n "${TCORE:-}" ]; then echo "# OpenBLAS's own choice here is ${OWN:-$CORE}: the PyTorch runs get OPENBLAS_CORETYPE=$TCORE"; fi
+    if [ -n "${TCORE:-}" ]; then echo "# OpenBLAS's own choice here is $OWN: the PyTorch runs get OPENBLAS_CORETYPE=$TCORE"; fi
 }

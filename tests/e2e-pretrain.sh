@@ -61,7 +61,7 @@ ok "the data: line names the OpenMP wait policy: chosen at start, or the user's"
 # AVX2 and FMA, where it runs Haswell and says so
 v=$(OPENBLAS_CORETYPE=Prescott $D --version)
 case $v in *"BLAS Prescott, gemm"*) ;; *) fail "OPENBLAS_CORETYPE=Prescott: --version says '$v'" ;; esac
-own=$(env -u OPENBLAS_CORETYPE DEBERTA_NO_REEXEC=1 $D --version | sed -n 's/.*BLAS \([A-Za-z0-9_]*\).*/\1/p')
+own=$(env -u OPENBLAS_CORETYPE DEBERTA_NO_REEXEC=1 $D --version | sed -n 's/.*, BLAS \([A-Za-z0-9_]*\).*/\1/p')
 v=$(env -u OPENBLAS_CORETYPE $D --version)
 want="BLAS $own, gemm"
 case $own in Prescott|Core2|Penryn|Dunnington|Nehalem|Atom|Katmai|Sandybridge|Generic|generic)
@@ -80,7 +80,14 @@ if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
     case $v in *"BLAS Haswell set by deberta: OpenBLAS chose Prescott, gemm"*) ;;
         *) fail "the re-exec's own note (Haswell for Prescott) was dropped: '$v'" ;; esac
 fi
-ok "OpenBLAS's kernel set: the user's OPENBLAS_CORETYPE kept; unset, OpenBLAS's choice ($own) as the binary reports it ('$want'); a DEBERTA_BLAS_CORE other than the re-exec's note ignored"
+# the benchmark scripts read that note (scripts/lib-bench.sh): on a fallback CPU the set deberta runs,
+# OpenBLAS's own choice, and the set the PyTorch runs get
+printf '#!/bin/sh\necho "deberta 0.9 (commit x, float, MPI on, BLAS Haswell set by deberta: OpenBLAS chose Prescott, gemm oneDNN)"\n' >"$W/fakever"
+chmod +x "$W/fakever"
+tset=Haswell; grep -qw avx512f /proc/cpuinfo && tset=SkylakeX
+r=$(env -u OPENBLAS_CORETYPE -u TORCH_CORETYPE sh -c ". '$(dirname "$0")/../scripts/lib-bench.sh'; bench_torch_coretype '$W/fakever'; echo \$CORE \$OWN \$TCORE")
+[ "$r" = "Haswell Prescott $tset" ] || fail "lib-bench.sh read a fallback CPU's --version as '$r', want 'Haswell Prescott $tset'"
+ok "OpenBLAS's kernel set: the user's OPENBLAS_CORETYPE kept; unset, OpenBLAS's choice ($own) as the binary reports it ('$want'); a DEBERTA_BLAS_CORE other than the re-exec's note ignored; lib-bench.sh reads the note"
 grep -Eq '^data: .*; gemm kernel (oneDNN|own AVX-512|OpenBLAS); OpenMP wait ' "$W/A.log" \
     || { grep '^data:' "$W/A.log"; fail "run A: the data: line does not name the gemm kernel"; }
 ok "the data: line names the gemm kernel"

@@ -33,8 +33,8 @@
  * point (libgomp creates its pool at the first parallel region).  If the exec fails the program
  * simply continues with the default policy and OpenBLAS's own kernel set.  The object is linked into
  * build/deberta only (the test programs link libdeberta.a, which nothing pulls this file from), and
- * DEBERTA_NO_REEXEC=1 disables both (e.g. to measure the defaults; scripts/lib-bench.sh reads OpenBLAS's
- * own choice that way). */
+ * DEBERTA_NO_REEXEC=1 disables both (e.g. to measure the defaults).  scripts/lib-bench.sh reads the note
+ * in --version to learn that OpenBLAS fell back. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
