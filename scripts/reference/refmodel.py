@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """refmodel.py - independent PyTorch reference of the DeBERTa-V3 model used by deberta.c.
 
-Written from shared/docs/deberta-v3-spec.md (section numbers below refer to it), not from the
-official or Hugging Face code.  The model is written functionally: every function takes a dict
+Written from a specification of the papers and the official code (the "spec N.N" section
+numbers below refer to it; it is not kept in the repository, docs/MODEL.md describes the same
+model), not from the official or Hugging Face code.  The model is written functionally: every function takes a dict
 P of parameter tensors keyed by their Hugging Face DebertaV2 names (spec 7.1), so the same code
 serves the parity dumps (gradients by name), torch.autograd.gradcheck and the benchmark.
 
