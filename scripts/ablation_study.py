@@ -171,27 +171,27 @@ def cmd_init(argv):
     names = split_list(a.variants) or [n for n, _, _ in VARIANTS]
     bad = [n for n in names if n not in VARIANT]
     if bad:
-        die("--variants: unknown %s (one of %s)" % (", ".join(bad), ", ".join(VARIANT)), 2)
+        die("--variants: unknown %s (one of %s)" % (", ".join(bad), ", ".join(VARIANT)))
     if "full" not in names:
         names.insert(0, "full")
     seeds, ft_seeds = split_list(a.seeds), split_list(a.ft_seeds)
     for s in seeds + ft_seeds:
         if not s.isdigit():
-            die("seed '%s' is not a non-negative integer" % s, 2)
+            die("seed '%s' is not a non-negative integer" % s)
     for f in extra:
         n = ablate.flag_name(f)
         if n in ablate.RESERVED or n in ("steps", "preset", "eval-every", "save-every"):
-            die("--%s may not be among the pretraining flags after -- (the study sets it)" % n, 2)
+            die("--%s may not be among the pretraining flags after -- (the study sets it)" % n)
     if not os.path.isdir(a.data):
-        die("--data %s is not a folder" % a.data, 2)
+        die("--data %s is not a folder" % a.data)
     for need, how in (("rtd-fixed.h5", "/usr/bin/python3 scripts/rtd_fixed.py DATA"),
                       ("probe-pos/train.h5", "deberta prep-task --task pos --shards DATA --out DATA/probe-pos")):
         if not os.path.exists(os.path.join(a.data, need)):
-            die("--data %s has no %s, a yardstick's file (%s; scripts/demo-prep.sh makes both)" % (a.data, need, how), 2)
+            die("--data %s has no %s, a yardstick's file (%s; scripts/demo-prep.sh makes both)" % (a.data, need, how))
     if not os.path.isdir(a.brown):
-        die("--brown %s is not a folder of tagged Brown texts (scripts/fetch-corpus.sh)" % a.brown, 2)
+        die("--brown %s is not a folder of tagged Brown texts (scripts/fetch-corpus.sh)" % a.brown)
     if not os.access(a.deberta, os.X_OK):
-        die("%s not found (make build/deberta, or give --deberta)" % a.deberta, 2)
+        die("%s not found (make build/deberta, or give --deberta)" % a.deberta)
     os.makedirs(study, exist_ok=True)
     binary = os.path.join(study, "deberta")
     shutil.copy2(a.deberta, binary)
@@ -551,7 +551,7 @@ def cmd_add_seed(argv):
     a = ap.parse_args(argv)
     s = load_study(a.study)
     if a.unresolved == bool(a.variants):
-        die("give --unresolved or --variants (one of them)", 2)
+        die("give --unresolved or --variants (one of them)")
     if a.unresolved:
         import ablation_report as rep
         _, rows = rep.compare(rep.load_results(a.study), "full", False)
@@ -560,7 +560,7 @@ def cmd_add_seed(argv):
         names = split_list(a.variants)
         bad = [n for n in names if n not in s["variants"]]
         if bad:
-            die("--variants: %s not in the study (%s)" % (", ".join(bad), ", ".join(s["variants"])), 2)
+            die("--variants: %s not in the study (%s)" % (", ".join(bad), ", ".join(s["variants"])))
     if not names:
         say("no variant to add a seed to")
         return 0
@@ -583,7 +583,7 @@ def main(argv):
         import ablation_report
         return ablation_report.main(argv[1:])
     if argv[0] not in cmds:
-        die("unknown command '%s' (init, run, status, stop, add-seed, report)" % argv[0], 2)
+        die("unknown command '%s' (init, run, status, stop, add-seed, report)" % argv[0])
     return cmds[argv[0]](argv[1:])
 
 
