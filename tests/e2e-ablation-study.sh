@@ -1,8 +1,8 @@
 #!/bin/sh
-# The fourth study's queue (scripts/ablation-study.sh) on a smoke study: the tiny preset at 8 steps of
+# The fourth study's queue (scripts/ablation-study.sh) on a smoke study: the tiny preset at 40 steps of
 # 2 x 32 tokens, two variants (full, nes) x one pretraining seed, one fine-tuning seed of 4 steps per task,
 # on the synthetic Brown corpus with the yardsticks' files.  init (with --steps, and with the --minutes
-# calibration); run waits for a held training slot, is stopped (SIGTERM) in the middle of the first
+# calibration); run waits for a held training slot, is stopped (`stop`, SIGTERM) in the middle of the first
 # pretraining run, which the next run resumes (deberta pretrain --resume) to its steps; --max-jobs stops
 # between runs; a second queue on the study is refused; the last run completes the study and a run after it
 # skips everything; status says what is done and left; the report reads the run files; add-seed adds a seed.
@@ -27,10 +27,10 @@ e2e_bad "has no rtd-fixed.h5" -- $A init "$W/x" --data "$D" --steps 4 --brown "$
 
 S=$W/st
 FT="--ft-seeds 1 --ft-steps 4 --ft-batch 4 --ft-seq-len 24 --ft-eval-every 2"
-$A init "$S" --data "$D" --steps 8 --save-every 2 --eval-every 4 --seeds 1 --variants nes --threads 1 --eval-batches 1 $FT \
+$A init "$S" --data "$D" --steps 40 --save-every 10 --eval-every 20 --seeds 1 --variants nes --threads 1 --eval-batches 1 $FT \
     --brown "$W/corpus/brown-tagged" --deberta "$BIN" -- --batch 2 --max_seq_len 32 --eval-batches 1 --log-every 1 > "$W/init.log" 2>&1 ||
     { cat "$W/init.log"; fail "init"; }
-[ -x "$S/deberta" ] && grep -q '"steps": 8,' "$S/study.json" || fail "init: no binary copy or no step count in study.json"
+[ -x "$S/deberta" ] && grep -q '"steps": 40,' "$S/study.json" || fail "init: no binary copy or no step count in study.json"
 e2e_bad "already a study" -- $A init "$S" --data "$D" --steps 8 --brown "$W/corpus/brown-tagged" --deberta "$BIN"
 $A init "$W/cal" --data "$D" --minutes 0.1 --variants nes --brown "$W/corpus/brown-tagged" --deberta "$BIN" --threads 1 \
     -- --batch 2 --max_seq_len 32 > "$W/cal.log" 2>&1 || { cat "$W/cal.log"; fail "init --minutes"; }
@@ -38,36 +38,39 @@ grep -q '"steps_how": "calibrated: deberta pretrain --minutes 0.1 on .*calibrati
     { cat "$W/cal/study.json"; fail "init --minutes: the calibrated steps are not recorded"; }
 ok "init: binary copied, the step budget given or calibrated (--minutes), a yardstick file missing or a second init refused"
 
-# the queue waits for a held training slot, then is stopped with SIGTERM in the middle of full-seed1
+# the queue waits for a held training slot, then is stopped (`stop`: SIGTERM) in the middle of full-seed1
 flock "$SLOT" sleep 2 &
 holder=$!
 sleep 0.3
 $A run "$S" > "$W/run1.log" 2>&1 &
 q=$!
+sleep 0.5
+$A status "$S" > "$W/st0.out" 2>&1  # while the queue waits for the slot
 e2e_wait_logged "$S/pretrain/full-seed1/metrics.jsonl" 2 $q "$W/run1.log"
-kill -TERM $q
+$A stop "$S" > "$W/stop.log" 2>&1 || { cat "$W/stop.log"; kill -TERM $q; fail "stop"; }
 wait $q; rc=$?
+grep -q "^queue: running, pid $q$" "$W/st0.out" || { cat "$W/st0.out"; fail "status of a running queue does not name its pid $q"; }
 wait $holder
 [ $rc -eq 143 ] || { cat "$W/run1.log"; fail "the stopped queue exited $rc, expected 143"; }
 grep -q 'waiting for the training slot' "$W/run1.log" || { cat "$W/run1.log"; fail "the queue did not wait for the held slot"; }
 step=$("$PY" -c "import h5py; print(int(h5py.File('$S/pretrain/full-seed1/checkpoint.h5', 'r').attrs['step']))")
-[ "$step" -ge 2 ] && [ "$step" -lt 8 ] || fail "full-seed1 stopped at step $step, expected 2..7"
+[ "$step" -ge 2 ] && [ "$step" -lt 40 ] || fail "full-seed1 stopped at step $step, expected 2..39"
 [ -d "$S/finetune/scratch/pos-seed1" ] && [ ! -e "$S/results/full-seed1.json" ] || fail "state after the stop"
 $A status "$S" > "$W/st1.out" 2>&1 || fail "status"
-grep -q "^| full-seed1 | $step/8 | – | 0/1 | 0/1 | started |$" "$W/st1.out" && grep -q '^| nes-seed1 | 0/8 | – | 0/1 | 0/1 | to do |$' "$W/st1.out" &&
+grep -q "^| full-seed1 | $step/40 | – | 0/1 | 0/1 | started |$" "$W/st1.out" && grep -q '^| nes-seed1 | 0/40 | – | 0/1 | 0/1 | to do |$' "$W/st1.out" &&
     grep -q '^0 of 2 runs done; left: full-seed1, nes-seed1$' "$W/st1.out" && grep -q '^queue: not running$' "$W/st1.out" ||
     { cat "$W/st1.out"; fail "status after the stop"; }
-ok "run waits for the training slot; SIGTERM stops it at step $step of 8 (exit 143); status says started / to do"
+ok "run waits for the training slot; status names the running queue; stop (SIGTERM) stops it at step $step of 40 (exit 143); status says started / to do"
 
-# --max-jobs 1: full-seed1 resumed from its checkpoint to step 8, evaluated, fine-tuned; nes not started
+# --max-jobs 1: full-seed1 resumed from its checkpoint to step 40, evaluated, fine-tuned; nes not started
 $A run "$S" --max-jobs 1 > "$W/run2.log" 2>&1 || { cat "$W/run2.log"; fail "run --max-jobs 1"; }
 grep -q "^== .* resume$" "$S/pretrain/full-seed1/pretrain.log" || fail "full-seed1 was not resumed with --resume"
-grep -q "\"invocation\": \"resume\", \"utc_start\": \"[^\"]*\", \"start_step\": $step, \"end_step\": 8" "$S/pretrain/full-seed1/ablate-timing.jsonl" ||
-    { cat "$S/pretrain/full-seed1/ablate-timing.jsonl"; fail "no resume from step $step to 8 in ablate-timing.jsonl"; }
+grep -q "\"invocation\": \"resume\", \"utc_start\": \"[^\"]*\", \"start_step\": $step, \"end_step\": 40" "$S/pretrain/full-seed1/ablate-timing.jsonl" ||
+    { cat "$S/pretrain/full-seed1/ablate-timing.jsonl"; fail "no resume from step $step to 40 in ablate-timing.jsonl"; }
 "$PY" - "$S/results/full-seed1.json" <<'EOF' || fail "results/full-seed1.json"
 import json, sys
 r = json.load(open(sys.argv[1]))
-assert r["variant"] == "full" and r["seed"] == 1 and r["steps"] == 8 and r["tokens"] == 8 * 2 * 32, r
+assert r["variant"] == "full" and r["seed"] == 1 and r["steps"] == 40 and r["tokens"] == 40 * 2 * 32, r
 for k in ("fx_auc", "probe_acc", "probe_best_acc", "mlm_acc"):
     assert 0 <= r["yardsticks"][k] <= 1, (k, r["yardsticks"])
 assert list(r["finetune"]["pos"]) == ["1"] and list(r["finetune"]["genre"]) == ["1"], r["finetune"]
@@ -75,7 +78,7 @@ assert r["build"].startswith("deberta ") and "family" in r["cpu"] and r["pretrai
 assert r["command"].startswith("pretrain ") and "--resume" not in r["command"], r["command"]
 EOF
 [ ! -d "$S/pretrain/nes-seed1" ] && grep -q 'max-jobs 1 reached' "$W/run2.log" || fail "--max-jobs 1 went on to nes-seed1"
-ok "the stopped run resumed (deberta pretrain --resume, step $step -> 8), evaluated, fine-tuned; its run file; --max-jobs stops between runs"
+ok "the stopped run resumed (deberta pretrain --resume, step $step -> 40), evaluated, fine-tuned; its run file; --max-jobs stops between runs"
 
 # a second queue on the study is refused while the lock is held
 flock "$S/queue.lock" sleep 3 &
