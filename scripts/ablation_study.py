@@ -221,19 +221,28 @@ def cmd_init(argv):
 # ---------------------------------------------------------------- jobs
 
 class Slot:
-    """The machine's training slot: an exclusive flock on SLOT (default /tmp/train.slot), held per job."""
-    def __init__(self):
+    """The machine's training slot: an exclusive flock on SLOT (default /tmp/train.slot), held per job.
+    While another process holds it, it polls, so that a stop request (stopped() true) ends the wait; the
+    caller then checks the queue's stop flag before it starts anything."""
+    def __init__(self, stopped):
         self.path = os.environ.get("SLOT", "").strip() or "/tmp/train.slot"
+        self.stopped = stopped
         self.fd = None
 
     def __enter__(self):
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            say("waiting for the training slot %s (another training holds it)" % self.path)
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-        return self
+        waited = False
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return self
+            except OSError:
+                if self.stopped():
+                    return self
+                if not waited:
+                    say("waiting for the training slot %s (another training holds it)" % self.path)
+                    waited = True
+                time.sleep(0.5)
 
     def __exit__(self, *exc):
         os.close(self.fd)  # releases the flock
@@ -247,7 +256,6 @@ class Queue:
         self.stopping = 0
         self.child = None       # the running eval (a Popen)
         self.runner = None      # the running ablate.Runner
-        self.ft_runs = 0
 
     def on_signal(self, signum, frame):
         self.stopping = signum
@@ -288,14 +296,14 @@ class Queue:
         say("%s: pretraining (%d steps)" % (job["name"], self.s["steps"]))
         r = ablate.Runner(args)
         self.runner = r
-        t0, r0 = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
         step0 = ablate.checkpoint_step(job["dir"]) or 0
-        with Slot():
-            if not self.stopping:
+        with Slot(lambda: self.stopping):
+            if not self.stopping:  # the job's time starts with the slot
+                t0, r0 = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
                 r.do_job(job)
+                self.timing(job["dir"], "pretrain", t0, r0,
+                            {"start_step": step0, "end_step": ablate.checkpoint_step(job["dir"]) or 0})
         self.runner = None
-        step1 = ablate.checkpoint_step(job["dir"]) or 0
-        self.timing(job["dir"], "pretrain", t0, r0, {"start_step": step0, "end_step": step1})
         if r.failed:
             die("%s failed (log: %s/pretrain.log); fix it and `run` again" % (job["name"], job["dir"]))
         return job["dir"], self.finished(job["dir"])
@@ -312,10 +320,10 @@ class Queue:
         cmd = [self.binary, "eval", os.path.join(rundir, "checkpoint.h5"), "--data", self.s["data"], "--batches",
                str(self.s["eval_batches"]), "--threads", str(self.s["threads"])]
         say("%s: %s" % (name, " ".join(shlex.quote(c) for c in cmd)))
-        t0, r0 = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
-        with Slot(), open(path + ".tmp", "w", encoding="utf-8") as out:
+        with Slot(lambda: self.stopping), open(path + ".tmp", "w", encoding="utf-8") as out:
             if self.stopping:
                 return None
+            t0, r0 = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
             self.child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                           env=dict(os.environ, OMP_NUM_THREADS=str(self.s["threads"])))
             rc = self.child.wait()
@@ -347,13 +355,12 @@ class Queue:
             jobs = [ft.make_job(o, label, init, task, x, tdir) for x in o.seeds]
             if all(ft.read_result(j["dir"]) for j in jobs):
                 continue
-            t0, r0 = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
-            with Slot():
+            with Slot(lambda: self.stopping):
                 if self.stopping:
                     return False
+                t0, r0 = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
                 rc = ft.run_jobs(o, jobs)
             self.timing(rundir, "finetune-" + task, t0, r0)
-            self.ft_runs += 1
             if rc != 0:
                 self.stopping = self.stopping or rc - 128
                 return False

@@ -2,7 +2,7 @@
 # The fourth study's queue (scripts/ablation-study.sh) on a smoke study: the tiny preset at 40 steps of
 # 2 x 32 tokens, two variants (full, nes) x one pretraining seed, one fine-tuning seed of 4 steps per task,
 # on the synthetic Brown corpus with the yardsticks' files.  init (with --steps, and with the --minutes
-# calibration); run waits for a held training slot, is stopped (`stop`, SIGTERM) in the middle of the first
+# calibration); stop while the queue waits for the training slot; run waits for a held slot, is stopped (`stop`, SIGTERM) in the middle of the first
 # pretraining run, which the next run resumes (deberta pretrain --resume) to its steps; --max-jobs stops
 # between runs; a second queue on the study is refused; the last run completes the study and a run after it
 # skips everything; status says what is done and left; the report reads the run files; add-seed adds a seed.
@@ -37,6 +37,23 @@ $A init "$W/cal" --data "$D" --minutes 0.1 --variants nes --brown "$W/corpus/bro
 grep -q '"steps_how": "calibrated: deberta pretrain --minutes 0.1 on .*calibration: .* steps in 0.1 minutes' "$W/cal/study.json" ||
     { cat "$W/cal/study.json"; fail "init --minutes: the calibrated steps are not recorded"; }
 ok "init: binary copied, the step budget given or calibrated (--minutes), a yardstick file missing or a second init refused"
+
+# stopped while it waits for the slot: it ends at once and has started nothing
+flock "$SLOT" sleep 30 &
+holder=$!
+sleep 0.3
+$A run "$S" > "$W/run0.log" 2>&1 &
+q=$!
+i=0
+until grep -q 'waiting for the training slot' "$W/run0.log"; do i=$((i + 1)); [ $i -lt 100 ] || { kill $holder; fail "the queue does not wait for the slot"; }; sleep 0.1; done
+t0=$(date +%s)
+$A stop "$S" > /dev/null 2>&1
+wait $q; rc=$?
+t1=$(date +%s)
+kill $holder; wait $holder 2>/dev/null
+[ $rc -eq 143 ] && [ ! -e "$S/finetune/scratch/pos-seed1" ] || { cat "$W/run0.log"; fail "stopped while waiting for the slot: exit $rc, or it started a job"; }
+[ $((t1 - t0)) -lt 10 ] || fail "the queue took $((t1 - t0)) s to stop while waiting for the slot (it waited for the slot first)"
+ok "stop while the queue waits for the training slot: exit 143 without starting a job"
 
 # the queue waits for a held training slot, then is stopped (`stop`: SIGTERM) in the middle of full-seed1
 flock "$SLOT" sleep 2 &
