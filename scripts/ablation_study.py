@@ -460,6 +460,8 @@ def cmd_run(argv):
     ap.add_argument("--max-jobs", type=int, default=0, help="stop after this many pretraining runs are done [all]")
     a = ap.parse_args(argv)
     s = load_study(a.study)
+    if not os.access(os.path.join(a.study, s["binary"]), os.X_OK):
+        die("%s/%s, the study's copy of the binary, is missing (init makes it)" % (a.study, s["binary"]))
     fd = os.open(lock_path(a.study), os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
