@@ -289,6 +289,23 @@ def fmt(x, f="%+.4f"):
     return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f % x
 
 
+def scratch_floor(study):
+    """'POS 0.9597 ± 0.0011 (3), genre ...' from STUDYDIR/scratch.json (the queue writes it), or ''."""
+    try:
+        ft = json.load(open(os.path.join(study, "scratch.json"), encoding="utf-8"))["finetune"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    parts = []
+    for task in ("pos", "genre"):
+        xs = [float(x) for x in (ft.get(task) or {}).values()]
+        if len(xs) > 1:
+            m, sd = mean_sd(xs)
+            parts.append("%s %.4f ± %.4f (%d)" % (task, m, sd, len(xs)))
+        elif xs:
+            parts.append("%s %.4f (1)" % (task, xs[0]))
+    return ", ".join(parts)
+
+
 def write_tables(study, out, runs, variants, rows, baseline, unpaired):
     os.makedirs(out, exist_ok=True)
     keys = [k for k, _, _ in YARDSTICKS]
@@ -325,6 +342,9 @@ def write_tables(study, out, runs, variants, rows, baseline, unpaired):
         len(runs), " / ".join(steps), " / ".join(tokens), " / ".join(builds), " / ".join(cpus)))
     if len(steps) > 1 or len(tokens) > 1:
         md.append("**The runs do not have the same token budget.**\n")
+    floor = scratch_floor(study)
+    if floor:
+        md.append("Floor, the same fine-tunes from random initialisation (mean ± sd over the fine-tuning seeds): %s.\n" % floor)
     md.append("## Per variant: mean ± sd over pretraining seeds (n)\n")
     md.append("| variant | " + " | ".join(l for _, l, _ in YARDSTICKS) + " |")
     md.append("|---|" + "---|" * len(YARDSTICKS))

@@ -409,6 +409,10 @@ class Queue:
         done_jobs = 0
         if not self.finetune("scratch", "scratch", os.path.join(self.study, "finetune", "scratch")):
             return 128 + self.stopping
+        p = os.path.join(self.study, "scratch.json")  # the floor, for the report
+        with open(p + ".tmp", "w", encoding="utf-8") as f:
+            json.dump({"finetune": self.ft_results("scratch")}, f, indent=1)
+        os.replace(p + ".tmp", p)
         for run in self.s["runs"]:
             if max_jobs and done_jobs >= max_jobs:
                 say("--max-jobs %d reached: stopping (`run` again continues)" % max_jobs)

@@ -106,6 +106,8 @@ if bad:
 EOF
 }
 
+# the scratch floor (the queue's scratch.json): pos 0.80 0.82 0.84 -> 0.8200 ± 0.0200 (3)
+echo '{"finetune": {"pos": {"1": 0.80, "2": 0.82, "3": 0.84}, "genre": {}}}' > "$S/scratch.json"
 A="sh scripts/ablation-study.sh"
 $A report "$S" > "$W/r1.out" 2> "$W/r1.err" || { cat "$W/r1.err"; fail "report"; }
 check "$S/report" paired || fail "paired intervals differ from the hand computation"
@@ -120,10 +122,11 @@ grep -q '^| ES | GDES beats ES .*| contradicted |.*| \*\*contradicted\*\* on fix
 grep -q '^| 16 position buckets | open question.*| either | unresolved |' "$S/report/report.md" || fail "report.md: the open question's row"
 grep -q '^- nes, fixed-corruption AUC: unresolved (width 0\.0994; ~18 seeds' "$S/report/report.md" || fail "report.md: the unresolved list"
 grep -q '^| full | 0\.7100 ± 0\.0100 (3) |' "$S/report/report.md" || fail "report.md: the full model's mean row"
+grep -q '^Floor, .*: pos 0\.8200 ± 0\.0200 (3)\.$' "$S/report/report.md" || fail "report.md: the scratch floor"
 [ "$(grep -c '^no-c2p,' "$S/report/runs.csv")" = 3 ] || fail "runs.csv: three rows of no-c2p"
 if command -v gnuplot > /dev/null 2>&1; then
     [ "$(od -An -tx1 -N4 "$S/report/forest.png" | tr -d ' ')" = 89504e47 ] || fail "forest.png is not a PNG"
-    ok "report.md (means, differences, verdicts, unresolved list), runs.csv, forest.png"
+    ok "report.md (floor, means, differences, verdicts, unresolved list), runs.csv, forest.png"
 else
     ok "report.md (means, differences, verdicts, unresolved list), runs.csv (gnuplot missing: no plot checked)"
 fi

@@ -72,7 +72,7 @@ wait $holder
 grep -q 'waiting for the training slot' "$W/run1.log" || { cat "$W/run1.log"; fail "the queue did not wait for the held slot"; }
 step=$("$PY" -c "import h5py; print(int(h5py.File('$S/pretrain/full-seed1/checkpoint.h5', 'r').attrs['step']))")
 [ "$step" -ge 2 ] && [ "$step" -lt 40 ] || fail "full-seed1 stopped at step $step, expected 2..39"
-[ -d "$S/finetune/scratch/pos-seed1" ] && [ ! -e "$S/results/full-seed1.json" ] || fail "state after the stop"
+[ -d "$S/finetune/scratch/pos-seed1" ] && [ -s "$S/scratch.json" ] && [ ! -e "$S/results/full-seed1.json" ] || fail "state after the stop"
 $A status "$S" > "$W/st1.out" 2>&1 || fail "status"
 grep -q "^| full-seed1 | $step/40 | – | 0/1 | 0/1 | started |$" "$W/st1.out" && grep -q '^| nes-seed1 | 0/40 | – | 0/1 | 0/1 | to do |$' "$W/st1.out" &&
     grep -q '^0 of 2 runs done; left: full-seed1, nes-seed1$' "$W/st1.out" && grep -q '^queue: not running$' "$W/st1.out" ||
@@ -117,7 +117,8 @@ $A run "$S" > "$W/run4.log" 2>&1 || { cat "$W/run4.log"; fail "run of a complete
 $A status "$S" > "$W/st2.out" 2>&1 && grep -q '^2 of 2 runs done; nothing left$' "$W/st2.out" || { cat "$W/st2.out"; fail "status of the complete study"; }
 ok "the study completes; a run after that skips every finished job; status: 2 of 2 done"
 
-$A report "$S" > "$W/rep.out" 2>&1 && grep -q '^| NES | GDES beats NES .*| too few seeds |' "$S/report/report.md" ||
+$A report "$S" > "$W/rep.out" 2>&1 && grep -q '^| NES | GDES beats NES .*| too few seeds |' "$S/report/report.md" &&
+    grep -q '^Floor, .*: pos [01]\.[0-9]* (1), genre [01]\.[0-9]* (1)\.$' "$S/report/report.md" ||
     { cat "$W/rep.out"; fail "report of the smoke study"; }
 $A add-seed "$S" --variants nes > /dev/null 2>&1 && $A status "$S" > "$W/st3.out" 2>&1 &&
     grep -q '^2 of 4 runs done; left: full-seed2, nes-seed2$' "$W/st3.out" || { cat "$W/st3.out"; fail "add-seed --variants nes"; }
