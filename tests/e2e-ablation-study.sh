@@ -38,12 +38,18 @@ grep -q '"steps_how": "calibrated: deberta pretrain --minutes 0.1 on .*calibrati
     { cat "$W/cal/study.json"; fail "init --minutes: the calibrated steps are not recorded"; }
 ok "init: binary copied, the step budget given or calibrated (--minutes), a yardstick file missing or a second init refused"
 
+# queue_behind_slot SECONDS LOG: the slot held for SECONDS in the background ($holder), then the queue
+# started in the background ($q), its output in LOG
+queue_behind_slot() {
+    flock "$SLOT" sleep "$1" &
+    holder=$!
+    sleep 0.3
+    $A run "$S" > "$2" 2>&1 &
+    q=$!
+}
+
 # stopped while it waits for the slot: it ends at once and has started nothing
-flock "$SLOT" sleep 30 &
-holder=$!
-sleep 0.3
-$A run "$S" > "$W/run0.log" 2>&1 &
-q=$!
+queue_behind_slot 30 "$W/run0.log"
 i=0
 until grep -q 'waiting for the training slot' "$W/run0.log"; do i=$((i + 1)); [ $i -lt 100 ] || { kill $holder; fail "the queue does not wait for the slot"; }; sleep 0.1; done
 t0=$(date +%s)
@@ -56,11 +62,7 @@ kill $holder; wait $holder 2>/dev/null
 ok "stop while the queue waits for the training slot: exit 143 without starting a job"
 
 # the queue waits for a held training slot, then is stopped (`stop`: SIGTERM) in the middle of full-seed1
-flock "$SLOT" sleep 2 &
-holder=$!
-sleep 0.3
-$A run "$S" > "$W/run1.log" 2>&1 &
-q=$!
+queue_behind_slot 2 "$W/run1.log"
 sleep 0.5
 $A status "$S" > "$W/st0.out" 2>&1  # while the queue waits for the slot
 e2e_wait_logged "$S/pretrain/full-seed1/metrics.jsonl" 2 $q "$W/run1.log"
