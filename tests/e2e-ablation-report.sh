@@ -108,6 +108,18 @@ EOF
 
 # the scratch floor (the queue's scratch.json): pos 0.80 0.82 0.84 -> 0.8200 ± 0.0200 (3)
 echo '{"finetune": {"pos": {"1": 0.80, "2": 0.82, "3": 0.84}, "genre": {}}}' > "$S/scratch.json"
+# the script's t quantile against a printed table of t(0.975; df)
+"$PY" - <<'EOF' || fail "t quantiles differ from the table"
+import sys
+sys.path.insert(0, "scripts")
+from ablation_report import t_quantile
+table = {1: 12.706205, 2: 4.302653, 3: 3.182446, 4: 2.776445, 5: 2.570582, 9: 2.262157, 17: 2.109816, 20: 2.085963, 30: 2.042272}
+bad = ["df %d: %.6f, table %.6f" % (df, t_quantile(0.975, df), t) for df, t in table.items() if not abs(t_quantile(0.975, df) - t) <= 1e-6]
+if bad:
+    sys.exit("; ".join(bad))
+EOF
+ok "t(0.975; df) equals the table at df 1, 2, 3, 4, 5, 9, 17, 20, 30 (to 1e-6)"
+
 A="sh scripts/ablation-study.sh"
 $A report "$S" > "$W/r1.out" 2> "$W/r1.err" || { cat "$W/r1.err"; fail "report"; }
 check "$S/report" paired || fail "paired intervals differ from the hand computation"
