@@ -329,14 +329,17 @@ def check_config(job):
     return None
 
 
-def prepare_job(args, point, seed, grid_notes):
-    name = "%s-seed%s" % (variant_name(point), seed)
+def prepare_job(args, point, seed, grid_notes, variant=None):
+    """The job of one grid point and seed (its run directory made, ablate.json written); variant names the
+    run (default: from the point's axes; scripts/ablation_study.py gives its own names)."""
+    variant = variant or variant_name(point)
+    name = "%s-seed%s" % (variant, seed)
     rundir = os.path.join(args.out, name)
     flags, notes = variant_flags(point)
     for n in notes:
         if n not in grid_notes:
             grid_notes.append(n)
-    spec = {"variant": variant_name(point), "seed": int(seed), "axes": point, "flags": flags,
+    spec = {"variant": variant, "seed": int(seed), "axes": point, "flags": flags,
             "base_flags": args.base, "data": os.path.abspath(args.data), "notes": notes}
     spec_path = os.path.join(rundir, "ablate.json")
     job = {"name": name, "dir": rundir, "seed": seed, "flags": flags, "spec": spec}
