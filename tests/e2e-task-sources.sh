@@ -169,5 +169,13 @@ e2e_bad "1860_x_d.json: not an address object with 'party' and 'text'" -- sh scr
 sh scripts/fetch-tasks.sh "$T/x" sotu-party nope > "$T/out" 2> "$T/err"; rc=$?
 [ $rc -eq 2 ] && [ "$(wc -l < "$T/err")" -eq 1 ] && grep -q "^error: fetch-tasks: unknown task 'nope'" "$T/err" || fail "unknown task: exit $rc, $(cat "$T/err")"
 [ -z "$(find "$T/x" -type f 2>/dev/null)" ] || fail "a failed fetch left files in $T/x: $(find "$T/x" -type f | head -3)"
-ok "unreachable registries, other layouts, a bad record, an unknown task: one error line each"
+# the command lines (run inside $T/w: a refused argument must not become a directory)
+mkdir -p "$T/w"; R=$(pwd)
+for c in "fetch-tasks.sh --bogus" "fetch-corpus-more.sh --bogus" "fetch-corpus-more.sh a b" "fetch-corpus.sh --more" "fetch-corpus.sh a --more"; do
+    (cd "$T/w" && sh "$R/scripts/"$c) > "$T/out" 2> "$T/err"; rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l < "$T/err")" -eq 1 ] && grep -q "^error: ${c%%.sh*}: " "$T/err" || fail "$c: exit $rc, $(cat "$T/err")"
+    [ -z "$(ls "$T/w")" ] || fail "$c made $(ls "$T/w")"
+done
+for s in fetch-tasks fetch-corpus-more; do sh scripts/$s.sh --help | grep -q "^$s.sh \[DIR" || fail "$s.sh --help prints no usage"; done
+ok "unreachable registries, other layouts, a bad record, an unknown task, refused arguments: one error line each"
 echo "e2e-task-sources: all passed"
