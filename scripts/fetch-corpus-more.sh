@@ -15,11 +15,9 @@
 set -eu
 HERE=$(dirname "$0")
 . "$HERE/lib-fetch.sh"
-case "${1:-}" in
--h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
--*) echo "error: fetch-corpus-more: unknown option '$1' (usage: scripts/fetch-corpus-more.sh [DIR])" >&2; exit 2 ;;
-esac
-[ $# -le 1 ] || { echo "error: fetch-corpus-more: one directory at most (usage: scripts/fetch-corpus-more.sh [DIR])" >&2; exit 2; }
+usage="usage: scripts/fetch-corpus-more.sh [DIR]"
+fetch_help fetch-corpus-more "$usage" 14 "${1:-}"
+[ $# -le 1 ] || { echo "error: fetch-corpus-more: one directory at most ($usage)" >&2; exit 2; }
 DIR=${1:-data/corpus-more}
 PY=/usr/bin/python3
 if [ -s "$DIR/sotu.txt" ] && [ -s "$DIR/moby-dick.txt" ] && [ -s "$DIR/debian-handbook.txt" ]; then

@@ -21,9 +21,8 @@ usage="usage: scripts/fetch-corpus.sh [DIR] [--more MOREDIR]"
 MORE= DIR=
 while [ $# -gt 0 ]; do
     case $1 in
-    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --more) [ $# -ge 2 ] || { echo "error: fetch-corpus: --more needs a directory ($usage)" >&2; exit 2; }; MORE=$2; shift ;;
-    -*) echo "error: fetch-corpus: unknown option '$1' ($usage)" >&2; exit 2 ;;
+    -*) fetch_help fetch-corpus "$usage" 16 "$1" ;;
     *) [ -z "$DIR" ] || { echo "error: fetch-corpus: one directory at most ($usage)" >&2; exit 2; }; DIR=$1 ;;
     esac
     shift

@@ -15,10 +15,7 @@
 set -eu
 HERE=$(dirname "$0")
 . "$HERE/lib-fetch.sh"
-case "${1:-}" in
--h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
--*) echo "error: fetch-tasks: unknown option '$1' (usage: scripts/fetch-tasks.sh [DIR [TASK...]])" >&2; exit 2 ;;
-esac
+fetch_help fetch-tasks "usage: scripts/fetch-tasks.sh [DIR [TASK...]]" 14 "${1:-}"
 DIR=${1:-data/tasks-src}
 [ $# -gt 0 ] && shift
 [ $# -gt 0 ] || set -- sotu-party fortune-topic

