@@ -1,8 +1,9 @@
 /* test_finetune.c — the fine-tuning library: initialisation from a pretraining checkpoint (the
  * discriminator's tables as an export writes them under GDES / ES / NES, the generator's encoder),
- * the layer-wise rate decay's multiples, the options' text round trip, and evaluation counting exactly
- * the labelled positions. */
+ * the layer-wise rate decay's multiples, the options' text round trip, evaluation counting exactly
+ * the labelled positions, and evaluation by length equal to the full-length pass. */
 #include "train/finetune.h"
+#include "train/task_eval.h"
 #include "train/checkpoint.h"
 #include "train/pretrain.h"
 #include "model/electra.h"
@@ -218,6 +219,106 @@ static void test_evaluate_counts(void **state) {
     ft_model_free(&m);
 }
 
+/* A pass by length (batches padded to their longest example) gives the rows of the full-length pass
+ * in file order: the same rows, labels and, up to summation order, the same probabilities and loss */
+static void check_by_length(HeadKind kind, TaskKind task) {
+    ModelConfig c;
+    test_config(&c, SHARE_GDES);
+    FtModel m;
+    ft_model_build(&m, &c, kind, 3, 0, 1);
+    model_perturb_params(&m.ps, 9);
+    enum { N = 7, T = 10 };
+    /* lengths 10, 3, 6, 2, 9, 4, 10 (pad 0): sorting changes the order and the batches' lengths */
+    static const int len[N] = {10, 3, 6, 2, 9, 4, 10};
+    int32_t ids[N * T], lab[N * T], wid[N * T];
+    TaskSet ts = {0};
+    ts.kind = task;
+    ts.T = T;
+    ts.N = N;
+    ts.n_labels = 3;
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < T; i++) {
+            const int k = n * T + i;
+            ids[k] = i >= len[n] ? 0 : i == 0 ? 1 : i == len[n] - 1 ? 2 : 3 + (n * 7 + i * 5) % 30;
+            wid[k] = i > 0 && i < len[n] - 1 ? (i + 1) / 2 : -1; /* words of two sub-tokens */
+            lab[k] = wid[k] >= 0 ? (n + i) % 3 : TASK_IGNORE;
+        }
+    int32_t seq_lab[N];
+    for (int n = 0; n < N; n++) seq_lab[n] = n % 3;
+    ts.ids = ids;
+    ts.labels = task == TASK_TAGGING ? lab : seq_lab;
+    ts.word_ids = task == TASK_TAGGING ? wid : NULL;
+    Tape t;
+    tape_init(&t, 1 << 22);
+    for (int B = 1; B <= 4; B++) {
+        TaskPreds a, b;
+        task_eval_run_ordered(&m.enc, &m.head, &t, &ts, B, 0, &a);
+        task_eval_run(&m.enc, &m.head, &t, &ts, B, &b);
+        assert_int_equal(a.n, b.n);
+        assert_int_equal(a.n_labelled, b.n_labelled);
+        assert_true(a.n > N - 1);
+        for (long r = 0; r < a.n; r++) {
+            assert_int_equal(a.ex[r], b.ex[r]);
+            assert_int_equal(a.pos[r], b.pos[r]);
+            assert_int_equal(a.gold[r], b.gold[r]);
+            const double d = fabs((double)a.prob[r] - b.prob[r]);
+            if (!(d <= 1e-6)) fail_msg("B %d row %ld: prob %.9g by length, %.9g at full length", B, r, (double)b.prob[r], (double)a.prob[r]);
+            if (d < 1e-3) assert_int_equal(a.pred[r], b.pred[r]);
+        }
+        if (!(fabs(a.loss - b.loss) <= 1e-5 * fabs(a.loss))) fail_msg("B %d: loss %.9g by length, %.9g", B, b.loss, a.loss);
+        /* by length computes fewer positions: every batch only as long as its longest example */
+        assert_true(b.computed_positions < a.computed_positions);
+        assert_int_equal(a.computed_positions, (long long)N * T);
+        task_preds_free(&a);
+        task_preds_free(&b);
+    }
+    tape_free(&t);
+    ft_model_free(&m);
+}
+
+static void test_eval_by_length(void **state) {
+    (void)state;
+    check_by_length(HEAD_SEQUENCE, TASK_CLASSIFICATION);
+    check_by_length(HEAD_TOKEN, TASK_TAGGING);
+}
+
+/* ft_length_window: a permutation of its window; each batch a contiguous run of the window's examples
+ * sorted by length (so no batch's lengths overlap another's but at equal lengths); the batches' order
+ * drawn from (seed, w) and repeatable */
+static void test_length_window(void **state) {
+    (void)state;
+    enum { G = 8, B = 4, W = G * B, T = 50, NE = 100 };
+    int32_t lens[NE];
+    for (int e = 0; e < NE; e++) lens[e] = 1 + (int)((e * 37u + 11) % T);
+    int64_t in[W], a[W], b[W];
+    for (int j = 0; j < W; j++) in[j] = (j * 53 + 7) % NE; /* distinct: 53 is prime to 100 */
+    int moved = 0;
+    for (int64_t w = 0; w < 4; w++) {
+        memcpy(a, in, sizeof a);
+        memcpy(b, in, sizeof b);
+        ft_length_window(a, lens, T, G, B, 1234, w);
+        ft_length_window(b, lens, T, G, B, 1234, w);
+        assert_memory_equal(a, b, sizeof a);
+        /* a permutation of the window */
+        int seen[NE] = {0};
+        for (int j = 0; j < W; j++) seen[a[j]]++;
+        for (int j = 0; j < W; j++) assert_int_equal(seen[in[j]], 1);
+        /* each batch sorted, and the batches' length ranges disjoint (but for equal lengths) */
+        int lo[G], hi[G];
+        for (int g = 0; g < G; g++) {
+            lo[g] = lens[a[g * B]];
+            hi[g] = lens[a[g * B + B - 1]];
+            for (int i = 1; i < B; i++) assert_true(lens[a[g * B + i - 1]] <= lens[a[g * B + i]]);
+        }
+        for (int g = 0; g < G; g++)
+            for (int h = 0; h < G; h++)
+                if (g != h && lo[g] < lo[h]) assert_true(hi[g] <= lo[h]);
+        /* the batch order is drawn: not always the sorted one */
+        for (int g = 1; g < G; g++) moved += lo[g] < lo[g - 1];
+    }
+    assert_true(moved > 0);
+}
+
 static int setup(void **state) {
     (void)state;
     return test_tmpdir(g_dir, sizeof g_dir, "finetune");
@@ -233,6 +334,8 @@ int main(void) {
         cmocka_unit_test(test_layer_rate_scale),
         cmocka_unit_test(test_options_text),
         cmocka_unit_test(test_evaluate_counts),
+        cmocka_unit_test(test_eval_by_length),
+        cmocka_unit_test(test_length_window),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

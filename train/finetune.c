@@ -36,6 +36,7 @@ void finetune_options_default(FinetuneOptions *o) {
     o->max_grad_norm = 1.0;
     o->dropout = 0.1;
     o->attention_dropout = 0.1;
+    o->length_groups = 16;
     o->warmup = -1;
     o->eval_every = 200;
     o->log_every = 10;
@@ -63,6 +64,7 @@ static const KeyRow KEYS[] = {
     {"attention_dropout", "attention-dropout", NULL, KEY_DOUBLE, F(attention_dropout), 0, 1, "a number in [0, 1)", 0, NULL},
     {"reinit_layers", "reinit-layers", NULL, KEY_INT, F(reinit_layers), 0, 1 << 20, "a non-negative integer", KEY_SKIP_ZERO, NULL},
     {"layer_decay", "layer-decay", NULL, KEY_DOUBLE, F(layer_decay), DBL_MIN, 1 + DBL_EPSILON, "a number in (0, 1] (1: one rate)", KEY_SKIP_ZERO, NULL}, /* 0 < v <= 1; 0 (unset) = one rate */
+    {"length_groups", "length-groups", NULL, KEY_INT, F(length_groups), 0, 1 << 16, "an integer in [0, 65536] (0: off)", 0, NULL},
     {"warmup", "warmup", NULL, KEY_LONG, F(warmup), 0, 0, "a non-negative integer", 0, NULL},
     {"eval_every", "eval-every", NULL, KEY_LONG, F(eval_every), 0, 0, "a non-negative integer", 0, NULL},
     {"log_every", "log-every", NULL, KEY_LONG, F(log_every), 1, 0, "a positive integer", 0, NULL},
@@ -189,15 +191,23 @@ static int argmax_row(const real *row, int L) {
     return b;
 }
 
-/* Copies examples idx[0..B) of ts into ids/mask/labels (labels: token [B·T], sequence [B]; regression:
- * targets [B]). */
-static void fill_batch(const TaskSet *ts, const int64_t *idx, int B, int32_t *ids, int32_t *mask, int32_t *labels, real *targets) {
+/* The batch's length: the longest of examples idx[0..B) of lens. */
+static int batch_len(const int32_t *lens, const int64_t *idx, int B) {
+    int Tb = 1;
+    for (int b = 0; b < B; b++) Tb = MAX(Tb, lens[idx[b]]);
+    return Tb;
+}
+
+/* Copies examples idx[0..B) of ts, cut to their first Tb positions, into ids/mask/labels [B, Tb]
+ * (labels: token [B·Tb], sequence [B]; regression: targets [B]). */
+static void fill_batch(const TaskSet *ts, const int64_t *idx, int B, int Tb, int32_t *ids, int32_t *mask, int32_t *labels,
+                       real *targets) {
     const int T = ts->T;
     for (int b = 0; b < B; b++) {
         const int32_t *row = ts->ids + idx[b] * T;
-        memcpy(ids + (size_t)b * T, row, (size_t)T * sizeof(int32_t));
-        for (int i = 0; i < T; i++) mask[(size_t)b * T + i] = row[i] != ts->pad_id;
-        if (ts->kind == TASK_TAGGING) memcpy(labels + (size_t)b * T, ts->labels + idx[b] * T, (size_t)T * sizeof(int32_t));
+        memcpy(ids + (size_t)b * Tb, row, (size_t)Tb * sizeof(int32_t));
+        for (int i = 0; i < Tb; i++) mask[(size_t)b * Tb + i] = row[i] != ts->pad_id;
+        if (ts->kind == TASK_TAGGING) memcpy(labels + (size_t)b * Tb, ts->labels + idx[b] * T, (size_t)Tb * sizeof(int32_t));
         else if (ts->kind == TASK_REGRESSION) targets[b] = (real)ts->targets[idx[b]];
         else labels[b] = ts->labels[idx[b]];
     }
@@ -231,15 +241,19 @@ typedef struct FtRun {
     Checkpoint *init;         /* --init: the pretraining checkpoint, open until the model is built */
     CheckpointState init_st;
     int64_t *perm, perm_epoch;
+    int64_t *window, window_id; /* --length-groups: the examples of window window_id (G·B positions), in batch order */
+    int32_t *lens;            /* train's example lengths (last non-padding position + 1) */
     int32_t *ids, *mask, *labels;
     real *targets;            /* regression [B] */
     int64_t *idx;
+    long long positions;      /* positions computed by this invocation's steps (B x each batch's length) */
+    int last_len;             /* the length the last step's batch was padded to */
     long best_step;
     double best_dev;
 } FtRun;
 
 /* Example index of global position q: number q mod N of the permutation of epoch q div N. */
-static int64_t example_at(FtRun *r, int64_t q) {
+static int64_t permuted_example(FtRun *r, int64_t q) {
     const int64_t N = r->train.N, e = q / N;
     if (e != r->perm_epoch) {
         for (int64_t i = 0; i < N; i++) r->perm[i] = i;
@@ -251,6 +265,49 @@ static int64_t example_at(FtRun *r, int64_t q) {
         r->perm_epoch = e;
     }
     return r->perm[q % N];
+}
+
+/* The length of example e of ts: its last non-padding position + 1 (at least 1). */
+static int example_len(const TaskSet *ts, int64_t e) {
+    const int32_t *row = ts->ids + e * ts->T;
+    int len = ts->T;
+    while (len > 1 && row[len - 1] == ts->pad_id) len--;
+    return len;
+}
+
+void ft_length_window(int64_t *ex, const int32_t *lens, int T, int G, int B, uint64_t seed, int64_t w) {
+    const int64_t W = (int64_t)G * B;
+    int64_t *tmp = xmalloc((size_t)W * sizeof(int64_t));
+    /* stable counting sort by length */
+    long *start = xcalloc((size_t)T + 2, sizeof(long));
+    for (int64_t j = 0; j < W; j++) start[lens[ex[j]] + 1]++;
+    for (int l = 1; l <= T + 1; l++) start[l] += start[l - 1];
+    for (int64_t j = 0; j < W; j++) tmp[start[lens[ex[j]]]++] = ex[j];
+    /* the G batches in a drawn order (Fisher–Yates over batch numbers) */
+    int *order = xmalloc((size_t)G * sizeof(int));
+    for (int g = 0; g < G; g++) order[g] = g;
+    const uint64_t stream = rng_stream(RNG_SHUFFLE, (uint64_t)w, 12);
+    for (int g = G - 1; g > 0; g--) {
+        const int k = (int)(rng_u64(seed, stream, (uint64_t)g) % (uint64_t)(g + 1));
+        const int x = order[g]; order[g] = order[k]; order[k] = x;
+    }
+    for (int g = 0; g < G; g++) memcpy(ex + (size_t)g * B, tmp + (size_t)order[g] * B, (size_t)B * sizeof(int64_t));
+    free(start); free(tmp); free(order);
+}
+
+/* Example index of global position q: the permuted order, or with length groups window q div (G·B)
+ * of it grouped (ft_length_window), a function of (seed, q) alone either way, so a resumed run draws
+ * what an uninterrupted one would. */
+static int64_t example_at(FtRun *r, int64_t q) {
+    const int G = r->o.length_groups, B = r->o.batch;
+    if (G <= 0) return permuted_example(r, q);
+    const int64_t W = (int64_t)G * B, w = q / W;
+    if (w != r->window_id) {
+        for (int64_t j = 0; j < W; j++) r->window[j] = permuted_example(r, w * W + j);
+        ft_length_window(r->window, r->lens, r->train.T, G, B, r->o.seed, w);
+        r->window_id = w;
+    }
+    return r->window[q - w * W];
 }
 
 static char *run_config_text(const FtRun *r) {
@@ -323,6 +380,7 @@ static void load_saved_run(FtRun *r, ModelConfig *cfg) {
     char err[1024];
     run_open_resume(d, r->o.out, 1);
     const FinetuneOptions cli = r->o;
+    if (!strstr(d->st.config, "ft_length_groups")) r->o.length_groups = 0; /* a run from before the option: no groups */
     config_defaults(cfg);
     if (config_from_text(cfg, d->st.config, path, err, sizeof err) || finetune_options_from_text(&r->o, d->st.config, err, sizeof err))
         fatal("checkpoint %s: %s", path, err);
@@ -403,6 +461,10 @@ static void build_model(FtRun *r, ModelConfig *cfg) {
     r->t.seed = r->o.seed;
     r->perm = xmalloc((size_t)r->train.N * sizeof(int64_t));
     r->perm_epoch = -1;
+    r->window = xmalloc((size_t)MAX(r->o.length_groups, 1) * r->o.batch * sizeof(int64_t));
+    r->window_id = -1;
+    r->lens = xmalloc((size_t)r->train.N * sizeof(int32_t));
+    for (int64_t e = 0; e < r->train.N; e++) r->lens[e] = example_len(&r->train, e);
     r->ids = xmalloc((size_t)B * T * sizeof(int32_t));
     r->mask = xmalloc((size_t)B * T * sizeof(int32_t));
     r->labels = xmalloc((size_t)B * T * sizeof(int32_t));
@@ -460,9 +522,15 @@ typedef struct FtStep {
  * non-finite loss skips the update), timed. */
 static FtStep train_step(FtRun *r, long step) {
     const double t0 = now_seconds();
-    const int B = r->o.batch, T = r->train.T, L = r->train.n_labels;
+    const int B = r->o.batch, L = r->train.n_labels;
     for (int b = 0; b < B; b++) r->idx[b] = example_at(r, (int64_t)step * B + b);
-    fill_batch(&r->train, r->idx, B, r->ids, r->mask, r->labels, r->targets);
+    /* the batch padded only to its longest example: positions after it are padding in every example,
+     * masked as keys and unlabelled, so cutting them changes no loss or gradient (only the dropout draws,
+     * which follow the tensor's layout) */
+    const int T = batch_len(r->lens, r->idx, B);
+    r->positions += (long long)B * T;
+    r->last_len = T;
+    fill_batch(&r->train, r->idx, B, T, r->ids, r->mask, r->labels, r->targets);
     optim_zero_grad(&r->g);
     tape_reset(&r->t);
     r->t.training = 1;
@@ -503,7 +571,7 @@ static void log_step(FtRun *r, long completed, const FtStep *s) {
     }
     char fields[128];
     snprintf(fields, sizeof fields, "loss %.4f | acc %.3f", s->loss, s->acc);
-    progress_update_fields(&r->dir.prog, completed, fields, (long long)r->o.batch * r->train.T);
+    progress_update_fields(&r->dir.prog, completed, fields, (long long)r->o.batch * r->last_len);
 }
 
 /* A dev evaluation; a new best dev score keeps the parameters as best.h5. */
@@ -524,8 +592,11 @@ static int finish(FtRun *r) {
     RunDir *d = &r->dir;
     char err[1024], path[4200], detail[96];
     progress_done(&d->prog);
-    snprintf(detail, sizeof detail, "%d x %d tokens, padding included; evaluations and checkpoints excluded", r->o.batch, r->train.T);
-    if (run_speed(d, (double)r->o.batch * r->train.T, detail)) fputc('\n', stderr);
+    /* positions per step: each batch is padded to its longest example (train_step), so it varies */
+    const double per_step = d->done_here > 0 ? (double)r->positions / d->done_here : (double)r->o.batch * r->train.T;
+    snprintf(detail, sizeof detail, "tokens = positions computed, %d examples of up to %d per step; evaluations excluded", r->o.batch,
+             r->train.T);
+    if (run_speed(d, per_step, detail)) fputc('\n', stderr);
     CheckpointState st;
     snprintf(path, sizeof path, "%.4000s/best.h5", r->o.out);
     if (checkpoint_load(path, &r->m.ps, NULL, &st, err, sizeof err)) fatal("%s", err);
@@ -557,7 +628,7 @@ static int finish(FtRun *r) {
     optim_moments_free(&r->moments);
     ft_model_free(&r->m);
     task_free(&r->train); task_free(&r->dev); task_free(&r->test);
-    free(r->perm); free(r->ids); free(r->mask); free(r->labels); free(r->targets); free(r->idx);
+    free(r->perm); free(r->window); free(r->lens); free(r->ids); free(r->mask); free(r->labels); free(r->targets); free(r->idx);
     return 0;
 }
 

@@ -8,7 +8,9 @@
  * under ES) or from scratch (spec §4.8 init of a preset); the head is always freshly initialised.
  *
  * One step: B examples at global positions step·B … (example q is number q mod N of epoch q div N, in
- * the order of a Fisher–Yates permutation drawn from (seed, epoch)); encoder + head forward with
+ * the order of a Fisher–Yates permutation drawn from (seed, epoch); with --length-groups G the G·B
+ * positions of each window are then sorted by their examples' lengths and cut into G batches, drawn in
+ * a seeded order), padded to the batch's longest example; encoder + head forward with
  * dropout (stream (seed, step)), mean cross-entropy over labelled positions, backward, AdamW with
  * linear warm-up and decay (train/optim.h), clipping.  The state is the parameters, the moments, the
  * step and the best dev score, so a resumed run computes exactly what an uninterrupted one would.
@@ -45,12 +47,18 @@ typedef struct FinetuneOptions {
     double attention_dropout; /* its attention_probs_dropout_prob (default 0.1) */
     int reinit_layers;        /* the top N encoder layers keep their fresh init (--init CHECKPOINT only) */
     double layer_decay;       /* D in (0, 1): layer-wise rate decay (ft_layer_rate_scale); 1, or 0 (unset), one rate for all */
+    int length_groups;        /* G > 0: batches drawn G at a time and grouped by length (ft_example_order); 0: off */
     long warmup;              /* < 0: 10% of steps */
     long eval_every, log_every, save_every;
     long stop_after;          /* > 0: stop (with a checkpoint) after this many steps of this invocation */
 } FinetuneOptions;
 
 void finetune_options_default(FinetuneOptions *o);
+/* Length groups: ex[0..G·B) (the permuted examples of window w) stably sorted by lens[] (each in
+ * [1, T]), cut into G batches of B, and the batches put in an order drawn from (seed, w).  Each epoch
+ * still covers every example once (but for a window that straddles two epochs), and each batch spans
+ * a narrow range of lengths, so padding it to its longest wastes little. */
+void ft_length_window(int64_t *ex, const int32_t *lens, int T, int G, int B, uint64_t seed, int64_t w);
 /* Applies one `--flag value` of the option table (flag without "--"): 1 if it was one (*resume_ok:
  * whether --resume accepts it), 0 if the table has no such flag, -1 with a message ("--steps 'x' must
  * be a positive integer") on a bad value. */

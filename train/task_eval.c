@@ -18,45 +18,82 @@ void task_preds_free(TaskPreds *p) {
     memset(p, 0, sizeof *p);
 }
 
-void task_eval_run(Encoder *enc, TaskHead *head, Tape *t, const TaskSet *ts, int B, TaskPreds *out) {
+/* The length of example n: its last non-padding position + 1 (at least 1). */
+static int example_len(const TaskSet *ts, int64_t n) {
+    const int32_t *row = ts->ids + n * ts->T;
+    int len = ts->T;
+    while (len > 1 && row[len - 1] == ts->pad_id) len--;
+    return len;
+}
+
+/* The order examples are run in: by length (ties by index) when by_length, else as they are. */
+static int64_t *run_order(const TaskSet *ts, int by_length, int32_t *len) {
+    int64_t *ord = xmalloc((size_t)(ts->N ? ts->N : 1) * sizeof(int64_t));
+    for (int64_t n = 0; n < ts->N; n++) { ord[n] = n; len[n] = by_length ? example_len(ts, n) : ts->T; }
+    if (!by_length) return ord;
+    /* counting sort on the length: stable, so equal lengths keep their order */
+    long *start = xcalloc((size_t)ts->T + 2, sizeof(long));
+    for (int64_t n = 0; n < ts->N; n++) start[len[n] + 1]++;
+    for (int l = 1; l <= ts->T + 1; l++) start[l] += start[l - 1];
+    for (int64_t n = 0; n < ts->N; n++) ord[start[len[n]]++] = n;
+    free(start);
+    return ord;
+}
+
+void task_eval_run_ordered(Encoder *enc, TaskHead *head, Tape *t, const TaskSet *ts, int B, int by_length, TaskPreds *out) {
     memset(out, 0, sizeof *out);
     const int T = ts->T, L = head->n_labels, tag = ts->kind == TASK_TAGGING, reg = ts->kind == TASK_REGRESSION;
-    long cap = 0;
-    if (tag) for (int64_t n = 0; n < ts->N; n++) for (int i = 0; i < T; i++) cap += is_row(ts, n, i);
-    else cap = ts->N;
+    int32_t *len = xmalloc((size_t)(ts->N ? ts->N : 1) * sizeof(int32_t));
+    int64_t *ord = run_order(ts, by_length, len);
+    /* row0[e]: the first output row of example e (rows stay in example order whatever the run order) */
+    int64_t *row0 = xmalloc((size_t)(ts->N + 1) * sizeof(int64_t));
+    row0[0] = 0;
+    for (int64_t e = 0; e < ts->N; e++) {
+        long k = 1;
+        if (tag) { k = 0; for (int i = 0; i < len[e]; i++) k += is_row(ts, e, i); }
+        row0[e + 1] = row0[e] + k;
+    }
+    const long cap = (long)row0[ts->N];
     const size_t c1 = (size_t)(cap ? cap : 1);
     out->ex = xmalloc(c1 * sizeof(int64_t));
     out->pos = xmalloc(c1 * sizeof(int32_t));
     if (reg) { out->gold_v = xmalloc(c1 * sizeof(double)); out->pred_v = xmalloc(c1 * sizeof(double)); }
     else { out->gold = xmalloc(c1 * sizeof(int32_t)); out->pred = xmalloc(c1 * sizeof(int32_t)); out->prob = xmalloc(c1 * sizeof(float)); }
     int32_t *ids = xmalloc((size_t)B * T * sizeof(int32_t)), *mask = xmalloc((size_t)B * T * sizeof(int32_t));
-    double loss = 0;
-    long n = 0, nl = 0;
+    double *loss_ex = xcalloc((size_t)(ts->N ? ts->N : 1), sizeof(double));
+    long nl = 0;
     const int was = t->training;
     t->training = 0;
     const double t0 = now_seconds();
     for (int64_t s = 0; s < ts->N; s += B) {
         const int nb = (int)MIN((int64_t)B, ts->N - s);
-        memcpy(ids, ts->ids + s * T, (size_t)nb * T * sizeof(int32_t));
-        for (long i = 0; i < (long)nb * T; i++) mask[i] = ids[i] != ts->pad_id;
+        /* the batch padded to its longest example, Tb <= T: no position after it is computed */
+        int Tb = 1;
+        for (int b = 0; b < nb; b++) Tb = MAX(Tb, len[ord[s + b]]);
+        for (int b = 0; b < nb; b++) {
+            memcpy(ids + (size_t)b * Tb, ts->ids + ord[s + b] * T, (size_t)Tb * sizeof(int32_t));
+            for (int i = 0; i < Tb; i++) mask[(size_t)b * Tb + i] = ids[(size_t)b * Tb + i] != ts->pad_id;
+        }
+        out->computed_positions += (long long)nb * Tb;
         tape_reset(t);
         tape_nograd_begin(t);
         /* a sequence head reads [CLS] alone, so the last layer runs only there (encoder_forward_cls) */
-        Tensor *h = tag ? encoder_forward(t, enc, NULL, ids, mask, nb, T, NULL) : encoder_forward_cls(t, enc, ids, mask, nb, T);
+        Tensor *h = tag ? encoder_forward(t, enc, NULL, ids, mask, nb, Tb, NULL) : encoder_forward_cls(t, enc, ids, mask, nb, Tb);
         TaskHeadOut o;
-        task_head_forward(t, head, h, nb, tag ? T : 1, NULL, &o);
+        task_head_forward(t, head, h, nb, tag ? Tb : 1, NULL, &o);
         tape_nograd_end(t);
         for (int b = 0; b < nb; b++) {
-            const int64_t e = s + b;
-            for (int i = 0; i < (tag ? T : 1); i++) {
+            const int64_t e = ord[s + b];
+            long n = (long)row0[e];
+            for (int i = 0; i < (tag ? Tb : 1); i++) {
                 if (tag && !is_row(ts, e, i)) continue;
-                const real *row = o.logits->data + (size_t)(tag ? b * T + i : b) * L;
+                const real *row = o.logits->data + (size_t)(tag ? b * Tb + i : b) * L;
                 out->ex[n] = e;
                 out->pos[n] = i;
                 if (reg) {
                     out->gold_v[n] = ts->targets[e];
                     out->pred_v[n] = row[0];
-                    if (isfinite(out->gold_v[n])) { loss += (row[0] - out->gold_v[n]) * (row[0] - out->gold_v[n]); nl++; }
+                    if (isfinite(out->gold_v[n])) { loss_ex[e] += (row[0] - out->gold_v[n]) * (row[0] - out->gold_v[n]); nl++; }
                 } else {
                     int a = 0;
                     for (int k = 1; k < L; k++) if (row[k] > row[a]) a = k;
@@ -66,20 +103,26 @@ void task_eval_run(Encoder *enc, TaskHead *head, Tape *t, const TaskSet *ts, int
                     out->gold[n] = g;
                     out->pred[n] = a;
                     out->prob[n] = (float)(1.0 / z);
-                    if (g != TASK_IGNORE) { loss += log(z) - ((double)row[g] - row[a]); nl++; }
+                    if (g != TASK_IGNORE) { loss_ex[e] += log(z) - ((double)row[g] - row[a]); nl++; }
                 }
                 n++;
             }
         }
-        if (s == 0) out->first_batch_seconds = now_seconds() - t0;
+        if (s == 0) { out->first_batch_seconds = now_seconds() - t0; out->first_batch_positions = out->computed_positions; }
     }
     tape_reset(t);
     t->training = was;
-    out->n = n;
+    /* the mean loss summed in example order, as the rows are */
+    double loss = 0;
+    for (int64_t e = 0; e < ts->N; e++) loss += loss_ex[e];
+    out->n = cap;
     out->n_labelled = nl;
     out->loss = nl ? loss / nl : NAN;
-    free(ids);
-    free(mask);
+    free(row0); free(len); free(ord); free(ids); free(mask); free(loss_ex);
+}
+
+void task_eval_run(Encoder *enc, TaskHead *head, Tape *t, const TaskSet *ts, int B, TaskPreds *out) {
+    task_eval_run_ordered(enc, head, t, ts, B, 1, out);
 }
 
 /* ---------------------------------------------------------------- scores */

@@ -37,10 +37,17 @@ typedef struct TaskPreds {
     double loss;             /* mean loss (cross-entropy or squared error) over the labelled rows; NaN if none */
     long n_labelled;
     double first_batch_seconds; /* wall time of the first batch (the one that maps the tape's memory) */
+    long long computed_positions; /* sum over batches of examples x the batch's padded length */
+    long long first_batch_positions; /* the first batch's share of it */
 } TaskPreds;
 
-/* Runs the encoder and its head over every example of ts in batches of B (dropout off, no gradients). */
+/* Runs the encoder and its head over every example of ts in batches of B (dropout off, no gradients).
+ * The examples run shortest first, B at a time, each batch padded only to its longest example (its
+ * last non-padding position): the rows come out in example order all the same, and equal a pass at
+ * the full length T up to summation order (padded keys are masked, relative positions depend only on
+ * i − j).  task_eval_run_ordered(..., by_length = 0, ...) is that pass: file order, every batch T long. */
 void task_eval_run(Encoder *enc, TaskHead *head, Tape *t, const TaskSet *ts, int B, TaskPreds *out);
+void task_eval_run_ordered(Encoder *enc, TaskHead *head, Tape *t, const TaskSet *ts, int B, int by_length, TaskPreds *out);
 void task_preds_free(TaskPreds *p);
 
 /* The scores of the labelled rows (m->loss = p->loss). */

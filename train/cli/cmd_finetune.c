@@ -27,7 +27,8 @@ static void usage(FILE *f) {
             "  --out RUNDIR           run directory; must not hold a run already                     (required)\n"
             "  --resume RUNDIR        continue the run in RUNDIR exactly where it stopped\n"
             "  --steps N              training steps                                                [%ld]\n"
-            "  --batch B              examples per step                                             [%d]\n"
+            "  --batch B              examples per step (padded to the batch's longest example)   [%d]\n"
+            "  --length-groups G      draw G batches at a time, grouped by length (0: off)          [%d]\n"
             "  --seed S               seed of the head init, the order and dropout                   [%llu]\n"
             "  --lr X                 peak learning rate (AdamW, linear warm-up and decay)           [%g]\n"
             "  --warmup N             warm-up steps                                        [10%% of steps]\n"
@@ -41,7 +42,7 @@ static void usage(FILE *f) {
             "  --log-every N          metrics.jsonl line every N steps                              [%ld]\n"
             "  --threads N            OpenMP/BLAS threads\n"
             "  --stop-after N         stop (with a checkpoint) after N steps of this invocation\n",
-            o.init_model, o.preset, o.steps, o.batch, (unsigned long long)o.seed, o.lr, o.weight_decay, o.max_grad_norm,
+            o.init_model, o.preset, o.steps, o.batch, o.length_groups, (unsigned long long)o.seed, o.lr, o.weight_decay, o.max_grad_norm,
             o.dropout, o.attention_dropout, o.eval_every, o.save_every, o.log_every);
 }
 

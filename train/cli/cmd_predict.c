@@ -6,7 +6,8 @@
  *   tagging         {"line": N, "words": [...], "tags": [...], "probs": [...][, "gold": [...]]}
  *
  * (libjansson) to --output FILE (written to FILE.tmp-PID, renamed at the end) or stdout.  With labels,
- * the scores of train/task_metrics.h on stderr; always examples/s and tokens/s of the model's forward.
+ * the scores of train/task_metrics.h on stderr; always examples/s and tokens/s of the model's forward
+ * (the examples run shortest first, each batch padded to its longest: train/task_eval.h).
  *
  * The task: the checkpoint's (ft_task, ft_head, ft_labels) and the task files it was trained on
  * (--data TASKDIR, default the checkpoint's ft_data): their train.h5 gives the label set, the
@@ -224,15 +225,16 @@ int cmd_predict(int argc, char **argv) {
     }
     char wait[160];
     omp_wait_describe(wait, sizeof wait);
+    /* positions: what the model computed (each batch padded to its longest example); tokens: the text */
     fprintf(stderr, "predict: %lld examples (%zu records) of %d tokens in %.2f s: %.1f examples/s, %.0f tokens/s (%.0f without "
             "padding; batch %d, %d threads; OpenMP wait policy: %s)\n", (long long)ts.N, ex.n, ts.T, dt, ts.N / dt,
-            (double)ts.N * ts.T / dt, tokens / dt, B, omp_get_max_threads(), wait);
+            (double)p.computed_positions / dt, tokens / dt, B, omp_get_max_threads(), wait);
     /* the batches after the first (which maps the tape's memory): a warm forward, as a benchmark's timed
      * passes after its warm-up */
     const long later = (long)ts.N - MIN((long)B, (long)ts.N);
     if (later > 0 && dt > p.first_batch_seconds)
         fprintf(stderr, "predict: the first batch %.3f s; the %ld examples after it %.0f tokens/s\n", p.first_batch_seconds, later,
-                (double)later * ts.T / (dt - p.first_batch_seconds));
+                (double)(p.computed_positions - p.first_batch_positions) / (dt - p.first_batch_seconds));
     if (p.n_labelled) {
         TaskMetrics tm;
         task_preds_metrics(&ts, &p, &tm);
