@@ -55,8 +55,8 @@ static void make_set(ParamSet *ps, int changed, int left_out, int extra) {
 static void fill(ParamSet *ps, uint64_t seed) {
     for (long i = 0; i < ps->total; i++) {
         ps->data[i] = (real)rng_normal(seed, 1, (uint64_t)i);
-        MO(ps)->m[i] = (real)(1e-3 * rng_normal(seed, 2, (uint64_t)i));
-        MO(ps)->v[i] = (real)(1e-6 * rng_uniform(seed, 3, (uint64_t)i));
+        MO(ps)->buf[0][i] = (real)(1e-3 * rng_normal(seed, 2, (uint64_t)i));
+        MO(ps)->buf[1][i] = (real)(1e-6 * rng_uniform(seed, 3, (uint64_t)i));
     }
 }
 
@@ -83,8 +83,8 @@ static void assert_same_tensors(const ParamSet *a, const ParamSet *b) {
     for (int i = 0; i < a->n; i++) {
         const size_t bytes = (size_t)a->params[i]->n * sizeof(real);
         assert_memory_equal(a->data + a->offset[i], b->data + b->offset[i], bytes);
-        assert_memory_equal(MO(a)->m + a->offset[i], MO(b)->m + b->offset[i], bytes);
-        assert_memory_equal(MO(a)->v + a->offset[i], MO(b)->v + b->offset[i], bytes);
+        assert_memory_equal(MO(a)->buf[0] + a->offset[i], MO(b)->buf[0] + b->offset[i], bytes);
+        assert_memory_equal(MO(a)->buf[1] + a->offset[i], MO(b)->buf[1] + b->offset[i], bytes);
     }
 }
 
@@ -274,7 +274,7 @@ static void nonfinite_values_rejected(void **state) {
     assert_int_equal(checkpoint_write(path, &a, MO(&a), &st, err, sizeof err), 0);
     expect_load_error(path, -1, -1, 0, "parameter 'discriminator.deberta.encoder.layer.0.output.dense.weight' contains NaN at element 6");
     a.params[3]->data[6] = 0;
-    MO(&a)->v[a.offset[1] + 2] = (real)INFINITY;
+    MO(&a)->buf[1][a.offset[1] + 2] = (real)INFINITY;
     assert_int_equal(checkpoint_write(path, &a, MO(&a), &st, err, sizeof err), 0);
     expect_load_error(path, -1, -1, 0, "moment v of 'generator.deberta.encoder.layer.0.attention.self.query_proj.bias' contains Inf at element 2");
     free_set(&a);

@@ -52,7 +52,7 @@ static void set_grads(ParamSet *ps, int s, double scale) {
 }
 
 /* The tests' schedule: the kind's defaults with lr 1e-2, weight decay 0.1, 5 steps, 2 of warm-up. */
-static OptimConfig short_config(OptimKind kind) {
+static OptimConfig short_config(const Optimizer *kind) {
     OptimConfig c;
     optim_config_default(&c, kind);
     c.lr = 1e-2;
@@ -90,9 +90,9 @@ static void group_points_into_paramset(void **state) {
     assert_int_equal(g.n, 2);
     assert_int_equal(d.n, 1);
     assert_ptr_equal(g.p[1].t, ps.params[2]);
-    assert_ptr_equal(g.p[1].m, MO(&ps)->m + ps.offset[2]);
-    assert_ptr_equal(g.p[1].v, MO(&ps)->v + ps.offset[2]);
-    assert_ptr_equal(d.p[0].m, MO(&ps)->m + ps.offset[1]);
+    assert_ptr_equal(g.p[1].s[0], MO(&ps)->buf[0] + ps.offset[2]);
+    assert_ptr_equal(g.p[1].s[1], MO(&ps)->buf[1] + ps.offset[2]);
+    assert_ptr_equal(d.p[0].s[0], MO(&ps)->buf[0] + ps.offset[1]);
     assert_int_equal(g.p[0].decay, 1);
     assert_int_equal(g.p[1].decay, 0);
     assert_int_equal(g.n_elems, 10);
@@ -157,7 +157,7 @@ static void ref_compare(const Ref *r, const ParamSet *ps, const char *what) {
     int k = 0;
     for (int i = 0; i < ps->n; i++) {
         const Tensor *t = ps->params[i];
-        const real *m = MO(ps)->m + ps->offset[i], *v = MO(ps)->v + ps->offset[i];
+        const real *m = MO(ps)->buf[0] + ps->offset[i], *v = MO(ps)->buf[1] + ps->offset[i];
         for (long j = 0; j < t->n; j++, k++) {
             assert_close(t->data[j], r->p[k], TOL, what, k);
             assert_close(m[j], r->m[k], TOL, "m", k);
@@ -216,8 +216,8 @@ static void clipping_returns_preclip_norm(void **state) {
     assert_near(r.grad_norm, 5.0, 1e-12);
     /* clipped g = (0.6, 0) (0, 0.8) up to the 1e-6; m = 0.1 g; v = 0.001 g²; first step: m̂/sqrt(v̂) = sign(g) */
     const double clip = 1.0 / (5.0 + 1e-6);
-    assert_near(MO(&ps)->m[ps.offset[0]], 0.1 * 3 * clip, REAL_TOL(2e-8, 1e-16));
-    assert_near(MO(&ps)->v[ps.offset[1] + 1], 0.001 * 16 * clip * clip, REAL_TOL(2e-10, 1e-18));
+    assert_near(MO(&ps)->buf[0][ps.offset[0]], 0.1 * 3 * clip, REAL_TOL(2e-8, 1e-16));
+    assert_near(MO(&ps)->buf[1][ps.offset[1] + 1], 0.001 * 16 * clip * clip, REAL_TOL(2e-10, 1e-18));
     assert_near(ps.params[0]->data[0], -1.0, REAL_TOL(5e-7, 1e-11));
     assert_near(ps.params[0]->data[1], 0.0, 0);  /* zero grad, zero moments: no update */
     optim_group_free(&g);
@@ -243,7 +243,7 @@ static void xadam_matches_reference(void **state) {
         if (s == 0) /* lr 0: parameters untouched, moments updated */
             for (int i = 0; i < 3; i++) {
                 assert_true(ps.params[0]->data[i] == p0[i]);
-                assert_true(MO(&ps)->m[i] != 0);
+                assert_true(MO(&ps)->buf[0][i] != 0);
             }
         ref_adamw_step(&r, &ps, s, scales[s], s + 1, lrs[s], &c, 1, NULL);
         ref_compare(&r, &ps, "xadam p");
@@ -340,8 +340,8 @@ static void nonfinite_norm_skips_step(void **state) {
     const size_t bytes = (size_t)ps.total * sizeof(real);
     real *d = malloc(bytes), *m = malloc(bytes), *v = malloc(bytes);
     memcpy(d, ps.data, bytes);
-    memcpy(m, MO(&ps)->m, bytes);
-    memcpy(v, MO(&ps)->v, bytes);
+    memcpy(m, MO(&ps)->buf[0], bytes);
+    memcpy(v, MO(&ps)->buf[1], bytes);
     for (int bad = 0; bad < 2; bad++) {
         set_grads(&ps, 1, 1.0);
         ps.params[1]->grad[1] = bad ? (real)INFINITY : (real)NAN;
@@ -350,8 +350,8 @@ static void nonfinite_norm_skips_step(void **state) {
         assert_false(isfinite(r.grad_norm));
         assert_int_equal(g.step, 1);
         assert_memory_equal(ps.data, d, bytes);
-        assert_memory_equal(MO(&ps)->m, m, bytes);
-        assert_memory_equal(MO(&ps)->v, v, bytes);
+        assert_memory_equal(MO(&ps)->buf[0], m, bytes);
+        assert_memory_equal(MO(&ps)->buf[1], v, bytes);
     }
     free(d);
     free(m);
@@ -488,14 +488,14 @@ static void kernels_equal_scalar_formulas(void **state) {
         const long N = ps.total;
         for (long i = 0; i < N; i++) {
             ps.data[i] = (real)sin(0.01 * i);
-            MO(&ps)->m[i] = (real)(1e-3 * cos(0.3 * i));
-            MO(&ps)->v[i] = (real)(1e-6 * (1 + sin(0.7 * i)));
+            MO(&ps)->buf[0][i] = (real)(1e-3 * cos(0.3 * i));
+            MO(&ps)->buf[1][i] = (real)(1e-6 * (1 + sin(0.7 * i)));
             ps.grad[i] = (real)(0.05 * cos(0.11 * i) * (i % 5 - 2));
         }
         real *w = malloc((size_t)N * sizeof(real)), *m = malloc((size_t)N * sizeof(real)), *v = malloc((size_t)N * sizeof(real));
         memcpy(w, ps.data, (size_t)N * sizeof(real));
-        memcpy(m, MO(&ps)->m, (size_t)N * sizeof(real));
-        memcpy(v, MO(&ps)->v, (size_t)N * sizeof(real));
+        memcpy(m, MO(&ps)->buf[0], (size_t)N * sizeof(real));
+        memcpy(v, MO(&ps)->buf[1], (size_t)N * sizeof(real));
         OptimConfig c;
         optim_config_default(&c, kind ? OPTIM_XADAM : OPTIM_ADAMW);
         c.schedule = OPTIM_SCHED_CONSTANT;
@@ -543,7 +543,7 @@ static void kernels_equal_scalar_formulas(void **state) {
                     m[i] = mi;
                     v[i] = vi;
                 }
-                if (w[i] != ps.data[i] || m[i] != MO(&ps)->m[i] || v[i] != MO(&ps)->v[i])
+                if (w[i] != ps.data[i] || m[i] != MO(&ps)->buf[0][i] || v[i] != MO(&ps)->buf[1][i])
                     fail_msg("%s: element %ld of '%s' differs from the scalar formula: %.9g vs %.9g", kind ? "xadam" : "adamw", j,
                              ps.params[k]->name, (double)ps.data[i], (double)w[i]);
             }
