@@ -1,8 +1,9 @@
-/* test_optim.c — AdamW / XAdam against independently computed values (long double, textbook form),
+/* test_optim.c — AdamW / XAdam / LAMB against independently computed values (long double, textbook form),
  * against torch.optim.AdamW + clip_grad_norm_ + a LambdaLR linear schedule when torch is present,
  * decay/no-decay by name, clipping, non-finite skip, schedule values, determinism over threads. */
 #include "tests/testutil.h"
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -556,6 +557,176 @@ static void kernels_equal_scalar_formulas(void **state) {
     }
 }
 
+/* ---- LAMB (train/optim_lamb.c) ---- */
+
+/* Reference LAMB step in long double (You et al. 2019, Algorithm 2, with AdamW's clipping): per
+ * tensor u = m̂/(sqrt(v̂) + eps) + wd·p (wd only for decay parameters), then p −= lr·r·u with
+ * r = ‖p‖/‖u‖ for decay parameters (1 if a norm is 0) and r = 1 for the others. */
+static void ref_lamb_step(Ref *r, const ParamSet *ps, int s, double gscale_in, int t, long double lr, const OptimConfig *c) {
+    long double gg[32], n2 = 0;
+    int k = 0;
+    for (int i = 0; i < ps->n; i++)
+        for (long j = 0; j < ps->params[i]->n; j++, k++) {
+            gg[k] = (real)grad_val(s, k, gscale_in);
+            n2 += gg[k] * gg[k];
+        }
+    const long double norm = sqrtl(n2);
+    const long double clip = c->max_grad_norm / (norm + 1e-6L) < 1 ? c->max_grad_norm / (norm + 1e-6L) : 1;
+    k = 0;
+    for (int i = 0; i < ps->n; i++) {
+        const int decay = optim_name_decays(ps->params[i]->name), k0 = k;
+        long double u[32], sp = 0, su = 0;
+        for (long j = 0; j < ps->params[i]->n; j++, k++) {
+            const long double g = gg[k] * clip;
+            r->m[k] = c->beta1 * r->m[k] + (1 - (long double)c->beta1) * g;
+            r->v[k] = c->beta2 * r->v[k] + (1 - (long double)c->beta2) * g * g;
+            const long double mh = r->m[k] / (1 - powl(c->beta1, t)), vh = r->v[k] / (1 - powl(c->beta2, t));
+            u[j] = mh / (sqrtl(vh) + c->eps) + (decay ? c->weight_decay * r->p[k] : 0);
+            sp += r->p[k] * r->p[k];
+            su += u[j] * u[j];
+        }
+        const long double ratio = decay && sp > 0 && su > 0 ? sqrtl(sp) / sqrtl(su) : 1;
+        for (long j = 0; j < ps->params[i]->n; j++) r->p[k0 + j] -= lr * ratio * u[j];
+    }
+}
+
+/* Four steps (warm-up, clipping at step 2 and 4) against the reference; the trust ratio of the
+ * 2x3 weight is far from 1 (about 0.3), so a missing or wrong ratio shows. */
+static void lamb_matches_reference(void **state) {
+    ParamSet ps;
+    tiny_set(&ps);
+    const Optimizer *lamb = optim_find("lamb");
+    assert_non_null(lamb);
+    const OptimConfig c = short_config(lamb); /* linear: lr·{0, 1/2, 1, 2/3} */
+    assert_int_equal(c.schedule, OPTIM_SCHED_LINEAR);
+    OptimGroup g;
+    optim_group_init(&g, "all", &c, &ps, MO(&ps), NULL);
+    Ref r;
+    ref_init(&r, &ps);
+    const double scales[4] = {0.1, 3.0, 0.05, 2.0};
+    const long double lrs[4] = {0, 5e-3L, 1e-2L, 1e-2L * 2 / 3};
+    for (int s = 0; s < 4; s++) {
+        set_grads(&ps, s, scales[s]);
+        OptimStepResult res = optim_step(&g);
+        assert_close(res.lr, lrs[s], 1e-15, "lr", s);
+        ref_lamb_step(&r, &ps, s, scales[s], s + 1, lrs[s], &c);
+        ref_compare(&r, &ps, "lamb p");
+    }
+    optim_group_free(&g);
+    free_set(&ps);
+}
+
+/* A tensor of several chunks: the first step against the formula.  Then ZeRO-1 on two emulated ranks (two threads, each with its own copy of the parameters and state, the
+ * partial sums summed through a barrier as train/zero.c's allreduce does): each rank's shard, which
+ * cuts a 3-chunk tensor in two, ends bit-identical to one unsharded group. */
+static pthread_barrier_t EMU_BAR;
+static OptimGroup *EMU_G[2];
+
+static void emu_sum_partials(double *partial, int n) {
+    const int me = partial >= EMU_G[1]->partial && partial < EMU_G[1]->partial + OPTIM_PARTIALS * EMU_G[1]->n_chunks;
+    const long off = partial - EMU_G[me]->partial;
+    pthread_barrier_wait(&EMU_BAR);
+    if (me == 0)
+        for (int i = 0; i < n; i++) EMU_G[0]->partial[off + i] = EMU_G[1]->partial[off + i] = EMU_G[0]->partial[off + i] + EMU_G[1]->partial[off + i];
+    pthread_barrier_wait(&EMU_BAR);
+}
+
+static void big_set(ParamSet *ps) {
+    params_init(ps);
+    const int s1[1] = {3 * OPTIM_CHUNK + 5}, s2[1] = {7}, s3[2] = {10, 10};
+    params_add(ps, "x.dense.weight", 1, s1);
+    params_add(ps, "x.dense.bias", 1, s2);
+    params_add(ps, "y.dense.weight", 2, s3);
+    params_finalize(ps);
+    for (long i = 0; i < ps->total; i++) ps->data[i] = (real)sin(0.001 * i);
+}
+
+static void big_grads(ParamSet *ps, int s) { /* the parameters' elements only (not the padding between them) */
+    for (int k = 0; k < ps->n; k++)
+        for (long j = 0; j < ps->params[k]->n; j++) {
+            const long i = ps->offset[k] + j;
+            ps->grad[i] = (real)(1e-3 * cos(0.37 * i + s) * (1 + i % 13));
+        }
+}
+
+typedef struct EmuRank { ParamSet ps; OptimGroup g; } EmuRank;
+
+static void *emu_run(void *arg) {
+    EmuRank *e = arg;
+    omp_set_num_threads(1);
+    for (int s = 0; s < 3; s++) {
+        big_grads(&e->ps, s);
+        optim_step(&e->g);
+    }
+    return NULL;
+}
+
+static void lamb_sharded_equals_unsharded(void **state) {
+    OptimConfig c;
+    optim_config_default(&c, optim_find("lamb"));
+    c.schedule = OPTIM_SCHED_CONSTANT;
+    c.lr = 1e-2;
+    c.max_grad_norm = 0.5;
+    ParamSet one;
+    big_set(&one);
+    OptimGroup g1;
+    optim_group_init(&g1, "all", &c, &one, MO(&one), NULL);
+    /* the first step against the formula (m = v = 0 before it, t = 1: m̂ = g, v̂ = g²), in long double:
+     * the trust ratio of the 4-chunk tensor is over all its chunks */
+    long double *want = malloc((size_t)one.total * sizeof(long double)), n2 = 0;
+    big_grads(&one, 0);
+    for (int k = 0; k < one.n; k++)
+        for (long j = 0; j < one.params[k]->n; j++) n2 += (long double)one.params[k]->grad[j] * one.params[k]->grad[j];
+    const long double clip = c.max_grad_norm / (sqrtl(n2) + 1e-6L);
+    assert_true(clip < 1);
+    for (int k = 0; k < one.n; k++) {
+        const Tensor *t = one.params[k];
+        const int decay = optim_name_decays(t->name);
+        long double sp = 0, su = 0;
+        for (long j = 0; j < t->n; j++) {
+            const long double g = t->grad[j] * clip, u = g / (sqrtl(g * g) + c.eps) + (decay ? c.weight_decay * t->data[j] : 0);
+            sp += (long double)t->data[j] * t->data[j];
+            su += u * u;
+            want[one.offset[k] + j] = u;
+        }
+        const long double ratio = decay ? sqrtl(sp) / sqrtl(su) : 1;
+        for (long j = 0; j < t->n; j++) want[one.offset[k] + j] = t->data[j] - c.lr * ratio * want[one.offset[k] + j];
+    }
+    optim_step(&g1);
+    for (int k = 0; k < one.n; k++)
+        for (long j = 0; j < one.params[k]->n; j++) assert_close(one.params[k]->data[j], want[one.offset[k] + j], TOL, one.params[k]->name, (int)j);
+    free(want);
+    for (int s = 1; s < 3; s++) {
+        big_grads(&one, s);
+        optim_step(&g1);
+    }
+    static EmuRank r[2];
+    pthread_t th[2];
+    pthread_barrier_init(&EMU_BAR, NULL, 2);
+    for (int k = 0; k < 2; k++) {
+        big_set(&r[k].ps);
+        optim_group_init(&r[k].g, "all", &c, &r[k].ps, MO(&r[k].ps), NULL);
+        optim_group_shard(&r[k].g, k, 2);
+        r[k].g.sum_partials = emu_sum_partials;
+        EMU_G[k] = &r[k].g;
+    }
+    assert_true(r[0].g.own1 == 2); /* the shard boundary cuts x.dense.weight (chunks 0-3) */
+    for (int k = 0; k < 2; k++) assert_int_equal(pthread_create(&th[k], NULL, emu_run, &r[k]), 0);
+    for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
+    pthread_barrier_destroy(&EMU_BAR);
+    for (int k = 0; k < 2; k++) {
+        long begin, n = optim_shard_span(&r[k].g, k, &begin);
+        assert_true(n > 0);
+        if (memcmp(r[k].ps.data + begin, one.data + begin, (size_t)n * sizeof(real)) ||
+            memcmp(MO(&r[k].ps)->buf[0] + begin, MO(&one)->buf[0] + begin, (size_t)n * sizeof(real)))
+            fail_msg("rank %d of 2: its shard (elements %ld..%ld) differs from the unsharded update", k, begin, begin + n);
+        optim_group_free(&r[k].g);
+        free_set(&r[k].ps);
+    }
+    optim_group_free(&g1);
+    free_set(&one);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(decay_by_name),
@@ -569,6 +740,8 @@ int main(void) {
         cmocka_unit_test(deterministic_over_threads),
         cmocka_unit_test(kernels_equal_scalar_formulas),
         cmocka_unit_test(adamw_matches_torch),
+        cmocka_unit_test(lamb_matches_reference),
+        cmocka_unit_test(lamb_sharded_equals_unsharded),
     };
     return test_exit(cmocka_run_group_tests_name("optim", tests, NULL, NULL));
 }

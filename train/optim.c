@@ -1,6 +1,6 @@
 /* optim.c — the optimizer registry and what every optimizer shares: groups, shards, the gradient
  * norm, schedules, the step's frame.  See optim.h for the exact semantics; the steps themselves are
- * in optim_adam.c (adamw, xadam). */
+ * in optim_adam.c (adamw, xadam) and optim_lamb.c (lamb). */
 #include "train/optim.h"
 #include "autograd/base/util.h"
 #include <math.h>
@@ -13,7 +13,8 @@
 
 /* ---- the registry ---- */
 
-const Optimizer *const OPTIMIZERS[] = {&optim_adamw, &optim_xadam, NULL};
+extern const Optimizer optim_lamb;
+const Optimizer *const OPTIMIZERS[] = {&optim_adamw, &optim_xadam, &optim_lamb, NULL};
 
 const Optimizer *optim_find(const char *name) {
     for (int i = 0; OPTIMIZERS[i]; i++)
