@@ -119,21 +119,27 @@ static void ref_init(Ref *r, const ParamSet *ps) {
         for (long j = 0; j < ps->params[i]->n; j++, k++) r->p[k] = ps->params[i]->data[j];
 }
 
-/* lr_scale: each parameter's multiple of lr (NULL: 1 for all) */
-static void ref_adamw_step(Ref *r, const ParamSet *ps, int s, double gscale_in, int t, long double lr_group, const OptimConfig *c, int xadam,
-                           const double *lr_scale) {
-    long double gg[32], n2 = 0;
+/* The gradients of step s as set_grads writes them, into gg; returns their global norm. */
+static long double ref_grads(const ParamSet *ps, int s, double gscale_in, long double *gg) {
+    long double n2 = 0;
     int k = 0;
     for (int i = 0; i < ps->n; i++)
         for (long j = 0; j < ps->params[i]->n; j++, k++) {
             gg[k] = (real)grad_val(s, k, gscale_in);
             n2 += gg[k] * gg[k];
         }
-    const long double norm = sqrtl(n2);
+    return sqrtl(n2);
+}
+
+/* lr_scale: each parameter's multiple of lr (NULL: 1 for all) */
+static void ref_adamw_step(Ref *r, const ParamSet *ps, int s, double gscale_in, int t, long double lr_group, const OptimConfig *c, int xadam,
+                           const double *lr_scale) {
+    long double gg[32];
+    const long double norm = ref_grads(ps, s, gscale_in, gg);
+    int k = 0;
     long double clip = 1;
     if (!xadam && c->max_grad_norm / (norm + 1e-6L) < 1) clip = c->max_grad_norm / (norm + 1e-6L);
     if (xadam && norm / c->max_grad_norm > 1) clip = 1 / (norm / c->max_grad_norm);
-    k = 0;
     for (int i = 0; i < ps->n; i++) {
         const int decay = optim_name_decays(ps->params[i]->name);
         const long double lr = lr_group * (lr_scale ? lr_scale[i] : 1);
@@ -563,16 +569,10 @@ static void kernels_equal_scalar_formulas(void **state) {
  * tensor u = m̂/(sqrt(v̂) + eps) + wd·p (wd only for decay parameters), then p −= lr·r·u with
  * r = ‖p‖/‖u‖ for decay parameters (1 if a norm is 0) and r = 1 for the others. */
 static void ref_lamb_step(Ref *r, const ParamSet *ps, int s, double gscale_in, int t, long double lr, const OptimConfig *c) {
-    long double gg[32], n2 = 0;
+    long double gg[32];
+    const long double norm = ref_grads(ps, s, gscale_in, gg);
     int k = 0;
-    for (int i = 0; i < ps->n; i++)
-        for (long j = 0; j < ps->params[i]->n; j++, k++) {
-            gg[k] = (real)grad_val(s, k, gscale_in);
-            n2 += gg[k] * gg[k];
-        }
-    const long double norm = sqrtl(n2);
     const long double clip = c->max_grad_norm / (norm + 1e-6L) < 1 ? c->max_grad_norm / (norm + 1e-6L) : 1;
-    k = 0;
     for (int i = 0; i < ps->n; i++) {
         const int decay = optim_name_decays(ps->params[i]->name), k0 = k;
         long double u[32], sp = 0, su = 0;
