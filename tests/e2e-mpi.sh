@@ -95,6 +95,16 @@ $MPI $D pretrain --resume "$W/zr" --data "$W/shards" > "$W/zr2.log" 2>&1 || { ca
 cmp -s "$W/zero/metrics.jsonl" "$W/zr/metrics.jsonl" && h5diff -q "$W/zero/checkpoint.h5" "$W/zr/checkpoint.h5" /params /params &&
     h5diff -q "$W/zero/checkpoint.h5" "$W/zr/checkpoint.h5" /optim /optim || fail "ZeRO-1: 2 steps + --resume differ from 5 uninterrupted steps"
 ok "ZeRO-1 == plain data parallel bit for bit (metrics.jsonl, /params, /optim), also across --stop-after 2 + --resume; $(grep -o 'ZeRO-1: .*' "$W/zero.log")"
+# LAMB under ZeRO-1: bit-identical to plain data parallel too.  (Its trust ratio needs each tensor's
+# norms over all of its chunks; with this preset no tensor is cut by a shard boundary, so the sum of
+# those norms over the ranks is checked where one is: tests/test_optim.c lamb_sharded_equals_unsharded.)
+$MPI $D pretrain $COMMON --batch 4 --optimizer lamb --out "$W/lamb" > "$W/lamb.log" 2>&1 || { cat "$W/lamb.log"; fail "--optimizer lamb on 2 ranks"; }
+$MPI $D pretrain $COMMON --batch 4 --optimizer lamb --zero 1 --out "$W/lambz" > "$W/lambz.log" 2>&1 || { cat "$W/lambz.log"; fail "--optimizer lamb --zero 1"; }
+grep -qx "train_optimizer = lamb" "$W/lambz/config.txt" || fail "--optimizer lamb: config.txt does not say train_optimizer = lamb"
+cmp -s "$W/lamb/metrics.jsonl" "$W/lambz/metrics.jsonl" && h5diff -q "$W/lamb/checkpoint.h5" "$W/lambz/checkpoint.h5" /params /params &&
+    h5diff -q "$W/lamb/checkpoint.h5" "$W/lambz/checkpoint.h5" /optim /optim || fail "--optimizer lamb: ZeRO-1 differs from plain data parallel"
+! h5diff -q "$W/two-gdes/checkpoint.h5" "$W/lamb/checkpoint.h5" /params /params >/dev/null 2>&1 || fail "--optimizer lamb gave adamw's parameters"
+ok "--optimizer lamb: ZeRO-1 == plain data parallel bit for bit (metrics.jsonl, /params, /optim), and not adamw's result"
 
 # --minutes on 2 ranks: the run ends (a timeout catches a hang) at the steps rank 0 chose.  (Rank 0's clock
 # also says how many steps each calibration times; the ranks stay in step through the allreduce, so a

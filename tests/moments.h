@@ -15,14 +15,14 @@ static OptimMoments *MO(const ParamSet *ps) {
         if (MOMENTS[i].ps == ps) {
             if (MOMENTS[i].mo.total == ps->total) return &MOMENTS[i].mo;
             optim_moments_free(&MOMENTS[i].mo); /* the set was rebuilt */
-            optim_moments_init(&MOMENTS[i].mo, ps);
+            optim_moments_init(&MOMENTS[i].mo, ps, NULL);
             return &MOMENTS[i].mo;
         }
         if (!MOMENTS[i].ps && free_slot < 0) free_slot = i;
     }
     if (free_slot < 0) fail_msg("too many parameter sets");
     MOMENTS[free_slot].ps = ps;
-    optim_moments_init(&MOMENTS[free_slot].mo, ps);
+    optim_moments_init(&MOMENTS[free_slot].mo, ps, NULL);
     return &MOMENTS[free_slot].mo;
 }
 

@@ -55,8 +55,8 @@ static void make_set(ParamSet *ps, int changed, int left_out, int extra) {
 static void fill(ParamSet *ps, uint64_t seed) {
     for (long i = 0; i < ps->total; i++) {
         ps->data[i] = (real)rng_normal(seed, 1, (uint64_t)i);
-        MO(ps)->m[i] = (real)(1e-3 * rng_normal(seed, 2, (uint64_t)i));
-        MO(ps)->v[i] = (real)(1e-6 * rng_uniform(seed, 3, (uint64_t)i));
+        MO(ps)->buf[0][i] = (real)(1e-3 * rng_normal(seed, 2, (uint64_t)i));
+        MO(ps)->buf[1][i] = (real)(1e-6 * rng_uniform(seed, 3, (uint64_t)i));
     }
 }
 
@@ -83,8 +83,8 @@ static void assert_same_tensors(const ParamSet *a, const ParamSet *b) {
     for (int i = 0; i < a->n; i++) {
         const size_t bytes = (size_t)a->params[i]->n * sizeof(real);
         assert_memory_equal(a->data + a->offset[i], b->data + b->offset[i], bytes);
-        assert_memory_equal(MO(a)->m + a->offset[i], MO(b)->m + b->offset[i], bytes);
-        assert_memory_equal(MO(a)->v + a->offset[i], MO(b)->v + b->offset[i], bytes);
+        assert_memory_equal(MO(a)->buf[0] + a->offset[i], MO(b)->buf[0] + b->offset[i], bytes);
+        assert_memory_equal(MO(a)->buf[1] + a->offset[i], MO(b)->buf[1] + b->offset[i], bytes);
     }
 }
 
@@ -274,7 +274,7 @@ static void nonfinite_values_rejected(void **state) {
     assert_int_equal(checkpoint_write(path, &a, MO(&a), &st, err, sizeof err), 0);
     expect_load_error(path, -1, -1, 0, "parameter 'discriminator.deberta.encoder.layer.0.output.dense.weight' contains NaN at element 6");
     a.params[3]->data[6] = 0;
-    MO(&a)->v[a.offset[1] + 2] = (real)INFINITY;
+    MO(&a)->buf[1][a.offset[1] + 2] = (real)INFINITY;
     assert_int_equal(checkpoint_write(path, &a, MO(&a), &st, err, sizeof err), 0);
     expect_load_error(path, -1, -1, 0, "moment v of 'generator.deberta.encoder.layer.0.attention.self.query_proj.bias' contains Inf at element 2");
     free_set(&a);
@@ -505,13 +505,14 @@ static void toy_steps(ParamSet *ps, OptimGroup *g, OptimGroup *d, long from, lon
     }
 }
 
-static void toy_groups(ParamSet *ps, OptimGroup *g, OptimGroup *d) {
+/* the generator's group with optimizer og, the discriminator's with od */
+static void toy_groups(ParamSet *ps, OptimGroup *g, OptimGroup *d, const Optimizer *og, const Optimizer *od) {
     OptimConfig cg, cd;
-    optim_config_default(&cg, OPTIM_ADAMW);
+    optim_config_default(&cg, og);
     cg.lr = 0.05;
     cg.total_steps = 20;
     cg.warmup_steps = 3;
-    optim_config_default(&cd, OPTIM_XADAM);
+    optim_config_default(&cd, od);
     cd.lr = 0.05;
     cd.total_steps = 20;
     cd.warmup_steps = 3;
@@ -519,22 +520,23 @@ static void toy_groups(ParamSet *ps, OptimGroup *g, OptimGroup *d) {
     optim_group_init(d, "discriminator", &cd, ps, MO(ps), "discriminator.");
 }
 
-static void resume_through_checkpoint_is_bit_exact(void **state) {
-    char rundir[256], p[300], err[512];
-    path_of(rundir, sizeof rundir, "resume");
+static void resume_case(const Optimizer *og, const Optimizer *od) {
+    char rundir[256], p[300], err[512], name[64];
+    snprintf(name, sizeof name, "resume-%s-%s", og->name, od->name);
+    path_of(rundir, sizeof rundir, name);
     mkdir(rundir, 0755);
     snprintf(p, sizeof p, "%s/checkpoint.h5", rundir);
     /* uninterrupted: 20 steps */
     ParamSet a;
     OptimGroup ag, ad;
     toy_set(&a);
-    toy_groups(&a, &ag, &ad);
+    toy_groups(&a, &ag, &ad, og, od);
     toy_steps(&a, &ag, &ad, 0, 20);
     /* interrupted: 10 steps, checkpoint, everything freed, rebuilt, loaded, 10 more */
     ParamSet b;
     OptimGroup bg, bd;
     toy_set(&b);
-    toy_groups(&b, &bg, &bd);
+    toy_groups(&b, &bg, &bd, og, od);
     toy_steps(&b, &bg, &bd, 0, 10);
     CheckpointState st;
     memset(&st, 0, sizeof st);
@@ -550,7 +552,7 @@ static void resume_through_checkpoint_is_bit_exact(void **state) {
     OptimGroup cg, cd;
     toy_set(&c);
     for (long i = 0; i < c.total; i++) c.data[i] = 0; /* everything comes from the checkpoint */
-    toy_groups(&c, &cg, &cd);
+    toy_groups(&c, &cg, &cd, og, od);
     CheckpointState got;
     if (checkpoint_load(p, &c, MO(&c), &got, err, sizeof err)) fail_msg("%s", err);
     cg.step = checkpoint_group_step(&got, "generator");
@@ -566,6 +568,13 @@ static void resume_through_checkpoint_is_bit_exact(void **state) {
     optim_group_free(&cd);
     free_set(&a);
     free_set(&c);
+}
+
+/* adamw and xadam (one group each), then lamb in both groups */
+static void resume_through_checkpoint_is_bit_exact(void **state) {
+    resume_case(OPTIM_ADAMW, OPTIM_XADAM);
+    assert_non_null(optim_find("lamb"));
+    resume_case(optim_find("lamb"), optim_find("lamb"));
 }
 
 int main(void) {

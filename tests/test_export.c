@@ -7,6 +7,7 @@
  * With EXPORT_KEEP=DIR in the environment the GDES checkpoint and its export are left in DIR
  * (tests/e2e-parity-dump.sh reads them with Python as a second, independent reader). */
 #include "tests/testutil.h"
+#include "tests/bpeutil.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,14 +175,8 @@ static void small_config(ModelConfig *c, int sharing, int vocab) {
 
 static void export_one(int sharing) {
     char text[] = "the quick brown fox jumps over the lazy dog. the dog sleeps; the fox runs far away again and again.";
-    TokTrainConfig tc;
-    tok_train_config_default(&tc);
-    tc.vocab_size = 300;
-    const char *docs[1] = {text};
-    size_t lens[1] = {strlen(text)};
     char err[512];
-    Tokenizer *tk = tokenizer_train(docs, lens, 1, &tc, err, sizeof err);
-    if (!tk) fail_msg("%s", err);
+    Tokenizer *tk = test_bpe(text, 300);
     size_t ntok;
     const uint8_t *tokb = tokenizer_bytes(tk, &ntok);
 

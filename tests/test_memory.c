@@ -67,7 +67,7 @@ static size_t measured_peak(const ModelConfig *cfg, int B) {
     optim_config_default(&oc, OPTIM_ADAMW);
     oc.total_steps = 100;
     OptimMoments mo;
-    optim_moments_init(&mo, &m.ps);
+    optim_moments_init(&mo, &m.ps, NULL);
     OptimGroup g[2];
     optim_group_init(&g[0], "generator", &oc, &m.ps, &mo, "generator.");
     optim_group_init(&g[1], "discriminator", &oc, &m.ps, &mo, "discriminator.");
@@ -185,17 +185,17 @@ static void check_refuses_with_one_line(void **state) {
     shape_config(&c, 32, 16, 64, 2, 300, 2);
     char err[1024];
     MemEstimate e;
-    memory_estimate(&c, 4, &e);
-    assert_int_equal(memory_check(&c, 4, e.total_bytes, err, sizeof err), 0);
-    assert_int_equal(memory_check(&c, 4, -1, err, sizeof err), 0);
-    assert_int_equal(memory_check(&c, 4, e.total_bytes - 1, err, sizeof err), -1);
+    memory_estimate(&c, 4, NULL, &e);
+    assert_int_equal(memory_check(&c, 4, NULL, e.total_bytes, err, sizeof err), 0);
+    assert_int_equal(memory_check(&c, 4, NULL, -1, err, sizeof err), 0);
+    assert_int_equal(memory_check(&c, 4, NULL, e.total_bytes - 1, err, sizeof err), -1);
     fprintf(stderr, "  got: error: %s\n", err);
     assert_non_null(strstr(err, "MemAvailable"));
     assert_null(strchr(err, '\n'));
     c.hidden_size = 16384;
     c.intermediate_size = 65536;
     c.attention_head_size = 16384 / 2;
-    memory_estimate(&c, 4, &e);
+    memory_estimate(&c, 4, NULL, &e);
     assert_true(e.param_elements > 1e9); /* counted without allocating */
 }
 

@@ -1,8 +1,9 @@
-/* test_optim.c — AdamW / XAdam against independently computed values (long double, textbook form),
+/* test_optim.c — AdamW / XAdam / LAMB against independently computed values (long double, textbook form),
  * against torch.optim.AdamW + clip_grad_norm_ + a LambdaLR linear schedule when torch is present,
  * decay/no-decay by name, clipping, non-finite skip, schedule values, determinism over threads. */
 #include "tests/testutil.h"
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,7 @@ static void set_grads(ParamSet *ps, int s, double scale) {
 }
 
 /* The tests' schedule: the kind's defaults with lr 1e-2, weight decay 0.1, 5 steps, 2 of warm-up. */
-static OptimConfig short_config(OptimKind kind) {
+static OptimConfig short_config(const Optimizer *kind) {
     OptimConfig c;
     optim_config_default(&c, kind);
     c.lr = 1e-2;
@@ -90,9 +91,9 @@ static void group_points_into_paramset(void **state) {
     assert_int_equal(g.n, 2);
     assert_int_equal(d.n, 1);
     assert_ptr_equal(g.p[1].t, ps.params[2]);
-    assert_ptr_equal(g.p[1].m, MO(&ps)->m + ps.offset[2]);
-    assert_ptr_equal(g.p[1].v, MO(&ps)->v + ps.offset[2]);
-    assert_ptr_equal(d.p[0].m, MO(&ps)->m + ps.offset[1]);
+    assert_ptr_equal(g.p[1].s[0], MO(&ps)->buf[0] + ps.offset[2]);
+    assert_ptr_equal(g.p[1].s[1], MO(&ps)->buf[1] + ps.offset[2]);
+    assert_ptr_equal(d.p[0].s[0], MO(&ps)->buf[0] + ps.offset[1]);
     assert_int_equal(g.p[0].decay, 1);
     assert_int_equal(g.p[1].decay, 0);
     assert_int_equal(g.n_elems, 10);
@@ -118,21 +119,27 @@ static void ref_init(Ref *r, const ParamSet *ps) {
         for (long j = 0; j < ps->params[i]->n; j++, k++) r->p[k] = ps->params[i]->data[j];
 }
 
-/* lr_scale: each parameter's multiple of lr (NULL: 1 for all) */
-static void ref_adamw_step(Ref *r, const ParamSet *ps, int s, double gscale_in, int t, long double lr_group, const OptimConfig *c, int xadam,
-                           const double *lr_scale) {
-    long double gg[32], n2 = 0;
+/* The gradients of step s as set_grads writes them, into gg; returns their global norm. */
+static long double ref_grads(const ParamSet *ps, int s, double gscale_in, long double *gg) {
+    long double n2 = 0;
     int k = 0;
     for (int i = 0; i < ps->n; i++)
         for (long j = 0; j < ps->params[i]->n; j++, k++) {
             gg[k] = (real)grad_val(s, k, gscale_in);
             n2 += gg[k] * gg[k];
         }
-    const long double norm = sqrtl(n2);
+    return sqrtl(n2);
+}
+
+/* lr_scale: each parameter's multiple of lr (NULL: 1 for all) */
+static void ref_adamw_step(Ref *r, const ParamSet *ps, int s, double gscale_in, int t, long double lr_group, const OptimConfig *c, int xadam,
+                           const double *lr_scale) {
+    long double gg[32];
+    const long double norm = ref_grads(ps, s, gscale_in, gg);
+    int k = 0;
     long double clip = 1;
     if (!xadam && c->max_grad_norm / (norm + 1e-6L) < 1) clip = c->max_grad_norm / (norm + 1e-6L);
     if (xadam && norm / c->max_grad_norm > 1) clip = 1 / (norm / c->max_grad_norm);
-    k = 0;
     for (int i = 0; i < ps->n; i++) {
         const int decay = optim_name_decays(ps->params[i]->name);
         const long double lr = lr_group * (lr_scale ? lr_scale[i] : 1);
@@ -157,7 +164,7 @@ static void ref_compare(const Ref *r, const ParamSet *ps, const char *what) {
     int k = 0;
     for (int i = 0; i < ps->n; i++) {
         const Tensor *t = ps->params[i];
-        const real *m = MO(ps)->m + ps->offset[i], *v = MO(ps)->v + ps->offset[i];
+        const real *m = MO(ps)->buf[0] + ps->offset[i], *v = MO(ps)->buf[1] + ps->offset[i];
         for (long j = 0; j < t->n; j++, k++) {
             assert_close(t->data[j], r->p[k], TOL, what, k);
             assert_close(m[j], r->m[k], TOL, "m", k);
@@ -216,8 +223,8 @@ static void clipping_returns_preclip_norm(void **state) {
     assert_near(r.grad_norm, 5.0, 1e-12);
     /* clipped g = (0.6, 0) (0, 0.8) up to the 1e-6; m = 0.1 g; v = 0.001 g²; first step: m̂/sqrt(v̂) = sign(g) */
     const double clip = 1.0 / (5.0 + 1e-6);
-    assert_near(MO(&ps)->m[ps.offset[0]], 0.1 * 3 * clip, REAL_TOL(2e-8, 1e-16));
-    assert_near(MO(&ps)->v[ps.offset[1] + 1], 0.001 * 16 * clip * clip, REAL_TOL(2e-10, 1e-18));
+    assert_near(MO(&ps)->buf[0][ps.offset[0]], 0.1 * 3 * clip, REAL_TOL(2e-8, 1e-16));
+    assert_near(MO(&ps)->buf[1][ps.offset[1] + 1], 0.001 * 16 * clip * clip, REAL_TOL(2e-10, 1e-18));
     assert_near(ps.params[0]->data[0], -1.0, REAL_TOL(5e-7, 1e-11));
     assert_near(ps.params[0]->data[1], 0.0, 0);  /* zero grad, zero moments: no update */
     optim_group_free(&g);
@@ -243,7 +250,7 @@ static void xadam_matches_reference(void **state) {
         if (s == 0) /* lr 0: parameters untouched, moments updated */
             for (int i = 0; i < 3; i++) {
                 assert_true(ps.params[0]->data[i] == p0[i]);
-                assert_true(MO(&ps)->m[i] != 0);
+                assert_true(MO(&ps)->buf[0][i] != 0);
             }
         ref_adamw_step(&r, &ps, s, scales[s], s + 1, lrs[s], &c, 1, NULL);
         ref_compare(&r, &ps, "xadam p");
@@ -340,8 +347,8 @@ static void nonfinite_norm_skips_step(void **state) {
     const size_t bytes = (size_t)ps.total * sizeof(real);
     real *d = malloc(bytes), *m = malloc(bytes), *v = malloc(bytes);
     memcpy(d, ps.data, bytes);
-    memcpy(m, MO(&ps)->m, bytes);
-    memcpy(v, MO(&ps)->v, bytes);
+    memcpy(m, MO(&ps)->buf[0], bytes);
+    memcpy(v, MO(&ps)->buf[1], bytes);
     for (int bad = 0; bad < 2; bad++) {
         set_grads(&ps, 1, 1.0);
         ps.params[1]->grad[1] = bad ? (real)INFINITY : (real)NAN;
@@ -350,8 +357,8 @@ static void nonfinite_norm_skips_step(void **state) {
         assert_false(isfinite(r.grad_norm));
         assert_int_equal(g.step, 1);
         assert_memory_equal(ps.data, d, bytes);
-        assert_memory_equal(MO(&ps)->m, m, bytes);
-        assert_memory_equal(MO(&ps)->v, v, bytes);
+        assert_memory_equal(MO(&ps)->buf[0], m, bytes);
+        assert_memory_equal(MO(&ps)->buf[1], v, bytes);
     }
     free(d);
     free(m);
@@ -488,14 +495,14 @@ static void kernels_equal_scalar_formulas(void **state) {
         const long N = ps.total;
         for (long i = 0; i < N; i++) {
             ps.data[i] = (real)sin(0.01 * i);
-            MO(&ps)->m[i] = (real)(1e-3 * cos(0.3 * i));
-            MO(&ps)->v[i] = (real)(1e-6 * (1 + sin(0.7 * i)));
+            MO(&ps)->buf[0][i] = (real)(1e-3 * cos(0.3 * i));
+            MO(&ps)->buf[1][i] = (real)(1e-6 * (1 + sin(0.7 * i)));
             ps.grad[i] = (real)(0.05 * cos(0.11 * i) * (i % 5 - 2));
         }
         real *w = malloc((size_t)N * sizeof(real)), *m = malloc((size_t)N * sizeof(real)), *v = malloc((size_t)N * sizeof(real));
         memcpy(w, ps.data, (size_t)N * sizeof(real));
-        memcpy(m, MO(&ps)->m, (size_t)N * sizeof(real));
-        memcpy(v, MO(&ps)->v, (size_t)N * sizeof(real));
+        memcpy(m, MO(&ps)->buf[0], (size_t)N * sizeof(real));
+        memcpy(v, MO(&ps)->buf[1], (size_t)N * sizeof(real));
         OptimConfig c;
         optim_config_default(&c, kind ? OPTIM_XADAM : OPTIM_ADAMW);
         c.schedule = OPTIM_SCHED_CONSTANT;
@@ -543,7 +550,7 @@ static void kernels_equal_scalar_formulas(void **state) {
                     m[i] = mi;
                     v[i] = vi;
                 }
-                if (w[i] != ps.data[i] || m[i] != MO(&ps)->m[i] || v[i] != MO(&ps)->v[i])
+                if (w[i] != ps.data[i] || m[i] != MO(&ps)->buf[0][i] || v[i] != MO(&ps)->buf[1][i])
                     fail_msg("%s: element %ld of '%s' differs from the scalar formula: %.9g vs %.9g", kind ? "xadam" : "adamw", j,
                              ps.params[k]->name, (double)ps.data[i], (double)w[i]);
             }
@@ -554,6 +561,170 @@ static void kernels_equal_scalar_formulas(void **state) {
         optim_group_free(&g);
         free_set(&ps);
     }
+}
+
+/* ---- LAMB (train/optim_lamb.c) ---- */
+
+/* Reference LAMB step in long double (You et al. 2019, Algorithm 2, with AdamW's clipping): per
+ * tensor u = m̂/(sqrt(v̂) + eps) + wd·p (wd only for decay parameters), then p −= lr·r·u with
+ * r = ‖p‖/‖u‖ for decay parameters (1 if a norm is 0) and r = 1 for the others. */
+static void ref_lamb_step(Ref *r, const ParamSet *ps, int s, double gscale_in, int t, long double lr, const OptimConfig *c) {
+    long double gg[32];
+    const long double norm = ref_grads(ps, s, gscale_in, gg);
+    int k = 0;
+    const long double clip = c->max_grad_norm / (norm + 1e-6L) < 1 ? c->max_grad_norm / (norm + 1e-6L) : 1;
+    for (int i = 0; i < ps->n; i++) {
+        const int decay = optim_name_decays(ps->params[i]->name), k0 = k;
+        long double u[32], sp = 0, su = 0;
+        for (long j = 0; j < ps->params[i]->n; j++, k++) {
+            const long double g = gg[k] * clip;
+            r->m[k] = c->beta1 * r->m[k] + (1 - (long double)c->beta1) * g;
+            r->v[k] = c->beta2 * r->v[k] + (1 - (long double)c->beta2) * g * g;
+            const long double mh = r->m[k] / (1 - powl(c->beta1, t)), vh = r->v[k] / (1 - powl(c->beta2, t));
+            u[j] = mh / (sqrtl(vh) + c->eps) + (decay ? c->weight_decay * r->p[k] : 0);
+            sp += r->p[k] * r->p[k];
+            su += u[j] * u[j];
+        }
+        const long double ratio = decay && sp > 0 && su > 0 ? sqrtl(sp) / sqrtl(su) : 1;
+        for (long j = 0; j < ps->params[i]->n; j++) r->p[k0 + j] -= lr * ratio * u[j];
+    }
+}
+
+/* Four steps (warm-up, clipping at step 2 and 4) against the reference; the trust ratio of the
+ * 2x3 weight is far from 1 (about 0.3), so a missing or wrong ratio shows. */
+static void lamb_matches_reference(void **state) {
+    ParamSet ps;
+    tiny_set(&ps);
+    const Optimizer *lamb = optim_find("lamb");
+    assert_non_null(lamb);
+    const OptimConfig c = short_config(lamb); /* linear: lr·{0, 1/2, 1, 2/3} */
+    assert_int_equal(c.schedule, OPTIM_SCHED_LINEAR);
+    OptimGroup g;
+    optim_group_init(&g, "all", &c, &ps, MO(&ps), NULL);
+    Ref r;
+    ref_init(&r, &ps);
+    const double scales[4] = {0.1, 3.0, 0.05, 2.0};
+    const long double lrs[4] = {0, 5e-3L, 1e-2L, 1e-2L * 2 / 3};
+    for (int s = 0; s < 4; s++) {
+        set_grads(&ps, s, scales[s]);
+        OptimStepResult res = optim_step(&g);
+        assert_close(res.lr, lrs[s], 1e-15, "lr", s);
+        ref_lamb_step(&r, &ps, s, scales[s], s + 1, lrs[s], &c);
+        ref_compare(&r, &ps, "lamb p");
+    }
+    optim_group_free(&g);
+    free_set(&ps);
+}
+
+/* A tensor of several chunks: the first step against the formula.  Then ZeRO-1 on two emulated ranks (two threads, each with its own copy of the parameters and state, the
+ * partial sums summed through a barrier as train/zero.c's allreduce does): each rank's shard, which
+ * cuts a 3-chunk tensor in two, ends bit-identical to one unsharded group. */
+static pthread_barrier_t EMU_BAR;
+static OptimGroup *EMU_G[2];
+
+static void emu_sum_partials(double *partial, int n) {
+    const int me = partial >= EMU_G[1]->partial && partial < EMU_G[1]->partial + OPTIM_PARTIALS * EMU_G[1]->n_chunks;
+    const long off = partial - EMU_G[me]->partial;
+    pthread_barrier_wait(&EMU_BAR);
+    if (me == 0)
+        for (int i = 0; i < n; i++) EMU_G[0]->partial[off + i] = EMU_G[1]->partial[off + i] = EMU_G[0]->partial[off + i] + EMU_G[1]->partial[off + i];
+    pthread_barrier_wait(&EMU_BAR);
+}
+
+static void big_set(ParamSet *ps) {
+    params_init(ps);
+    const int s1[1] = {3 * OPTIM_CHUNK + 5}, s2[1] = {7}, s3[2] = {10, 10};
+    params_add(ps, "x.dense.weight", 1, s1);
+    params_add(ps, "x.dense.bias", 1, s2);
+    params_add(ps, "y.dense.weight", 2, s3);
+    params_finalize(ps);
+    for (long i = 0; i < ps->total; i++) ps->data[i] = (real)sin(0.001 * i);
+}
+
+static void big_grads(ParamSet *ps, int s) { /* the parameters' elements only (not the padding between them) */
+    for (int k = 0; k < ps->n; k++)
+        for (long j = 0; j < ps->params[k]->n; j++) {
+            const long i = ps->offset[k] + j;
+            ps->grad[i] = (real)(1e-3 * cos(0.37 * i + s) * (1 + i % 13));
+        }
+}
+
+typedef struct EmuRank { ParamSet ps; OptimGroup g; } EmuRank;
+
+static void *emu_run(void *arg) {
+    EmuRank *e = arg;
+    omp_set_num_threads(1);
+    for (int s = 0; s < 3; s++) {
+        big_grads(&e->ps, s);
+        optim_step(&e->g);
+    }
+    return NULL;
+}
+
+static void lamb_sharded_equals_unsharded(void **state) {
+    OptimConfig c;
+    optim_config_default(&c, optim_find("lamb"));
+    c.schedule = OPTIM_SCHED_CONSTANT;
+    c.lr = 1e-2;
+    c.max_grad_norm = 0.5;
+    ParamSet one;
+    big_set(&one);
+    OptimGroup g1;
+    optim_group_init(&g1, "all", &c, &one, MO(&one), NULL);
+    /* the first step against the formula (m = v = 0 before it, t = 1: m̂ = g, v̂ = g²), in long double:
+     * the trust ratio of the 4-chunk tensor is over all its chunks */
+    long double *want = malloc((size_t)one.total * sizeof(long double)), n2 = 0;
+    big_grads(&one, 0);
+    for (int k = 0; k < one.n; k++)
+        for (long j = 0; j < one.params[k]->n; j++) n2 += (long double)one.params[k]->grad[j] * one.params[k]->grad[j];
+    const long double clip = c.max_grad_norm / (sqrtl(n2) + 1e-6L);
+    assert_true(clip < 1);
+    for (int k = 0; k < one.n; k++) {
+        const Tensor *t = one.params[k];
+        const int decay = optim_name_decays(t->name);
+        long double sp = 0, su = 0;
+        for (long j = 0; j < t->n; j++) {
+            const long double g = t->grad[j] * clip, u = g / (sqrtl(g * g) + c.eps) + (decay ? c.weight_decay * t->data[j] : 0);
+            sp += (long double)t->data[j] * t->data[j];
+            su += u * u;
+            want[one.offset[k] + j] = u;
+        }
+        const long double ratio = decay ? sqrtl(sp) / sqrtl(su) : 1;
+        for (long j = 0; j < t->n; j++) want[one.offset[k] + j] = t->data[j] - c.lr * ratio * want[one.offset[k] + j];
+    }
+    optim_step(&g1);
+    for (int k = 0; k < one.n; k++)
+        for (long j = 0; j < one.params[k]->n; j++) assert_close(one.params[k]->data[j], want[one.offset[k] + j], TOL, one.params[k]->name, (int)j);
+    free(want);
+    for (int s = 1; s < 3; s++) {
+        big_grads(&one, s);
+        optim_step(&g1);
+    }
+    static EmuRank r[2];
+    pthread_t th[2];
+    pthread_barrier_init(&EMU_BAR, NULL, 2);
+    for (int k = 0; k < 2; k++) {
+        big_set(&r[k].ps);
+        optim_group_init(&r[k].g, "all", &c, &r[k].ps, MO(&r[k].ps), NULL);
+        optim_group_shard(&r[k].g, k, 2);
+        r[k].g.sum_partials = emu_sum_partials;
+        EMU_G[k] = &r[k].g;
+    }
+    assert_true(r[0].g.own1 == 2); /* the shard boundary cuts x.dense.weight (chunks 0-3) */
+    for (int k = 0; k < 2; k++) assert_int_equal(pthread_create(&th[k], NULL, emu_run, &r[k]), 0);
+    for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
+    pthread_barrier_destroy(&EMU_BAR);
+    for (int k = 0; k < 2; k++) {
+        long begin, n = optim_shard_span(&r[k].g, k, &begin);
+        assert_true(n > 0);
+        if (memcmp(r[k].ps.data + begin, one.data + begin, (size_t)n * sizeof(real)) ||
+            memcmp(MO(&r[k].ps)->buf[0] + begin, MO(&one)->buf[0] + begin, (size_t)n * sizeof(real)))
+            fail_msg("rank %d of 2: its shard (elements %ld..%ld) differs from the unsharded update", k, begin, begin + n);
+        optim_group_free(&r[k].g);
+        free_set(&r[k].ps);
+    }
+    optim_group_free(&g1);
+    free_set(&one);
 }
 
 int main(void) {
@@ -569,6 +740,8 @@ int main(void) {
         cmocka_unit_test(deterministic_over_threads),
         cmocka_unit_test(kernels_equal_scalar_formulas),
         cmocka_unit_test(adamw_matches_torch),
+        cmocka_unit_test(lamb_matches_reference),
+        cmocka_unit_test(lamb_sharded_equals_unsharded),
     };
     return test_exit(cmocka_run_group_tests_name("optim", tests, NULL, NULL));
 }

@@ -60,7 +60,7 @@ static uint64_t run(int mode, int keep_grads, int steps, int first_counted, size
     oc.total_steps = 100;
     oc.warmup_steps = 2;
     OptimMoments mo;
-    optim_moments_init(&mo, &m.ps);
+    optim_moments_init(&mo, &m.ps, NULL);
     OptimGroup g[2];
     if (mode == TRAIN_DECOUPLED) {
         optim_group_init(&g[0], "generator", &oc, &m.ps, &mo, "generator.");

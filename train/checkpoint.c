@@ -55,7 +55,8 @@ static int write_tensors(H5Out *o, hid_t grp, const ParamSet *ps, const real *ba
     return 0;
 }
 
-static int write_file(H5Out *o, const ParamSet *ps, const real *m, const real *v, const CheckpointState *st) {
+/* names[i], bufs[i]: the optimizer's n state buffers (/optim/<names[i]>) */
+static int write_file(H5Out *o, const ParamSet *ps, int n_state, const char *const *names, real *const *bufs, const CheckpointState *st) {
     const char *env = getenv(CHECKPOINT_CRASH_ENV);
     const long crash_after = env && *env ? atol(env) : -1;
     const uint64_t seed = st->seed;
@@ -72,11 +73,14 @@ static int write_file(H5Out *o, const ParamSet *ps, const real *m, const real *v
         h5out_attr_str(o, "tokenizer_hash", hash);
     }
     long n_written = 0;
-    hid_t gp = h5out_group(o, H5OUT_ROOT, "params"), go = h5out_group(o, H5OUT_ROOT, "optim");
-    hid_t gm = h5out_group(o, go, "m"), gv = h5out_group(o, go, "v"), gs = h5out_group(o, go, "step");
+    hid_t gp = h5out_group(o, H5OUT_ROOT, "params"), go = h5out_group(o, H5OUT_ROOT, "optim"), gb[OPTIM_MAX_STATE];
+    for (int b = 0; b < n_state; b++) {
+        if (!strcmp(names[b], "step")) h5out_fail(o, "optimizer state named 'step'");
+        gb[b] = h5out_group(o, go, names[b]);
+    }
+    hid_t gs = h5out_group(o, go, "step");
     write_tensors(o, gp, ps, ps->data, &n_written, crash_after);
-    write_tensors(o, gm, ps, m, &n_written, -1);
-    write_tensors(o, gv, ps, v, &n_written, -1);
+    for (int b = 0; b < n_state; b++) write_tensors(o, gb[b], ps, bufs[b], &n_written, -1);
     for (int i = 0; i < st->n_groups; i++) {
         if (!st->group_name[i][0] || strchr(st->group_name[i], '/')) h5out_fail(o, "bad optimizer group name '%s'", st->group_name[i]);
         h5out_dataset(o, gs, st->group_name[i], H5T_STD_I64LE, H5T_NATIVE_INT64, 0, NULL, &st->group_step[i], NULL);
@@ -86,9 +90,11 @@ static int write_file(H5Out *o, const ParamSet *ps, const real *m, const real *v
     write_str_dataset(o, "config", st->config ? st->config : "");
     n = (hsize_t)(st->tokenizer ? st->n_tokenizer : 0);
     h5out_dataset(o, H5OUT_ROOT, "tokenizer", H5T_STD_U8LE, H5T_NATIVE_UCHAR, 1, &n, st->tokenizer, NULL);
-    const hid_t groups[] = {gs, gv, gm, go, gp};
-    for (int i = 0; i < 5; i++)
-        if (groups[i] >= 0) H5Gclose(groups[i]);
+    if (gs >= 0) H5Gclose(gs);
+    for (int b = n_state - 1; b >= 0; b--)
+        if (gb[b] >= 0) H5Gclose(gb[b]);
+    if (go >= 0) H5Gclose(go);
+    if (gp >= 0) H5Gclose(gp);
     return h5out_failed(o) ? -1 : 0;
 }
 
@@ -97,8 +103,10 @@ int checkpoint_write(const char *path, const ParamSet *ps, const OptimMoments *m
     if (mo && mo->total != ps->total) return errf(err, errlen, "checkpoint %s: the moments are not those of this parameter set", path);
     H5Out o;
     if (h5out_create(&o, "checkpoint", path, 1, err, errlen) != 0) return -1;
-    real *zeros = mo ? NULL : xcalloc_aligned((size_t)(ps->total ? ps->total : 1) * sizeof(real));
-    write_file(&o, ps, mo ? mo->m : zeros, mo ? mo->v : zeros, st);
+    const Optimizer *opt = mo ? mo->opt : OPTIMIZERS[0];
+    real *zeros = mo ? NULL : xcalloc_aligned((size_t)(ps->total ? ps->total : 1) * sizeof(real)), *bufs[OPTIM_MAX_STATE];
+    for (int b = 0; b < opt->n_state; b++) bufs[b] = mo ? mo->buf[b] : zeros;
+    write_file(&o, ps, opt->n_state, opt->state, bufs, st);
     free(zeros);
     return h5out_close(&o, err, errlen);
 }
@@ -384,25 +392,57 @@ static int load_group(H5Ctx *c, hid_t f, const char *gname, ParamSet *ps, real *
     return rc;
 }
 
+/* The optimizer's state buffers, by its names. */
+static int load_state(H5Ctx *c, hid_t f, ParamSet *ps, OptimMoments *mo, int version) {
+    int rc = 0;
+    for (int b = 0; !rc && b < mo->n; b++) {
+        char gname[64], what[64];
+        snprintf(gname, sizeof gname, "optim/%s", mo->opt->state[b]);
+        snprintf(what, sizeof what, "moment %s of", mo->opt->state[b]);
+        rc = load_group(c, f, gname, ps, mo->buf[b], what, version);
+    }
+    return rc;
+}
+
+typedef struct StateIter {
+    H5Ctx *c;
+    hid_t f;
+    ParamSet *ps;
+    real *scratch;
+    int version, rc;
+} StateIter;
+
+static herr_t state_cb(hid_t g, const char *name, const H5L_info_t *info, void *data) {
+    StateIter *it = data;
+    if (!strcmp(name, "step")) return 0;
+    char gname[300], what[300];
+    snprintf(gname, sizeof gname, "optim/%s", name);
+    snprintf(what, sizeof what, "moment %s of", name);
+    it->rc = load_group(it->c, it->f, gname, it->ps, it->scratch, what, it->version);
+    return it->rc ? 1 : 0;
+}
+
+/* No state wanted (a model not trained further): every state buffer in /optim validated and dropped. */
+static int check_state(H5Ctx *c, hid_t f, ParamSet *ps, int version) {
+    StateIter it = {c, f, ps, xcalloc_pages((size_t)(ps->total ? ps->total : 1) * sizeof(real)), version, 0};
+    hid_t g = H5Gopen2(f, "optim", H5P_DEFAULT);
+    hsize_t idx = 0;
+    if (g < 0 || H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, state_cb, &it) < 0)
+        if (!it.rc) it.rc = h5ctx_fail(c, "cannot list '/optim' (truncated or corrupt file?)");
+    if (g >= 0) H5Gclose(g);
+    xfree_pages(it.scratch, (size_t)(ps->total ? ps->total : 1) * sizeof(real));
+    return it.rc;
+}
+
 int checkpoint_read_tensors(Checkpoint *ck, ParamSet *ps, OptimMoments *mo, char *err, size_t errlen) {
     H5Ctx c;
     h5ctx_begin(&c, "checkpoint", ck->path, err, errlen);
     if (!ps->finalized) return h5ctx_end(&c, h5ctx_fail(&c, "the parameter set is not finalized"));
     const hid_t f = ck->f;
     int rc = load_group(&c, f, "params", ps, ps->data, "parameter", ck->version);
-    OptimMoments scratch = {0};
-    if (!rc && !mo) {
-        optim_moments_init(&scratch, ps);
-        mo = &scratch;
-    }
-    if (!rc && mo->total != ps->total) rc = h5ctx_fail(&c, "the moments are not those of this parameter set");
-    if (!rc && H5Lexists(f, "optim", H5P_DEFAULT) > 0) {
-        rc = load_group(&c, f, "optim/m", ps, mo->m, "moment m of", ck->version);
-        if (!rc) rc = load_group(&c, f, "optim/v", ps, mo->v, "moment v of", ck->version);
-    } else if (!rc) {
-        rc = h5ctx_fail(&c, "group '/optim' is missing");
-    }
-    if (scratch.m) optim_moments_free(&scratch);
+    if (!rc && mo && mo->total != ps->total) rc = h5ctx_fail(&c, "the moments are not those of this parameter set");
+    if (!rc && H5Lexists(f, "optim", H5P_DEFAULT) <= 0) rc = h5ctx_fail(&c, "group '/optim' is missing");
+    if (!rc) rc = mo ? load_state(&c, f, ps, mo, ck->version) : check_state(&c, f, ps, ck->version);
     return h5ctx_end(&c, rc);
 }
 

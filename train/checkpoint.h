@@ -4,8 +4,8 @@
  *                                 step (int64, global step), seed (uint64), n_params (int64)
  *   /params/<HF name>      one dataset per parameter, full name (generator./discriminator. prefix),
  *                          its shape, stored as the build's real (float32, or float64 in the double build)
- *   /optim/m/<HF name>     AdamW first moment, same shape and dtype
- *   /optim/v/<HF name>     AdamW second moment
+ *   /optim/<state>/<HF name>  the optimizer's state buffers by name (train/optim.h; adamw and xadam:
+ *                          m, the first moment, and v, the second), same shape and dtype
  *   /optim/step/<group>    int64 scalar: updates done by optimizer group <group> ("generator", ...)
  *   /loader_state          int64 [n]: the loader's position, opaque to this file
  *   /config                string: the resolved config text
@@ -48,7 +48,8 @@ typedef struct CheckpointState {
     size_t n_tokenizer;
 } CheckpointState;
 
-/* Atomically write ps (data), the moments mo (NULL: zeros, a model never updated) and st to path. */
+/* Atomically write ps (data), the optimizer state mo (NULL: the default optimizer's, zeros: a model
+ * never updated) and st to path. */
 int checkpoint_write(const char *path, const ParamSet *ps, const OptimMoments *mo, const CheckpointState *st, char *err, size_t errlen);
 
 /* RUNDIR/checkpoint.h5 (atomically, the latest); with keep_numbered also a hard link
@@ -71,8 +72,8 @@ const char *checkpoint_path(const Checkpoint *ck);
 void checkpoint_close(Checkpoint *ck); /* NULL: nothing */
 
 /* Validates and loads everything into ps (which must be finalized and built with the same
- * config) and the moments into mo (initialised for ps; NULL: validated and dropped, for a model
- * that is not trained further): every parameter of ps present with the same shape and a float
+ * config) and the optimizer state into mo (initialised for ps: the buffers of its optimizer, by name;
+ * NULL: every state buffer in the file validated and dropped, for a model that is not trained further): every parameter of ps present with the same shape and a float
  * dtype, no parameter in the file that ps lacks, no NaN/Inf in parameters or moments.  On failure
  * ps is left partly loaded: the caller must not use it. */
 int checkpoint_load(const char *path, ParamSet *ps, OptimMoments *mo, CheckpointState *st, char *err, size_t errlen);

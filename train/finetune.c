@@ -59,6 +59,7 @@ static const KeyRow KEYS[] = {
     {"seed", "seed", NULL, KEY_U64, F(seed), 0, 0, "a non-negative integer", 0, NULL},
     {"lr", "lr", NULL, KEY_DOUBLE, F(lr), 0, 10, "a number in [0, 10)", 0, NULL},
     {"weight_decay", "weight-decay", NULL, KEY_DOUBLE, F(weight_decay), 0, 10, "a number in [0, 10)", 0, NULL},
+    {"optimizer", "optimizer", NULL, KEY_CUSTOM, F(optimizer), 0, 0, "an optimizer's name (deberta finetune --help lists them)", KEY_SKIP_ZERO, &OPTIM_INDEX_CODEC},
     {"max_grad_norm", "max-grad-norm", NULL, KEY_DOUBLE, F(max_grad_norm), 0, 0, "a non-negative number", 0, NULL},
     {"dropout", "dropout", NULL, KEY_DOUBLE, F(dropout), 0, 1, "a number in [0, 1)", 0, NULL},
     {"attention_dropout", "attention-dropout", NULL, KEY_DOUBLE, F(attention_dropout), 0, 1, "a number in [0, 1)", 0, NULL},
@@ -446,13 +447,13 @@ static void build_model(FtRun *r, ModelConfig *cfg) {
     r->init = NULL;
     checkpoint_state_free(&r->init_st);
     OptimConfig oc;
-    optim_config_default(&oc, OPTIM_ADAMW);
+    optim_config_default(&oc, OPTIMIZERS[r->o.optimizer]);
     oc.lr = r->o.lr;
     oc.weight_decay = r->o.weight_decay;
     oc.max_grad_norm = r->o.max_grad_norm;
     oc.total_steps = r->o.steps;
     oc.warmup_steps = r->o.warmup >= 0 ? r->o.warmup : r->o.steps / 10;
-    optim_moments_init(&r->moments, &r->m.ps);
+    optim_moments_init(&r->moments, &r->m.ps, oc.opt);
     optim_group_init(&r->g, "finetune", &oc, &r->m.ps, &r->moments, NULL);
     for (int i = 0; i < r->g.n; i++) r->g.p[i].lr_scale = ft_layer_rate_scale(r->g.p[i].t->name, cfg->num_hidden_layers, r->o.layer_decay);
     r->best_dev = -INFINITY; /* any first dev score is better (regression: Pearson can be -1) */

@@ -43,6 +43,7 @@ typedef struct FinetuneOptions {
     uint64_t seed;
     int threads;
     double lr, weight_decay, max_grad_norm;
+    int optimizer;            /* index in the optimizer registry (train/optim.h OPTIMIZERS); 0: the default, adamw */
     double dropout;           /* the fine-tuning model's hidden_dropout_prob (default 0.1), whatever the checkpoint's */
     double attention_dropout; /* its attention_probs_dropout_prob (default 0.1) */
     int reinit_layers;        /* the top N encoder layers keep their fresh init (--init CHECKPOINT only) */

@@ -31,10 +31,10 @@ double memory_forward_arena_bytes(const ModelConfig *c, int T, int B) {
     return MAX((double)(64 << 20), memory_arena_elements(&fwd, B) * sizeof(real));
 }
 
-void memory_estimate(const ModelConfig *c, int B, MemEstimate *e) {
+void memory_estimate(const ModelConfig *c, int B, const Optimizer *opt, MemEstimate *e) {
     memset(e, 0, sizeof *e);
     e->param_elements = electra_param_slots(c);
-    e->state_bytes = 4 * e->param_elements * sizeof(real);
+    e->state_bytes = (2 + (opt ? opt : OPTIMIZERS[0])->n_state) * e->param_elements * sizeof(real); /* data, grad, the state buffers */
     /* the arena regrows to the peak + 1/8 (autograd/tensor.h) and starts at 64 MiB */
     e->arena_bytes = MAX((double)(64 << 20), 1.125 * memory_arena_elements(c, B) * sizeof(real));
     e->total_bytes = e->state_bytes + e->arena_bytes;
@@ -51,13 +51,13 @@ double memory_available_bytes(void) {
     return kb < 0 ? -1 : kb * 1024;
 }
 
-int memory_check(const ModelConfig *c, int B, double avail, char *err, size_t errlen) {
+int memory_check(const ModelConfig *c, int B, const Optimizer *opt, double avail, char *err, size_t errlen) {
     MemEstimate e;
-    memory_estimate(c, B, &e);
+    memory_estimate(c, B, opt, &e);
     if (avail < 0 || e.total_bytes <= avail) return 0;
     const double G = 1024.0 * 1024 * 1024;
     return errf(err, errlen,
-                "pretrain: this run needs about %.1f GiB: %.4g parameters (%.1f GiB with their gradients and AdamW moments) and "
+                "pretrain: this run needs about %.1f GiB: %.4g parameters (%.1f GiB with their gradients and optimizer state) and "
                 "one step of %d x %d tokens (about %.1f GiB of activations), but only %.1f GiB is available (MemAvailable, "
                 "/proc/meminfo); lower --batch or --max_seq_len, or choose a smaller model",
                 e.total_bytes / G, e.param_elements, e.state_bytes / G, B, c->max_seq_len, e.arena_bytes / G, avail / G);

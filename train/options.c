@@ -59,18 +59,18 @@ enum { O_CURRICULUM = KEY_USER }; /* persisted only when the run has a curriculu
 
 static int mask_parse(void *base, void *p, const char *v) { return mask_mode_parse(v, (MaskMode *)p) ? -1 : 0; }
 static const char *mask_name(const void *base, const void *p) { return mask_mode_name(*(const MaskMode *)p); }
-/* The optimizer switch keeps the peak learning rate and resets the rest to the kind's defaults. */
+/* The optimizer switch (a registry name, train/optim.h) keeps the peak learning rate and resets the
+ * rest to the optimizer's defaults. */
 static int optimizer_parse(void *base, void *p, const char *v) {
     TrainOptions *o = base;
-    if (strcmp(v, "adamw") && strcmp(v, "xadam")) return -1;
+    const Optimizer *opt = optim_find(v);
+    if (!opt) return -1;
     const double lr = o->opt.lr;
-    optim_config_default(&o->opt, !strcmp(v, "xadam") ? OPTIM_XADAM : OPTIM_ADAMW);
+    optim_config_default(&o->opt, opt);
     o->opt.lr = lr;
     return 0;
 }
-static const char *optimizer_name(const void *base, const void *p) {
-    return ((const TrainOptions *)base)->opt.kind == OPTIM_XADAM ? "xadam" : "adamw";
-}
+static const char *optimizer_name(const void *base, const void *p) { return ((const TrainOptions *)base)->opt.opt->name; }
 static const KeyCodec MASK_MODE = {mask_parse, mask_name}, OPTIMIZER = {optimizer_parse, optimizer_name};
 
 #define F(m) KEY_FIELD(TrainOptions, m)
@@ -82,7 +82,7 @@ static const KeyRow KEYS[] = {
     {"seed", "seed", NULL, KEY_U64, F(seed), 0, 0, "a non-negative integer", 0, NULL},
     {"mask_mode", "mask-mode", "mask_mode", KEY_CUSTOM, F(mask_mode), 0, 0, "official, random or bert", 0, &MASK_MODE},
     {"mask_prob", "mask-prob", "mask_prob", KEY_DOUBLE, F(mask_prob), 1e-6, 1, "a number in (0, 1)", 0, NULL},
-    {"optimizer", "optimizer", NULL, KEY_CUSTOM, F(opt), 0, 0, "adamw or xadam", 0, &OPTIMIZER},
+    {"optimizer", "optimizer", NULL, KEY_CUSTOM, F(opt), 0, 0, "an optimizer's name (deberta pretrain --help lists them)", 0, &OPTIMIZER},
     {"lr", "lr", NULL, KEY_DOUBLE, F(opt.lr), 0, 0, "a number >= 0", 0, NULL},
     {"d_lr", "d-lr", NULL, KEY_DOUBLE, F(d_lr), 0, 0, "a number >= 0", 0, NULL},
     {"warmup", "warmup", NULL, KEY_LONG, F(warmup), 0, 0, "an integer >= 0", 0, NULL},

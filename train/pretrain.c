@@ -378,8 +378,7 @@ static void agree_on_run(Run *r) {
     const size_t bytes = (size_t)r->m.ps.total * sizeof(real);
     h = dist_hash(DIST_HASH_INIT, &ls, sizeof ls);
     h = dist_hash(h, r->m.ps.data, bytes);
-    h = dist_hash(h, r->moments.m, bytes);
-    h = dist_hash(h, r->moments.v, bytes);
+    for (int b = 0; b < r->moments.n; b++) h = dist_hash(h, r->moments.buf[b], bytes);
     for (int i = 0; i < r->n_groups; i++) h = dist_hash(h, &r->groups[i].step, sizeof r->groups[i].step);
     dist_agree("the parameters, optimizer and loader state", h, "on --resume every rank must read the same RUNDIR/checkpoint.h5");
 }
@@ -445,7 +444,7 @@ static void open_data(Run *r) {
     if (!r->o.resume) return;
     if (config_check_data(&r->cfg, r->train, err, sizeof err))
         fatal("data %s: %s (checkpoint %s: different tokenizer?)", r->o.data, err, r->dir.ckpt_path);
-    if (memory_check(&r->cfg, r->o.batch, memory_available_bytes(), err, sizeof err)) fatal("%s", err);
+    if (memory_check(&r->cfg, r->o.batch, r->o.opt.opt, memory_available_bytes(), err, sizeof err)) fatal("%s", err);
 }
 
 /* A fresh run: the model's ids (the data's, or --init-from's checked against the data), the options
@@ -457,7 +456,7 @@ static void settle_fresh_run(Run *r) {
     if (config_validate(&r->cfg, err, sizeof err)) fatal("%s", err);
     r->o.ranks = dist_world() > 1 ? dist_world() : 0;
     train_options_resolve(&r->o, r->cfg.max_seq_len, r->cfg.training_mode == TRAIN_JOINT);
-    if (memory_check(&r->cfg, r->o.batch, memory_available_bytes(), err, sizeof err)) fatal("%s", err);
+    if (memory_check(&r->cfg, r->o.batch, r->o.opt.opt, memory_available_bytes(), err, sizeof err)) fatal("%s", err);
     run_open_fresh(&r->dir, r->o.out, dist_rank() == 0);
 }
 
@@ -470,7 +469,7 @@ static void build_run(Run *r) {
         if (checkpoint_read_tensors(r->init->ck, &r->m.ps, NULL, err, sizeof err)) fatal("--init-from: %s", err);
         run_say(&r->dir, "init: the parameters of %s (step %lld)\n", r->o.init_from, (long long)r->init->st.step);
     }
-    optim_moments_init(&r->moments, &r->m.ps);
+    optim_moments_init(&r->moments, &r->m.ps, r->o.opt.opt);
     tape_init(&r->t, (size_t)64 << 20);
     r->t.seed = r->o.seed;
     r->micro = xcalloc((size_t)r->o.accum, sizeof(Batch));
@@ -548,9 +547,9 @@ static void announce(const Run *r, const RunEnv *env) {
         fprintf(stderr, "curriculum: steps 1-%ld read %d x %d-token sequences per micro-batch, then %d x %d\n", r->short_steps,
                 train_short_batch(&r->o, r->cfg.max_seq_len), r->o.short_seq_len, r->o.batch, r->cfg.max_seq_len);
     if (r->zero.on) {
-        const double all = 2.0 * r->m.ps.total * sizeof(real), kept = r->zero_kept;
-        fprintf(stderr, "ZeRO-1: rank 0 keeps %.2f of the %.2f MB of AdamW moments (%.2f MB saved per rank)\n", kept / 1e6, all / 1e6,
-                (all - kept) / 1e6);
+        const double all = (double)r->moments.n * r->m.ps.total * sizeof(real), kept = r->zero_kept;
+        fprintf(stderr, "ZeRO-1: rank 0 keeps %.2f of the %.2f MB of %s state (%.2f MB saved per rank)\n", kept / 1e6, all / 1e6,
+                r->o.opt.opt->name, (all - kept) / 1e6);
     }
 }
 

@@ -62,7 +62,7 @@ void zero_after_update(const Zero *z, OptimGroup *g) {
 }
 
 double zero_release(const Zero *z) {
-    if (!z->on) return 2.0 * z->ps->total * sizeof(real);
+    if (!z->on) return (double)z->mo->n * z->ps->total * sizeof(real);
     const long page = sysconf(_SC_PAGESIZE);
     double kept = 0;
     for (int i = 0; i < z->n_groups; i++) {
@@ -70,10 +70,9 @@ double zero_release(const Zero *z) {
         long begin = 0; /* the shards tile the group's span in rank order */
         for (int q = 0; q < z->world; q++) {
             const long n = z->counts[i][q];
-            if (q == z->rank) kept += 2.0 * n * sizeof(real);
-            real *bufs[2] = {z->mo->m, z->mo->v};
-            for (int b = 0; b < 2 && q != z->rank; b++) {
-                uintptr_t a0 = (uintptr_t)(bufs[b] + base + begin), a1 = (uintptr_t)(bufs[b] + base + begin + n);
+            if (q == z->rank) kept += (double)z->mo->n * n * sizeof(real);
+            for (int b = 0; b < z->mo->n && q != z->rank; b++) {
+                uintptr_t a0 = (uintptr_t)(z->mo->buf[b] + base + begin), a1 = (uintptr_t)(z->mo->buf[b] + base + begin + n);
                 a0 = (a0 + page - 1) / page * page;
                 a1 = a1 / page * page;
                 if (a1 > a0) madvise((void *)a0, a1 - a0, MADV_DONTNEED);
@@ -88,7 +87,6 @@ void zero_gather_for_save(const Zero *z) {
     if (!z->on) return;
     for (int i = 0; i < z->n_groups; i++) {
         const long base = z->groups[i].p[0].t->grad - z->ps->grad;
-        dist_gather_real(z->mo->m + base, z->counts[i]);
-        dist_gather_real(z->mo->v + base, z->counts[i]);
+        for (int b = 0; b < z->mo->n; b++) dist_gather_real(z->mo->buf[b] + base, z->counts[i]);
     }
 }

@@ -1,4 +1,5 @@
-/* zero.h — ZeRO-1 (data parallel, `--zero 1`): each of the N ranks keeps the AdamW moments of, and
+/* zero.h — ZeRO-1 (data parallel, `--zero 1`): each of the N ranks keeps the optimizer state (every
+ * state buffer of the optimizer's registry entry, train/optim.h) of, and
  * updates, one shard of every optimizer group (train/optim.h "shards": a contiguous run of whole
  * chunks balanced by elements).  This object owns every collective that sharding adds:
  *   - after the backward, the group's gradient is reduce-scattered (each rank gets the sum of its
@@ -37,8 +38,8 @@ void zero_sync_grads(const Zero *z, OptimGroup *g, int bad);
 /* After a group's update (not skipped): every rank fetches the other shards' new parameters. */
 void zero_after_update(const Zero *z, OptimGroup *g);
 
-/* The moments outside this rank's shards back to the system (they read as zero).  Returns the bytes
- * of moments this rank keeps. */
+/* The state outside this rank's shards back to the system (it reads as zero).  Returns the bytes
+ * of state this rank keeps. */
 double zero_release(const Zero *z);
 /* Before a checkpoint: rank 0 gathers every shard's moments (every rank takes part); after it,
  * zero_release again. */

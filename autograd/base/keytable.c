@@ -109,6 +109,10 @@ int key_is_zero(const KeyRow *r, const void *base) {
     case KEY_LONG: return *(const long *)p == 0;
     case KEY_U64: return *(const uint64_t *)p == 0;
     case KEY_DOUBLE: return *(const double *)p == 0;
+    case KEY_CUSTOM: /* every byte of the field 0 */
+        for (size_t i = 0; i < r->size; i++)
+            if (((const unsigned char *)p)[i]) return 0;
+        return 1;
     default: return 0;
     }
 }

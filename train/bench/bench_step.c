@@ -166,7 +166,7 @@ int bench_step(int argc, char **argv, const char *wait) {
     oc.schedule = OPTIM_SCHED_CONSTANT;
     oc.total_steps = 1000000;
     OptimMoments moments;
-    optim_moments_init(&moments, &m.ps);
+    optim_moments_init(&moments, &m.ps, oc.opt);
     OptimGroup groups[2];
     if (cfg.training_mode == TRAIN_DECOUPLED) {
         optim_group_init(&groups[0], "generator", &oc, &m.ps, &moments, "generator.");

@@ -1,6 +1,7 @@
 /* cmd_dump_encoder.c — `deberta dump-encoder`: the encoder half of the parity contract
  * (docs/FORMATS.md "Parity and dump files", encoder parity), compared against
- * scripts/reference/deberta_ref.py by tests/e2e-parity-encoder.sh.
+ * scripts/reference/deberta_ref.py by tests/e2e-parity-encoder.sh.  The pass itself (forward, loss,
+ * backward, the output file) is train/dump_encoder.h; this file reads the weights and inputs files.
  *
  *   deberta dump-encoder --init --out W.h5 [--preset P] [--KEY VALUE ...] [--seed N] [--perturb]
  *       a bare encoder ("deberta." names) initialised per spec §4.8 (--perturb also randomises
@@ -27,6 +28,7 @@
 #include "model/task_head.h"
 #include "train/cli/cli.h"
 #include "train/cli/h5io.h"
+#include "train/dump_encoder.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: deberta dump-encoder --init --out W.h5 [--preset tiny|xsmall|test] [--KEY VALUE ...] [--seed N] [--perturb]\n"
@@ -86,6 +88,64 @@ static void *read_ds(hid_t f, const char *path, const char *name, int ndim, hsiz
     return buf;
 }
 
+/* 1 when the weights file has a task head (classifier.weight [L, H]): its kind (pooler.dense.*: a
+ * sequence head; one output and float labels in the inputs: the regression head) and L. */
+static int weights_head(const char *wpath, const char *ipath, HeadKind *kind, int *n_labels) {
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    int has_head = 0;
+    *n_labels = 0;
+    *kind = HEAD_TOKEN;
+    hid_t wf = H5Fopen(wpath, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (wf >= 0 && H5Lexists(wf, "classifier.weight", H5P_DEFAULT) > 0) {
+        hid_t d = H5Dopen2(wf, "classifier.weight", H5P_DEFAULT), sp = H5Dget_space(d);
+        hsize_t dims[2] = {0, 0};
+        if (H5Sget_simple_extent_ndims(sp) == 2) H5Sget_simple_extent_dims(sp, dims, NULL);
+        H5Sclose(sp);
+        H5Dclose(d);
+        if (dims[0] < 1) fatal("weights %s: classifier.weight must be [num_labels, hidden]", wpath);
+        has_head = 1;
+        *n_labels = (int)dims[0];
+        *kind = H5Lexists(wf, "pooler.dense.weight", H5P_DEFAULT) > 0 ? HEAD_SEQUENCE : HEAD_TOKEN;
+    }
+    if (wf >= 0) H5Fclose(wf);
+    /* one output and float labels: the regression head (MSE) */
+    hid_t inf = *kind == HEAD_SEQUENCE && *n_labels == 1 ? H5Fopen(ipath, H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
+    if (inf >= 0 && H5Lexists(inf, "labels", H5P_DEFAULT) > 0) {
+        hid_t d = H5Dopen2(inf, "labels", H5P_DEFAULT), ty = H5Dget_type(d);
+        if (H5Tget_class(ty) == H5T_FLOAT) *kind = HEAD_REGRESSION;
+        H5Tclose(ty);
+        H5Dclose(d);
+    }
+    if (inf >= 0) H5Fclose(inf);
+    return has_head;
+}
+
+/* The inputs file (sealed or plain): input_ids, attention_mask, and loss_weight [B,T,H] (no head) or
+ * labels (a head), checked against the config; the buffers are malloc'd. */
+static void read_inputs(const char *ipath, const ModelConfig *cfg, const TaskHead *head, DumpEncoderInput *in) {
+    char err[1024];
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (h5_seal_verify_if_present(ipath, err, sizeof err) != 0) fatal("inputs %s: %s", ipath, err);
+    hid_t f = H5Fopen(ipath, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) fatal("inputs %s: cannot open as HDF5", ipath);
+    hsize_t di[2], dm[2], dw[3], dl[2];
+    const HeadKind kind = head ? head->kind : HEAD_TOKEN;
+    in->ids = read_ds(f, ipath, "input_ids", 2, di, 0);
+    in->mask = read_ds(f, ipath, "attention_mask", 2, dm, 0);
+    in->loss_weight = head ? NULL : read_ds(f, ipath, "loss_weight", 3, dw, 1);
+    in->labels = head ? read_ds(f, ipath, "labels", kind == HEAD_TOKEN ? 2 : 1, dl, kind == HEAD_REGRESSION) : NULL;
+    H5Fclose(f);
+    const int B = in->B = (int)di[0], T = in->T = (int)di[1], H = cfg->hidden_size;
+    if (dm[0] != di[0] || dm[1] != di[1]) fatal("inputs %s: attention_mask shape differs from input_ids [%d, %d]", ipath, B, T);
+    if (!head && ((int)dw[0] != B || (int)dw[1] != T || (int)dw[2] != H)) fatal("inputs %s: loss_weight must be [%d, %d, %d]", ipath, B, T, H);
+    if (head && ((int)dl[0] != B || (kind == HEAD_TOKEN && (int)dl[1] != T)))
+        fatal("inputs %s: labels must be [%d%s]", ipath, B, kind == HEAD_TOKEN ? ", T" : "");
+    for (long i = 0; i < (long)B * T; i++) {
+        if (in->ids[i] < 0 || in->ids[i] >= cfg->vocab_size) fatal("inputs %s: input_ids[%ld] = %d outside [0, %d)", ipath, i, in->ids[i], cfg->vocab_size);
+        if (in->mask[i] != 0 && in->mask[i] != 1) fatal("inputs %s: attention_mask[%ld] = %d (0 or 1)", ipath, i, in->mask[i]);
+    }
+}
+
 static int run_encoder(const char *wpath, const char *ipath, const char *opath) {
     char err[1024];
     ModelConfig cfg;
@@ -98,101 +158,51 @@ static int run_encoder(const char *wpath, const char *ipath, const char *opath) 
     params_init(&ps);
     Encoder e;
     encoder_register(&e, &ps, &cfg, cfg.num_hidden_layers, "deberta.", 0);
-    /* a task head when the weights file has one */
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    int has_head = 0, n_labels = 0;
-    HeadKind kind = HEAD_TOKEN;
+    HeadKind kind;
+    int n_labels;
     TaskHead head;
-    {
-        hid_t wf = H5Fopen(wpath, H5F_ACC_RDONLY, H5P_DEFAULT);
-        if (wf >= 0 && H5Lexists(wf, "classifier.weight", H5P_DEFAULT) > 0) {
-            hid_t d = H5Dopen2(wf, "classifier.weight", H5P_DEFAULT), sp = H5Dget_space(d);
-            hsize_t dims[2] = {0, 0};
-            if (H5Sget_simple_extent_ndims(sp) == 2) H5Sget_simple_extent_dims(sp, dims, NULL);
-            H5Sclose(sp);
-            H5Dclose(d);
-            if (dims[0] < 1) fatal("weights %s: classifier.weight must be [num_labels, hidden]", wpath);
-            has_head = 1;
-            n_labels = (int)dims[0];
-            kind = H5Lexists(wf, "pooler.dense.weight", H5P_DEFAULT) > 0 ? HEAD_SEQUENCE : HEAD_TOKEN;
-        }
-        if (wf >= 0) H5Fclose(wf);
-        /* one output and float labels: the regression head (MSE) */
-        hid_t inf = kind == HEAD_SEQUENCE && n_labels == 1 ? H5Fopen(ipath, H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
-        if (inf >= 0 && H5Lexists(inf, "labels", H5P_DEFAULT) > 0) {
-            hid_t d = H5Dopen2(inf, "labels", H5P_DEFAULT), ty = H5Dget_type(d);
-            if (H5Tget_class(ty) == H5T_FLOAT) kind = HEAD_REGRESSION;
-            H5Tclose(ty);
-            H5Dclose(d);
-        }
-        if (inf >= 0) H5Fclose(inf);
-    }
+    const int has_head = weights_head(wpath, ipath, &kind, &n_labels);
     if (has_head) task_head_register(&head, &ps, kind, cfg.hidden_size, n_labels, 0, 0, "");
     params_finalize(&ps);
     if (h5io_read_params(wpath, &ps, err, sizeof err)) fatal("%s", err);
-
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (h5_seal_verify_if_present(ipath, err, sizeof err) != 0) fatal("inputs %s: %s", ipath, err);
-    hid_t f = H5Fopen(ipath, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) fatal("inputs %s: cannot open as HDF5", ipath);
-    hsize_t di[2], dm[2], dw[3], dl[2];
-    int32_t *ids = read_ds(f, ipath, "input_ids", 2, di, 0);
-    int32_t *mask = read_ds(f, ipath, "attention_mask", 2, dm, 0);
-    real *lw = has_head ? NULL : read_ds(f, ipath, "loss_weight", 3, dw, 1);
-    void *labels = has_head ? read_ds(f, ipath, "labels", kind == HEAD_TOKEN ? 2 : 1, dl, kind == HEAD_REGRESSION) : NULL;
-    H5Fclose(f);
-    const int B = (int)di[0], T = (int)di[1], H = cfg.hidden_size;
-    if (dm[0] != di[0] || dm[1] != di[1]) fatal("inputs %s: attention_mask shape differs from input_ids [%d, %d]", ipath, B, T);
-    if (!has_head && ((int)dw[0] != B || (int)dw[1] != T || (int)dw[2] != H)) fatal("inputs %s: loss_weight must be [%d, %d, %d]", ipath, B, T, H);
-    if (has_head && ((int)dl[0] != B || (kind == HEAD_TOKEN && (int)dl[1] != T)))
-        fatal("inputs %s: labels must be [%d%s]", ipath, B, kind == HEAD_TOKEN ? ", T" : "");
-    for (long i = 0; i < (long)B * T; i++) {
-        if (ids[i] < 0 || ids[i] >= cfg.vocab_size) fatal("inputs %s: input_ids[%ld] = %d outside [0, %d)", ipath, i, ids[i], cfg.vocab_size);
-        if (mask[i] != 0 && mask[i] != 1) fatal("inputs %s: attention_mask[%ld] = %d (0 or 1)", ipath, i, mask[i]);
-    }
-
-    Tape t;
-    tape_init(&t, 1 << 24);
-    t.training = 0; /* parity: dropout off */
-    EncoderOut out;
-    Tensor *last = encoder_forward(&t, &e, NULL, ids, mask, B, T, &out);
-    long double loss = 0; /* loss = Σ last ⊙ loss_weight; d loss / d last = loss_weight */
-    params_zero_grad(&ps);
-    TaskHeadOut ho;
-    if (has_head) {
-        Tensor *l = kind == HEAD_REGRESSION ? task_head_mse(&t, &head, last, B, T, labels, &ho)
-                                            : task_head_forward(&t, &head, last, B, T, labels, &ho);
-        loss = l->data[0];
-        tape_backward(&t, l, 1);
-    } else {
-        for (long i = 0; i < last->n; i++) loss += (long double)last->data[i] * lw[i];
-        tape_backward_from(&t, last, lw);
-    }
-
-    H5Out w;
-    if (h5out_create(&w, "output", opath, 0, err, sizeof err)) fatal("%s", err);
-    h5out_real(&w, "embedding_output", 3, out.emb->shape, out.emb->data);
-    char name[600];
-    for (int l = 0; l < e.n_layers; l++) {
-        snprintf(name, sizeof name, "hidden_states/layer_%d", l);
-        h5out_real(&w, name, 3, out.layers[l]->shape, out.layers[l]->data);
-    }
-    const real lv = (real)loss;
-    h5out_real(&w, "loss", 0, NULL, &lv);
-    if (has_head) h5out_real(&w, "logits", 2, ho.logits->shape, ho.logits->data);
-    for (int i = 0; i < ps.n; i++) {
-        snprintf(name, sizeof name, "grad/%s", ps.params[i]->name);
-        h5out_real(&w, name, ps.params[i]->ndim, ps.params[i]->shape, ps.params[i]->grad);
-    }
-    h5out_attr_bytes(&w, "producer", "deberta dump-encoder");
-    if (h5out_close(&w, err, sizeof err)) fatal("%s", err);
-    printf("dump-encoder: B=%d T=%d layers=%d terms=%s loss=%.9g -> %s\n", B, T, e.n_layers, config_terms_str(cfg.att_terms),
+    DumpEncoderInput in;
+    read_inputs(ipath, &cfg, has_head ? &head : NULL, &in);
+    long double loss;
+    if (dump_encoder_pass(&e, &ps, has_head ? &head : NULL, &in, opath, &loss, err, sizeof err)) fatal("%s", err);
+    printf("dump-encoder: B=%d T=%d layers=%d terms=%s loss=%.9g -> %s\n", in.B, in.T, e.n_layers, config_terms_str(cfg.att_terms),
            (double)loss, opath);
-    tape_free(&t);
-    free(ids);
-    free(mask);
-    free(lw);
-    free(labels);
+    free((void *)in.ids);
+    free((void *)in.mask);
+    free((void *)in.loss_weight);
+    free((void *)in.labels);
+    encoder_free(&e);
+    params_free(&ps);
+    return 0;
+}
+
+/* --init: a bare encoder (and head) initialised per spec §4.8, written as a weights file. */
+static int init_weights(ModelConfig *cfg, const char *out, const char *head, int n_labels, unsigned long long seed, int perturb) {
+    char err[1024];
+    if (config_validate(cfg, err, sizeof err)) fatal("dump-encoder: %s", err);
+    ParamSet ps;
+    params_init(&ps);
+    Encoder e;
+    encoder_register(&e, &ps, cfg, cfg->num_hidden_layers, "deberta.", 0);
+    if (head) {
+        const int reg = !strcmp(head, "regression");
+        if (reg) n_labels = n_labels ? n_labels : 1;
+        if ((strcmp(head, "token") && strcmp(head, "sequence") && !reg) || n_labels < 1 || (reg && n_labels != 1))
+            fatal("dump-encoder: --head token|sequence needs --num-labels L >= 1 (regression: one output)");
+        TaskHead th;
+        task_head_register(&th, &ps, !strcmp(head, "token") ? HEAD_TOKEN : reg ? HEAD_REGRESSION : HEAD_SEQUENCE, cfg->hidden_size,
+                           n_labels, 0, 0, "");
+    }
+    params_finalize(&ps);
+    model_init_params(&ps, cfg->initializer_range, seed);
+    if (perturb) model_perturb_params(&ps, seed + 1);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (write_weights(out, &ps, cfg)) fatal("weights %s: cannot write (disk full, or the directory missing or not writable?)", out);
+    printf("dump-encoder: %d parameters (%ld values, %s) -> %s\n", ps.n, params_count(&ps), REAL_NAME, out);
     encoder_free(&e);
     params_free(&ps);
     return 0;
@@ -239,27 +249,5 @@ int cmd_dump_encoder(int argc, char **argv) {
         }
         return run_encoder(weights, inputs, out);
     }
-    if (config_validate(&cfg, err, sizeof err)) fatal("dump-encoder: %s", err);
-    ParamSet ps;
-    params_init(&ps);
-    Encoder e;
-    encoder_register(&e, &ps, &cfg, cfg.num_hidden_layers, "deberta.", 0);
-    if (head) {
-        const int reg = !strcmp(head, "regression");
-        if (reg) n_labels = n_labels ? n_labels : 1;
-        if ((strcmp(head, "token") && strcmp(head, "sequence") && !reg) || n_labels < 1 || (reg && n_labels != 1))
-            fatal("dump-encoder: --head token|sequence needs --num-labels L >= 1 (regression: one output)");
-        TaskHead th;
-        task_head_register(&th, &ps, !strcmp(head, "token") ? HEAD_TOKEN : reg ? HEAD_REGRESSION : HEAD_SEQUENCE, cfg.hidden_size,
-                           n_labels, 0, 0, "");
-    }
-    params_finalize(&ps);
-    model_init_params(&ps, cfg.initializer_range, seed);
-    if (perturb) model_perturb_params(&ps, seed + 1);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (write_weights(out, &ps, &cfg)) fatal("weights %s: cannot write (disk full, or the directory missing or not writable?)", out);
-    printf("dump-encoder: %d parameters (%ld values, %s) -> %s\n", ps.n, params_count(&ps), REAL_NAME, out);
-    encoder_free(&e);
-    params_free(&ps);
-    return 0;
+    return init_weights(&cfg, out, head, n_labels, seed, perturb);
 }

@@ -5,6 +5,7 @@
 #include "autograd/base/util.h"
 #include "train/cli/cli.h"
 #include "train/finetune.h"
+#include "train/optim.h"
 
 static void usage(FILE *f) {
     FinetuneOptions o;
@@ -30,9 +31,10 @@ static void usage(FILE *f) {
             "  --batch B              examples per step (padded to the batch's longest example)   [%d]\n"
             "  --length-groups G      draw G batches at a time, grouped by length (0: off)          [%d]\n"
             "  --seed S               seed of the head init, the order and dropout                   [%llu]\n"
-            "  --lr X                 peak learning rate (AdamW, linear warm-up and decay)           [%g]\n"
+            "  --lr X                 peak learning rate (linear warm-up and decay)                  [%g]\n"
             "  --warmup N             warm-up steps                                        [10%% of steps]\n"
             "  --weight-decay X --max-grad-norm X                                            [%g %g]\n"
+            "  --optimizer NAME       the update rule (train/optim.h; deberta pretrain --help lists them) [%s]\n"
             "  --dropout P            hidden dropout of encoder and head (not the checkpoint's)     [%g]\n"
             "  --attention-dropout P  attention dropout of the encoder (not the checkpoint's)       [%g]\n"
             "  --reinit-layers N      the checkpoint's top N encoder layers start from a fresh init [0]\n"
@@ -43,6 +45,7 @@ static void usage(FILE *f) {
             "  --threads N            OpenMP/BLAS threads\n"
             "  --stop-after N         stop (with a checkpoint) after N steps of this invocation\n",
             o.init_model, o.preset, o.steps, o.batch, o.length_groups, (unsigned long long)o.seed, o.lr, o.weight_decay, o.max_grad_norm,
+            OPTIMIZERS[o.optimizer]->name,
             o.dropout, o.attention_dropout, o.eval_every, o.save_every, o.log_every);
 }
 

@@ -46,9 +46,13 @@ static void usage(FILE *f) {
             "                         T1-token sequences, batch x T / T1 per micro-batch (0 = none)\n"
             "                         [32 when max_seq_len >= 128, else 0; docs/HISTORY.md part 8]\n"
             "  --short-frac F         share of the steps in the short phase                        [0.5]\n"
-            "  --zero 0|1             under mpirun: ZeRO-1, each rank keeps the AdamW moments of 1/N of the model [0]\n"
+            "  --zero 0|1             under mpirun: ZeRO-1, each rank keeps the optimizer state of 1/N of the model [0]\n"
             "optimizer:\n"
-            "  --optimizer adamw|xadam   torch AdamW (linear warm-up/decay) or the official XAdam [adamw]\n"
+            "  --optimizer NAME       the update rule (train/optim.h)                      [%s]\n",
+            o.steps, o.batch, o.accum, (unsigned long long)o.seed, o.mask_prob, o.eval_every, o.eval_batches, o.save_every,
+            o.log_every, o.max_bad_steps, OPTIMIZERS[0]->name);
+    optim_help(f, "                         ");
+    fprintf(f,
             "  --lr X                 peak learning rate (the generator's; joint: the model's) [%g; joint %g]\n"
             "  --d-lr X               discriminator peak learning rate (decoupled; 0 = --lr)  [%g x --lr]\n"
             "  --warmup N             warm-up steps                                [10%% of steps, <= 10000]\n"
@@ -65,8 +69,7 @@ static void usage(FILE *f) {
             "  --use_emd 0|1  --embedding_sharing gdes|es|nes  --rtd_lambda X  --training_mode decoupled|joint\n"
             "  --disc_position_biased_input 0|1 (absolute positions at the discriminator's input; a control)\n"
             "  --max_seq_len T        sequence length (<= max_position_embeddings)\n",
-            o.steps, o.batch, o.accum, (unsigned long long)o.seed, o.mask_prob, o.eval_every, o.eval_batches, o.save_every,
-            o.log_every, o.max_bad_steps, TRAIN_GENERATOR_LR, TRAIN_JOINT_LR, TRAIN_D_LR_FACTOR, o.opt.beta1, o.opt.beta2, o.opt.eps, o.opt.weight_decay, o.opt.max_grad_norm);
+            TRAIN_GENERATOR_LR, TRAIN_JOINT_LR, TRAIN_D_LR_FACTOR, o.opt.beta1, o.opt.beta2, o.opt.eps, o.opt.weight_decay, o.opt.max_grad_norm);
 }
 
 int cmd_pretrain(int argc, char **argv) {

@@ -1,0 +1,26 @@
+/* dump.h — for one explicit batch, every intermediate, both losses and every parameter gradient of the
+ * generator/discriminator pair into a plain HDF5 file (`deberta dump`; names and gradient semantics
+ * in docs/FORMATS.md "Parity and dump files"): the tool for gradient-correctness experiments against
+ * any other implementation (scripts/reference/).
+ *
+ * Gradients: decoupled — generator.* from the MLM loss only (one backward), discriminator.* from
+ * λ·RTD only (a second backward on its own tape; any RTD gradient it adds to generator tensors, as
+ * under ES, is discarded); joint — both backwards accumulate: the gradient of MLM + λ·RTD. */
+#ifndef DEBERTA_TRAIN_DUMP_H
+#define DEBERTA_TRAIN_DUMP_H
+#include <stddef.h>
+#include "data/batch.h"
+#include "model/electra.h"
+
+typedef struct DumpResult {
+    double mlm_loss, rtd_loss;
+    int n_masked;
+} DumpResult;
+
+/* Runs m (built, dropout 0; its gradients are overwritten, and every generator layer's output is
+ * kept: m->gen_all_layers = 1) on b with the discriminator reading replaced [B*T], the gradients
+ * following cfg->training_mode (which may differ from m's: ES under decoupled training is built as
+ * joint), and writes out atomically.  0, or -1 with one line in err. */
+int dump_pair(Electra *m, const ModelConfig *cfg, const Batch *b, const int32_t *replaced, const char *out, DumpResult *r, char *err,
+              size_t errlen);
+#endif
