@@ -57,6 +57,8 @@ last=$(grep '"kind":"eval"' "$TMP/run/metrics.jsonl" | tail -n 1 | sed 's/.*"fx_
 if command -v gnuplot >/dev/null 2>&1; then
     sh scripts/plot-run.sh "$TMP/run" "$TMP/curves.png" >/dev/null 2>"$TMP/plot.err" && [ -s "$TMP/curves.png" ] ||
         { cat "$TMP/plot.err"; fail "plot-run.sh on a run with the fx_*/probe_* keys"; }
+else
+    e2e_skip_part "plot-run.sh on a run with the fx_*/probe_* keys: gnuplot not installed (apt-get install gnuplot-nox)"
 fi
 echo "ok   deberta eval: fixed AUC $auc (the run's last evaluation: $last), the count detector, the probe"
 
@@ -74,4 +76,4 @@ grep -q "note: .*rtd-fixed.h5: seq_len 32 is above the model's max_seq_len 16" "
     { cat "$TMP/p16.out"; fail "no note for the files of longer sequences"; }
 if grep -q '"fx_auc"\|"probe_acc"' "$TMP/run16/metrics.jsonl"; then fail "a 16-token run wrote fixed/probe keys"; fi
 echo "ok   a model of 16 tokens goes without them, with notes"
-echo "e2e-yardstick: ok"
+e2e_end e2e-yardstick

@@ -131,9 +131,8 @@ int cmd_dump(int argc, char **argv) {
         if (r < 0) fatal("dump: %s", err);
         if (r == 0) return cli_usage_error("dump", "unknown flag %s", a);
     }
-    if (cfg.hidden_dropout_prob != 0 || cfg.attention_probs_dropout_prob != 0)
-        fprintf(stderr, "dump: note: dropout forced to 0 (config has hidden %g, attention %g)\n", cfg.hidden_dropout_prob,
-                cfg.attention_probs_dropout_prob);
+    /* the note comes after the batch is read: bad input is one error line and nothing else */
+    const double dropout_was[2] = {cfg.hidden_dropout_prob, cfg.attention_probs_dropout_prob};
     cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = 0;
     if (config_validate(&cfg, err, sizeof err)) fatal("dump: %s", err);
 
@@ -164,6 +163,8 @@ int cmd_dump(int argc, char **argv) {
     if (cfg.use_emd && b.T > cfg.max_position_embeddings)
         fatal("batch %s: T = %d exceeds max_position_embeddings %d (the EMD reads absolute position rows)", batch_path, b.T,
               cfg.max_position_embeddings);
+    if (dropout_was[0] != 0 || dropout_was[1] != 0)
+        fprintf(stderr, "dump: note: dropout forced to 0 (config has hidden %g, attention %g)\n", dropout_was[0], dropout_was[1]);
 
     Tape tg, td;
     tape_init(&tg, 1 << 24);
