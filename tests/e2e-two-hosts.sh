@@ -29,6 +29,7 @@ cleanup() {
     rm -rf "$W"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT  # (the EXIT trap then removes the namespaces)
 ip netns add "$NA" 2> "$W/ns.err" || { echo "SKIPPED: e2e-two-hosts: cannot make a network namespace: $(cat "$W/ns.err")"; exit 77; }
 # host_b: the second host, joined to the first by a veth pair (deleting a namespace deletes the pair)
 host_b() {
