@@ -1,6 +1,7 @@
 # deberta.c build.  `make` builds build/deberta and build/libdeberta.a;
 # `make PRECISION=double` builds the double-precision variant into build-double/.
-# `make test` runs every cmocka suite and end-to-end shell test in both precisions.
+# `make test` runs every cmocka suite and end-to-end shell test in both precisions, the suites under
+# ASan + UBSan and each fuzz target briefly.
 
 PRECISION ?= float
 ifeq ($(PRECISION),double)
@@ -50,7 +51,7 @@ HDRS     := $(wildcard autograd/*.h autograd/base/*.h autograd/gradcheck/*.h mod
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: FORCE all test test-one check-float check-double sanitize fuzz clean demo demo-finetune demo-task bench deps bench-gemm-libs \
+.PHONY: FORCE all test test-one units-one check-float check-double sanitize sanitize-units fuzz clean demo demo-finetune demo-task bench deps bench-gemm-libs \
         print-ldlibs
 
 all: $(BUILD)/deberta $(BUILD)/libdeberta.a
@@ -95,23 +96,32 @@ $(BUILD)/tests/%: tests/%.c $(wildcard tests/*.h) $(BUILD)/libdeberta-cli.a $(BU
 $(BUILD)/bench_data: train/bench/bench_data.c $(HDRS) $(BUILD)/libdeberta.a
 	$(CC) $(CFLAGS) $< $(BUILD)/libdeberta.a -o $@ $(LDLIBS)
 
-# One precision: every cmocka suite, then every end-to-end shell test.
+# One precision: every cmocka suite, then every end-to-end shell test (units-one: the suites alone).
 test-one: $(BUILD)/deberta $(TEST_BIN) $(BUILD)/bench_data
 	@BUILD=$(BUILD) PRECISION=$(PRECISION) sh tests/run-all.sh $(TEST_BIN)
+units-one: $(TEST_BIN)
+	@BUILD=$(BUILD) PRECISION=$(PRECISION) sh tests/run-all.sh --units $(TEST_BIN)
 
-# The README's test command: dependencies, then both precisions.
+# The README's test command: dependencies, then both precisions, then the cmocka suites under ASan and
+# UBSan (sanitize-units) and every fuzz target for FUZZ_TEST_SECONDS on its seed corpus.
+FUZZ_TEST_SECONDS ?= 12
 test:
 	@sh scripts/install-deps.sh
 	@sh scripts/fetch-hf-tokenizers.sh || echo "note: Hugging Face tokenizers (npm) not installed; e2e-hf-tokenizer.sh will be skipped"
 	@$(MAKE) --no-print-directory PRECISION=float test-one
 	@$(MAKE) --no-print-directory PRECISION=double test-one
+	@$(MAKE) --no-print-directory sanitize-units
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_TEST_SECONDS)
 
 # HDF5 asks malloc for absurd sizes on some corrupt files and handles the NULL it gets: ASan must let
-# malloc return it (allocator_may_return_null) instead of aborting.
+# malloc return it (allocator_may_return_null) instead of aborting.  `make sanitize`: the suites and the
+# end-to-end tests; `make sanitize-units` (part of make test): the suites alone.
+SANITIZE := BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer" EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	    EXTRA_LDFLAGS="-fsanitize=address,undefined"
 sanitize:
-	@ASAN_OPTIONS=allocator_may_return_null=1 $(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer" \
-	    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
-	    EXTRA_LDFLAGS="-fsanitize=address,undefined" test-one
+	@ASAN_OPTIONS=allocator_may_return_null=1 $(MAKE) --no-print-directory $(SANITIZE) test-one
+sanitize-units:
+	@ASAN_OPTIONS=allocator_may_return_null=1 $(MAKE) --no-print-directory $(SANITIZE) units-one
 
 # libFuzzer targets (clang -fsanitize=fuzzer,address) of the shard, checkpoint, tokenizer and config
 # readers, of the importers' safetensors, config.json and spm.model readers and of the task-input

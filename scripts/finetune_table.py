@@ -298,12 +298,9 @@ class Runner:
         """'done', 'resume' or 'fresh' (moving a stale run aside first)."""
         d = j["dir"]
         cfg_path = os.path.join(d, "config.txt")
-        cfg = read_config_text(cfg_path)
+        cfg = refuse_other_settings(self.o, j)
         if cfg is None:
             return "fresh"
-        bad = check_settings(self.o, j, cfg)
-        if bad:
-            die("%s was made with other settings (%s); use another FT_TABLE_DIR or remove it" % (d, bad))
         stale = [p for p in ([] if j["init"] == "scratch" else [j["init"]]) + [os.path.join(j["data"], "train.h5")]
                  if os.path.exists(p) and newer(p, cfg_path)]
         if stale:
@@ -411,10 +408,21 @@ class Runner:
         return 128 + self.stopping if self.stopping else 0
 
 
+def refuse_other_settings(o, j):
+    """The config.txt of job j's run directory (None if it has none); dies if it was made with other settings."""
+    cfg = read_config_text(os.path.join(j["dir"], "config.txt"))
+    bad = cfg is not None and check_settings(o, j, cfg)
+    if bad:
+        die("%s was made with other settings (%s); use another FT_TABLE_DIR or remove it" % (j["dir"], bad))
+    return cfg
+
+
 def run_jobs(o, jobs):
     """Runs (skips, resumes) the jobs; installs SIGINT/SIGTERM handlers.  0, or 128 + signal when stopped."""
     if not os.access(o.deberta, os.X_OK):
         die("%s not found (make build/deberta, or set DEBERTA)" % o.deberta)
+    for j in jobs:  # a table of another budget is refused before anything is said or run: one error line
+        refuse_other_settings(o, j)
     note("%s (%d at a time, %s each): %s" % (plural(len(jobs), "run"), o.parallel, plural(o.threads, "thread"), budget_text(o)))
     r = Runner(o, jobs)
     old = signal.signal(signal.SIGINT, r.stop), signal.signal(signal.SIGTERM, r.stop)

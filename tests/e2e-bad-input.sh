@@ -20,20 +20,38 @@ export OMP_NUM_THREADS=1
 D=$BIN
 cases=0
 
-# bad RC NEEDLE COMMAND...: exit status RC; on stderr exactly one "error: ..." line, the last one
-# (progress, notes before it), matching NEEDLE (a grep pattern); no sanitizer report, no HDF5 error
-# stack
+# bad RC NEEDLE COMMAND...: exit status RC, stderr one "error: ..." line matching NEEDLE (a grep
+# pattern), nothing else (no progress, no sanitizer report, no HDF5 error stack): lib-e2e.sh's e2e_bad
+E2E_DIR=$W
 bad() {
     want=$1 needle=$2; shift 2
-    "$@" >"$W/out" 2>"$W/err"; rc=$?
     cases=$((cases + 1))
-    if grep -qi "sanitizer\|runtime error\|segmentation\|HDF5-DIAG" "$W/err"; then cat "$W/err"; fail "'$*': crashed or printed HDF5's stack"; fi
-    [ $rc -eq "$want" ] || { cat "$W/err"; fail "'$*': exit status $rc, expected $want"; }
-    [ "$(grep -c '^error: ' "$W/err")" -eq 1 ] && tail -n 1 "$W/err" | grep -q '^error: ' ||
-        { cat "$W/err"; fail "'$*': expected exactly one error line, the last on stderr"; }
-    tail -n 1 "$W/err" | grep -q "^error: .*$needle" || { cat "$W/err"; fail "'$*': the error line does not match '$needle'"; }
-    echo "ok   $(tail -n 1 "$W/err" | cut -c1-160)"
+    e2e_bad --rc "$want" "$needle" -- "$@"
+    echo "ok   $(cut -c1-160 "$W/err")"
 }
+# e2e_bad itself: it refuses a second line (also an unterminated one), a line without "error: ", a
+# status other than the one asked for, a signal's status under --rc any, a line without the needle
+selfcheck() { # WHAT ARGS...: e2e_bad ARGS must fail
+    _what=$1; shift
+    ( fail() { exit 1; }; e2e_bad "$@" ) > /dev/null && fail "e2e_bad accepted $_what"
+}
+selfcheck "two lines" x -- sh -c 'echo "error: x" >&2; echo "error: y" >&2; exit 1'
+selfcheck "a note before" x -- sh -c 'echo "note: n" >&2; echo "error: x" >&2; exit 1'
+selfcheck "an unterminated second line" x -- sh -c 'printf "error: x\nmore" >&2; exit 1'
+selfcheck "no error: prefix" x -- sh -c 'echo "x" >&2; exit 1'
+selfcheck "exit 0" x -- sh -c 'echo "error: x" >&2'
+selfcheck "exit 2 for 1" x -- sh -c 'echo "error: x" >&2; exit 2'
+selfcheck "a signal" --rc any x -- sh -c 'echo "error: x" >&2; kill -SEGV $$'
+selfcheck "a signal's status" --rc any x -- sh -c 'echo "error: x" >&2; exit 139'
+selfcheck "no needle" y -- sh -c 'echo "error: x" >&2; exit 1'
+selfcheck "--late: a second error line" --late x -- sh -c 'echo "error: y" >&2; echo "error: x" >&2; exit 1'
+selfcheck "--late: a line after the error" --late x -- sh -c 'echo "error: x" >&2; echo "step 2 (x)" >&2; exit 1'
+selfcheck "--late: a sanitizer's report" --late x -- sh -c 'echo "==1==ERROR: AddressSanitizer: x" >&2; echo "error: x" >&2; exit 1'
+selfcheck "--late: the needle only in the progress" --late x -- sh -c 'echo "step x" >&2; echo "error: y" >&2; exit 1'
+e2e_bad --late "x" -- sh -c 'echo "step 1" >&2; echo "error: x" >&2; exit 1'
+e2e_bad --rc any "x" -- sh -c 'echo "error: x" >&2; exit 2'
+e2e_bad "x" -- sh -c 'echo "error: x" >&2; exit 1'
+ok "e2e_bad refuses two lines, a note before, no 'error: ', a wrong status, a signal, a missing needle (and under --late a second error line, a line after it, a sanitizer's report)"
 # flip FILE [OFFSET]: one byte of FILE changed (xor 1), in the middle unless OFFSET is given
 flip() {
     sz=$(stat -c %s "$1")

@@ -8,6 +8,7 @@
 # than its runs makes them stale (moved aside, run again); an ablation grid's runs fine-tuned and the
 # downstream column in its summary.  Float build only.
 cd "$(dirname "$0")/.." || exit 1
+. tests/lib-e2e.sh
 BUILD=${BUILD:-build}
 if [ "${PRECISION:-float}" = "double" ]; then echo "SKIPPED: e2e-finetune-table: float build only (the double run has nothing of its own to check here)"; exit 77; fi
 BIN=$BUILD/deberta
@@ -20,6 +21,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 ok() { echo "ok   $*"; }
 export OMP_NUM_THREADS=1
 T="sh scripts/finetune-table.sh"
+E2E_DIR=$TMP
 
 . tests/lib-brown.sh
 make_brown_corpus "$TMP/corpus"
@@ -92,34 +94,25 @@ grep -q '^\[1/1\] pos scratch seed 1: stopped at step [0-9]* (resumes on the nex
 ok "SIGTERM: the running fine-tune checkpoints and stops, the script exits 143"
 
 # another budget in the same table directory: one error line, exit 1
-FT_STEPS=7 $T pre=$TMP/pre/checkpoint.h5 >/dev/null 2>"$TMP/t5.err"; rc=$?
-[ $rc -eq 1 ] && [ "$(grep -c '^error:' "$TMP/t5.err")" = 1 ] &&
-    grep -q "^error: finetune-table: .*/tab/scratch/pos-seed1 was made with other settings (ft_steps = 6, this table wants 7); use another FT_TABLE_DIR or remove it$" "$TMP/t5.err" ||
-    { cat "$TMP/t5.err"; fail "another budget: exit $rc"; }
+e2e_bad "^error: finetune-table: .*/tab/scratch/pos-seed1 was made with other settings (ft_steps = 6, this table wants 7); use another FT_TABLE_DIR or remove it$" \
+    -- env FT_STEPS=7 $T pre=$TMP/pre/checkpoint.h5
 # FT_LAYER_DECAY is part of the budget: refused over runs made without it, passed to finetune in a new table
-FT_LAYER_DECAY=0.5 $T pre=$TMP/pre/checkpoint.h5 >/dev/null 2>"$TMP/t5.err"; rc=$?
-[ $rc -eq 1 ] && grep -q "^error: finetune-table: .* was made with other settings (ft_layer_decay = 0, this table wants 0.5)" "$TMP/t5.err" ||
-    { cat "$TMP/t5.err"; fail "FT_LAYER_DECAY=0.5 over a table made without it: exit $rc"; }
+e2e_bad "^error: finetune-table: .* was made with other settings (ft_layer_decay = 0, this table wants 0.5)" -- env FT_LAYER_DECAY=0.5 $T pre=$TMP/pre/checkpoint.h5
 FT_LAYER_DECAY=0.5 FT_TABLE_DIR=$TMP/tabd FT_TASKS=pos FT_SEEDS=1 $T pre=$TMP/pre/checkpoint.h5 >"$TMP/td.out" 2>"$TMP/td.err" ||
     { cat "$TMP/td.err"; fail "FT_LAYER_DECAY=0.5"; }
 grep -q "^ft_layer_decay = 0.5$" "$TMP/tabd/pre/pos-seed1/config.txt" && grep -q "layer-wise rate decay 0.5" "$TMP/td.out" ||
     { cat "$TMP/td.out"; fail "FT_LAYER_DECAY=0.5: not in the run's config.txt or the table's budget line"; }
-FT_LAYER_DECAY=2 $T >/dev/null 2>"$TMP/t6.err" && fail "FT_LAYER_DECAY=2 accepted"
-grep -q "^error: finetune-table: FT_LAYER_DECAY='2' must be a number in (0, 1\]$" "$TMP/t6.err" || fail "FT_LAYER_DECAY=2: no error line"
+e2e_bad "^error: finetune-table: FT_LAYER_DECAY='2' must be a number in (0, 1\]$" -- env FT_LAYER_DECAY=2 $T
 ok "FT_LAYER_DECAY: part of the budget (refused over other runs), passed to finetune, a bad value one error line"
 for bad in "x" "scratch=$TMP/pre/checkpoint.h5" "a=$TMP/none.h5"; do
-    $T "$bad" >/dev/null 2>"$TMP/t6.err" && fail "'$bad' was accepted"
-    [ "$(wc -l <"$TMP/t6.err")" = 1 ] && grep -q '^error: finetune-table: ' "$TMP/t6.err" || { cat "$TMP/t6.err"; fail "'$bad': not one error line"; }
+    e2e_bad '^error: finetune-table: ' -- $T "$bad"
 done
-FT_LR=abc $T >/dev/null 2>"$TMP/t6.err" && fail "FT_LR=abc accepted"
-grep -q "^error: finetune-table: FT_LR='abc' must be a number" "$TMP/t6.err" || fail "FT_LR=abc: no error line"
+e2e_bad "^error: finetune-table: FT_LR='abc' must be a number" -- env FT_LR=abc $T
 "$BIN" prep --input "$TMP/corpus/brown.txt" "$TMP/corpus/other.txt" --out "$TMP/shards2" --vocab-size 350 \
     --holdout-brown "$TMP/corpus/brown-tagged" >/dev/null 2>&1 || fail "prep (another tokenizer)"
 "$BIN" pretrain --data "$TMP/shards2" --out "$TMP/pre2" --preset test --steps 1 --batch 2 --max_seq_len 32 >/dev/null 2>&1 || fail "pretrain 2"
-FT_TABLE_DIR=$TMP/tab4 FT_TASKS=pos FT_SEEDS=1 $T other=$TMP/pre2/checkpoint.h5 >/dev/null 2>"$TMP/t6.err"; rc=$?
-[ $rc -eq 1 ] && [ "$(grep -c '^error:' "$TMP/t6.err")" = 1 ] &&
-    grep -q '^error: finetune-table: pos other seed 1: deberta finetune exited 1: checkpoint .*/pre2/checkpoint.h5 was pretrained with tokenizer [0-9a-f]*, but the task files .* (log: .*/tab4/other/pos-seed1.log)$' "$TMP/t6.err" ||
-    { cat "$TMP/t6.err"; fail "a checkpoint with another tokenizer: exit $rc"; }
+e2e_bad --late '^error: finetune-table: pos other seed 1: deberta finetune exited 1: checkpoint .*/pre2/checkpoint.h5 was pretrained with tokenizer [0-9a-f]*, but the task files .* (log: .*/tab4/other/pos-seed1.log)$' \
+    -- env FT_TABLE_DIR=$TMP/tab4 FT_TASKS=pos FT_SEEDS=1 $T other=$TMP/pre2/checkpoint.h5
 ok "another budget, a bad label, a missing checkpoint, a bad knob, a checkpoint of another tokenizer: one error line, exit 1"
 
 # the checkpoint changed after its runs: they are moved aside and run again
@@ -181,6 +174,6 @@ if "$PY" -c 'import numpy, h5py' 2>/dev/null; then
     grep -q '^variant,.*,ft_pos_acc_mean,ft_pos_acc_sd,' "$TMP/abl/summary.csv" || fail "summary.csv: no downstream columns"
     ok "ablate.sh finetune: 4 grid runs + scratch fine-tuned (re-run skips them); summary: downstream column, scratch floor, paired difference, CSV"
 else
-    echo "note: python3 without numpy/h5py: ablate.sh finetune not tested here"
+    e2e_skip_part "ablate.sh finetune: $PY lacks numpy or h5py"
 fi
-echo "e2e-finetune-table: all checks passed"
+e2e_end e2e-finetune-table

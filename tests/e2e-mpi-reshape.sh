@@ -65,12 +65,12 @@ while c=$(grep -c '"kind":"train"' "$W/busy/metrics.jsonl" 2>/dev/null); [ "${c:
     i=$((i + 1)); [ $i -lt 600 ] && kill -0 $MPID 2>/dev/null || { kill -9 $MPID 2>/dev/null; cat "$W/busy.log"; fail "the 2-rank run did not log 3 steps"; }
     sleep 0.1
 done
-out=$($D pretrain --resume "$W/busy" --data "$W/shards" 2>&1); rc=$?
+E2E_DIR=$W
+( e2e_bad "^error: run directory $W/busy is in use: pid [0-9]* on host" -- $D pretrain --resume "$W/busy" --data "$W/shards" ); refused=$?
 n=$(grep -c '"kind":"train"' "$W/busy/metrics.jsonl")
 kill -0 $MPID 2>/dev/null; alive=$?
 kill -TERM $MPID 2>/dev/null; sleep 1; kill -9 $MPID 2>/dev/null; wait $MPID 2>/dev/null
-[ $rc -eq 1 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -q "^error: run directory $W/busy is in use: pid [0-9]* on host" ||
-    { echo "$out"; fail "a writer beside a 2-rank run was not refused with one line"; }
+[ $refused -eq 0 ] || fail "a writer beside a 2-rank run was not refused with one line"
 [ $alive -eq 0 ] || fail "the 2-rank run ended when the second writer was refused"
-ok "a writer beside a running 2-rank run: $(echo "$out" | cut -c1-120)... (the run went on: $n steps logged)"
+ok "a writer beside a running 2-rank run: $(cut -c1-120 "$W/err")... (the run went on: $n steps logged)"
 echo "all checks passed"

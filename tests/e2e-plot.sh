@@ -4,6 +4,7 @@
 # Exit 77 (skip) when gnuplot or python3 is missing.
 set -u
 cd "$(dirname "$0")/.."
+. tests/lib-e2e.sh
 if ! command -v gnuplot >/dev/null 2>&1; then echo "skip: gnuplot not installed (apt-get install gnuplot-nox)"; exit 77; fi
 if [ ! -x /usr/bin/python3 ] && ! command -v python3 >/dev/null 2>&1; then echo "skip: python3 not installed"; exit 77; fi
 T=$(mktemp -d "${TMPDIR:-/tmp}/e2e-plot.XXXXXX")
@@ -39,10 +40,7 @@ sh scripts/plot-run.sh "$T/r2" "$T/r2.png" >/dev/null 2>&1 || fail "train-only l
 
 # errors: one line, non-zero
 mkdir "$T/empty"
-err=$(sh scripts/plot-run.sh "$T/empty" 2>&1) && fail "missing metrics.jsonl accepted"
-echo "$err" | grep -q '^error: plot-run: .*metrics.jsonl not found' || fail "unclear error: $err"
+e2e_bad --rc any '^error: plot-run: .*metrics.jsonl not found' -- sh scripts/plot-run.sh "$T/empty"
 mkdir "$T/bad" && printf '{"kind":"train","step":1}\nnot json\n{"kind":"train","step":2}\n' > "$T/bad/metrics.jsonl"
-err=$(sh scripts/plot-run.sh "$T/bad" 2>&1) && fail "corrupt metrics.jsonl accepted"
-echo "$err" | grep -q '^error: plot-run: .*line 2 is not JSON' || fail "unclear error: $err"
-[ "$(echo "$err" | wc -l)" -eq 1 ] || fail "error is not one line: $err"
+e2e_bad --rc any '^error: plot-run: .*line 2 is not JSON' -- sh scripts/plot-run.sh "$T/bad"
 echo "e2e-plot: ok"

@@ -3,6 +3,7 @@
 # byte-identical outputs across runs and thread counts, and the written shards read back with h5py
 # and decoded by an independent Python reader of the tokenizer file (docs/FORMATS.md).
 # Exit 0 = pass, 77 = skipped (reason printed), anything else = fail.
+. "$(dirname "$0")/lib-e2e.sh"
 BIN=${BUILD:-build}/deberta
 PY=/usr/bin/python3
 [ -x "$BIN" ] || { echo "skip: $BIN not built"; exit 77; }
@@ -14,14 +15,7 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails+1)); }
 
 # expect CODE NEEDLE -- command...: exit code and a single 'error:' line containing NEEDLE
-expect() {
-    code=$1; needle=$2; shift 3
-    "$@" >"$T/out" 2>"$T/err"; rc=$?
-    [ "$rc" -eq "$code" ] || { fail "$* -> exit $rc, expected $code ($(cat "$T/err"))"; return; }
-    n=$(grep -c '^error: ' "$T/err")
-    [ "$n" -eq 1 ] || fail "$* -> $n error lines, expected 1: $(cat "$T/err")"
-    grep -q -- "$needle" "$T/err" || fail "$* -> message lacks '$needle': $(cat "$T/err")"
-}
+expect() { _c=$1; shift; e2e_bad --rc "$_c" "$@"; } # (lib-e2e.sh)
 
 # ---- flags
 "$BIN" prep --help >"$T/help" || fail "--help exit code"

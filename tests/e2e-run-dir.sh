@@ -11,13 +11,8 @@ D=$BUILD/deberta
 W=$(mktemp -d /tmp/deberta-e2e-run-dir.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 export OMP_NUM_THREADS=1
-expect_err() { # PATTERN COMMAND...: exit 1, exactly one error line matching PATTERN
-    pat=$1; shift
-    "$@" > "$W/out.log" 2> "$W/err.log"; rc=$?
-    [ $rc -eq 1 ] || { cat "$W/err.log"; fail "'$*': exit $rc, expected 1"; }
-    [ "$(grep -c '^error: ' "$W/err.log")" -eq 1 ] || { cat "$W/err.log"; fail "'$*': expected one error line"; }
-    grep -q "^error: .*$pat" "$W/err.log" || { cat "$W/err.log"; fail "'$*': no error line matching '$pat'"; }
-}
+E2E_DIR=$W
+expect_err() { _p=$1; shift; e2e_bad "^error: .*$_p" -- "$@"; } # PATTERN COMMAND...: exit 1, one error line matching PATTERN (lib-e2e.sh)
 
 e2e_corpus 7 200 > "$W/corpus.txt"
 $D prep --input "$W/corpus.txt" --out "$W/shards" --vocab-size 300 --val-fraction 0.1 > /dev/null 2>&1 || fail "prep"

@@ -19,8 +19,16 @@ $BIN prep-task --task pos --brown "$W/corpus/brown-tagged" --shards "$W/data" --
 
 # the train steps of a metrics.jsonl are 1, 2, 3, ... (a second writer's lines would repeat or skip)
 steps_in_order() {
-    sed -n 's/^{"kind":"train","step":\([0-9]*\),.*/\1/p' "$1" | awk 'BEGIN { n = 0 } $1 != n + 1 { exit 1 } { n = $1 } END { exit n < 3 }'
+    # (awk runs END after an `exit` in a rule, and END's own exit sets the status: the flag carries it)
+    sed -n 's/^{"kind":"train","step":\([0-9]*\),.*/\1/p' "$1" | awk 'BEGIN { n = 0 } $1 != n + 1 { bad = 1; exit } { n = $1 } END { exit bad || n < 3 }'
 }
+# the check itself: steps out of order, repeated or too few are told apart from 1, 2, 3
+for s in "1 2 4 3" "1 2 3 3" "1 2 3 5 4" "2 3 4" "1 2"; do
+    for k in $s; do echo "{\"kind\":\"train\",\"step\":$k,\"loss\":1}"; done > "$W/steps.jsonl"
+    ! steps_in_order "$W/steps.jsonl" || fail "steps_in_order accepted the steps $s"
+done
+printf '{"kind":"train","step":%d,"loss":1}\n' 1 2 3 4 > "$W/steps.jsonl"
+steps_in_order "$W/steps.jsonl" || fail "steps_in_order refused the steps 1 2 3 4"
 # check_writer KIND RUN PID LOG SECOND...: the lock names PID; SECOND (a whole command) is refused with one
 # line naming the holder; then PID is killed with SIGKILL and its logs hold its own lines only
 check_writer() {

@@ -46,13 +46,7 @@ unk=$("$PY" -c "import sentencepiece as s; print(s.SentencePieceProcessor(model_
 grep -qw "$unk" "$T/nmt_nfkc-unigram-nobf.ours" || fail "no [UNK] in the no-byte-fallback encoding"
 
 # bad files: one error line each, exit 1
-expect_err() {
-    needle=$1; shift
-    "$BIN" encode --tokenizer "$@" "$T/hard.txt" > /dev/null 2> "$T/err"; rc=$?
-    [ $rc -eq 1 ] || fail "encode --tokenizer $1: exit $rc, expected 1"
-    [ "$(grep -c '^error: ' "$T/err")" -eq 1 ] && [ "$(wc -l < "$T/err")" -eq 1 ] || fail "encode --tokenizer $1: not one error line: $(cat "$T/err")"
-    grep -q -- "$needle" "$T/err" || fail "encode --tokenizer $1: message lacks '$needle': $(cat "$T/err")"
-}
+expect_err() { _n=$1; shift; e2e_bad "$_n" -- "$BIN" encode --tokenizer "$@" "$T/hard.txt"; } # NEEDLE TOKENIZER: lib-e2e.sh
 size=$(wc -c < "$m.model")
 head -c $((size / 2)) "$m.model" > "$T/trunc.model"
 expect_err "truncated" "$T/trunc.model"

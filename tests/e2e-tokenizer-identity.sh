@@ -21,13 +21,8 @@ ha=$(sed -n 's/.*tokenizer \([0-9a-f]\{16\}\).*/\1/p' "$W/A.log"); hb=$(sed -n '
 grep -q "vocab 300," "$W/A.log" && grep -q "vocab 300," "$W/B.log" || fail "the two tokenizers should both have 300 ids"
 [ "$ha" != "$hb" ] || fail "the two corpora gave the same tokenizer"
 
-expect_err() { # PATTERN COMMAND...: exit 1, exactly one error line matching PATTERN
-    pat=$1; shift
-    "$@" > "$W/out.log" 2> "$W/err.log"; rc=$?
-    [ $rc -eq 1 ] || { cat "$W/err.log"; fail "'$*': exit $rc, expected 1"; }
-    [ "$(grep -c '^error: ' "$W/err.log")" -eq 1 ] || { cat "$W/err.log"; fail "'$*': expected one error line"; }
-    grep -q "^error: .*$pat" "$W/err.log" || { cat "$W/err.log"; fail "'$*': no error line matching '$pat'"; }
-}
+E2E_DIR=$W
+expect_err() { _p=$1; shift; e2e_bad "^error: .*$_p" -- "$@"; } # PATTERN COMMAND...: exit 1, one error line matching PATTERN (lib-e2e.sh)
 RUN="--preset test --max_seq_len 32 --batch 4 --steps 2 --eval-every 0 --eval-batches 1"
 
 # train shards of A, val shards of B

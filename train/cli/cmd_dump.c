@@ -41,6 +41,7 @@ static void usage(FILE *f) {
 
 typedef struct DumpArgs {
     const char *weights, *batch, *out, *config;
+    double dropout_was[2]; /* the config's hidden and attention dropout, before they are forced to 0 */
 } DumpArgs;
 
 /* Pass 1: the files and --help (0; -1: help printed; else a usage error's status); the config
@@ -71,7 +72,7 @@ static int parse_files(int argc, char **argv, DumpArgs *a) {
 
 /* Pass 2: the config of the weights, --config, the --key value flags; dropout forced to 0.  0, or a
  * usage error's status. */
-static int dump_config(int argc, char **argv, const DumpArgs *a, ModelSource *src, ModelConfig *cfg) {
+static int dump_config(int argc, char **argv, DumpArgs *a, ModelSource *src, ModelConfig *cfg) {
     char err[1024];
     model_source_config(src, a->weights, 1, cfg);
     if (!src->is_checkpoint && src->n_full < 5)
@@ -89,9 +90,9 @@ static int dump_config(int argc, char **argv, const DumpArgs *a, ModelSource *sr
         if (r < 0) fatal("dump: %s", err);
         if (r == 0) return cli_usage_error("dump", "unknown flag %s", f);
     }
-    if (cfg->hidden_dropout_prob != 0 || cfg->attention_probs_dropout_prob != 0)
-        fprintf(stderr, "dump: note: dropout forced to 0 (config has hidden %g, attention %g)\n", cfg->hidden_dropout_prob,
-                cfg->attention_probs_dropout_prob);
+    /* the note comes after the batch is read (cmd_dump): bad input is one error line and nothing else */
+    a->dropout_was[0] = cfg->hidden_dropout_prob;
+    a->dropout_was[1] = cfg->attention_probs_dropout_prob;
     cfg->hidden_dropout_prob = cfg->attention_probs_dropout_prob = 0;
     if (config_validate(cfg, err, sizeof err)) fatal("dump: %s", err);
     return 0;
@@ -135,6 +136,8 @@ int cmd_dump(int argc, char **argv) {
     Batch b;
     int32_t *replaced;
     read_batch(a.batch, &cfg, &b, &replaced);
+    if (a.dropout_was[0] != 0 || a.dropout_was[1] != 0)
+        fprintf(stderr, "dump: note: dropout forced to 0 (config has hidden %g, attention %g)\n", a.dropout_was[0], a.dropout_was[1]);
     DumpResult r;
     char err[1024];
     if (dump_pair(&m, &cfg, &b, replaced, a.out, &r, err, sizeof err)) fatal("%s", err);
