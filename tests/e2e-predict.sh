@@ -139,6 +139,24 @@ e2e_bad "parameter 'classifier.bias' is missing from /params" -- "$BIN" predict 
 e2e_bad "parameter 'classifier.bias' is missing from /params" -- "$BIN" export "$T/nobias.h5" "$T/nobias-hf"
 [ -e "$T/nobias-hf" ] && fail "a refused export wrote its folder"
 [ -e "$T/x.jsonl" ] && fail "a refused predict wrote its output"
+# --output an input (the same path, a hard link, a symlink, a path through a linked folder), the checkpoint,
+# the task files, a sealed file, a folder, or in a missing folder: one line before the forward pass (no
+# speed line), the input byte for byte as it was (train/outpath.h)
+cp $F/sst2-dev.tsv "$T/in.tsv" && cp "$T/in.tsv" "$T/in-keep.tsv" && cp "$T/ft-sst2/best.h5" "$T/best-keep.h5" &&
+    ln "$T/in.tsv" "$T/in-hard.tsv" && ln -s in.tsv "$T/in-sym.tsv" && ln -s "$T" "$T/tlink" || fail "making the links"
+P="--format tsv --text-field sentence --label-field label"
+for o in "$T/in.tsv" "$T/in-hard.tsv" "$T/in-sym.tsv" "$T/tlink/in.tsv"; do
+    e2e_bad "predict: --output $o: is the input $T/in.tsv (the same file)" -- "$BIN" predict "$T/ft-sst2/best.h5" --input "$T/in.tsv" $P --output "$o"
+done
+e2e_bad "is the input $T/ft-sst2/best.h5 (the same file)" -- "$BIN" predict "$T/ft-sst2/best.h5" --input "$T/in.tsv" $P --output "$T/ft-sst2/best.h5"
+e2e_bad "sst2/train.h5: is a sealed deberta.c file" -- "$BIN" predict "$T/ft-sst2/best.h5" --input "$T/in.tsv" $P --output "$T/sst2/train.h5"
+e2e_bad "ft-sst2/checkpoint.h5: is a sealed deberta.c file" -- "$BIN" predict "$T/ft-sst2/best.h5" --input "$T/in.tsv" $P --output "$T/ft-sst2/checkpoint.h5"
+e2e_bad "predict: --output $T/ft-sst2: is a folder" -- "$BIN" predict "$T/ft-sst2/best.h5" --input "$T/in.tsv" $P --output "$T/ft-sst2"
+e2e_bad "predict: --output $T/nodir/p.jsonl: cannot write a file in $T/nodir (No such file or directory)" -- \
+    "$BIN" predict "$T/ft-sst2/best.h5" --input "$T/in.tsv" $P --output "$T/nodir/p.jsonl"
+cmp -s "$T/in.tsv" "$T/in-keep.tsv" && cmp -s "$T/ft-sst2/best.h5" "$T/best-keep.h5" && [ ! -e "$T/nodir" ] &&
+    [ -z "$(find "$T" -name '*.tmp-*')" ] && echo "ok   predict --output an input, the model, the task files, a folder, a missing folder: refused, nothing changed" ||
+    fail "a refused predict changed its input or left a file"
 e2e_bad "has no \\[MASK\\] to fill" -- "$BIN" fill-mask "$T/pre/checkpoint.h5" "a text without a mask"
 printf 'the [MASK] is\nno mask here\n' > "$T/q.txt"
 e2e_bad "q.txt:2: the query has no \\[MASK\\]" -- "$BIN" fill-mask "$T/pre/checkpoint.h5" --input "$T/q.txt"

@@ -19,6 +19,7 @@
 #include "train/checkpoint.h"
 #include "train/step.h"
 #include "train/cli/cli.h"
+#include "train/outpath.h"
 #include "data/h5util.h"
 #include "train/cli/h5io.h"
 #include "train/cli/model_source.h"
@@ -112,6 +113,8 @@ int cmd_dump(int argc, char **argv) {
     if (!weights) return cli_usage_error("dump", "--weights is required");
     if (!batch_path) return cli_usage_error("dump", "--batch is required");
     if (!out) return cli_usage_error("dump", "--out is required");
+    const char *ins[3] = {weights, batch_path, config_path};
+    if (out_path_check("--out", out, OUT_FILE, ins, 3, err, sizeof err)) fatal("dump: %s", err);
 
     ModelConfig cfg;
     ModelSource src;

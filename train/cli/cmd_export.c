@@ -19,6 +19,7 @@
 #include "train/checkpoint.h"
 #include "train/finetune.h"
 #include "train/cli/cli.h"
+#include "train/outpath.h"
 #include "train/cli/h5io.h"
 #include "train/cli/model_source.h"
 #include "train/interop/hf_export.h"
@@ -146,6 +147,8 @@ int cmd_export(int argc, char **argv) {
     }
 
     char err[1024];
+    const char *ins[1] = {src};
+    if (out_path_check("OUTDIR", outdir, OUT_DIR, ins, 1, err, sizeof err)) fatal("export: %s", err);
     ModelConfig cfg;
     ModelSource ms;
     model_source_config(&ms, src, 1, &cfg);

@@ -14,6 +14,7 @@
  * is one error line naming it (and the file's line); nothing is printed for any query before the
  * inputs are all read and checked.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <omp.h>
@@ -169,7 +170,7 @@ int cmd_fill_mask(int argc, char **argv) {
         nq = 1;
     } else {
         FILE *f = fopen(input, "r");
-        if (!f) fatal("fill-mask: cannot open --input %s", input);
+        if (!f) fatal("fill-mask: cannot open --input %s (%s)", input, strerror(errno));
         char *line = NULL;
         size_t cap = 0;
         ssize_t len;
@@ -264,7 +265,7 @@ int cmd_fill_mask(int argc, char **argv) {
         free(mask);
         free(labels);
     }
-    if (fflush(stdout)) fatal("fill-mask: cannot write the output");
+    if (fflush(stdout)) fatal("fill-mask: cannot write the output (%s)", io_reason(errno));
     free(c);
     tape_free(&t);
     electra_free(m);

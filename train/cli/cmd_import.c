@@ -18,6 +18,7 @@
 #include "model/electra.h"
 #include "train/checkpoint.h"
 #include "train/cli/cli.h"
+#include "train/outpath.h"
 #include "train/interop/hf_import.h"
 #include "train/metrics.h"
 
@@ -97,6 +98,8 @@ int cmd_import(int argc, char **argv) {
         return 2;
     }
     if (strcmp(sharing, "nes") && strcmp(sharing, "gdes")) fatal("import: --sharing must be nes or gdes, not '%s'", sharing);
+    const char *ins[3] = {hf, gen_dir, tok_path};
+    if (run_check_fresh(out, err, sizeof err) || out_path_check("--out", out, OUT_RUN, ins, 3, err, sizeof err)) fatal("import: %s", err);
 
     HfFolder d, g;
     if (hf_folder_open(&d, hf, &cfg, err, sizeof err)) fatal("%s", err);

@@ -13,6 +13,7 @@
  * sequence length and pairing; a TASKDIR of another tokenizer or another task is refused, as is a
  * checkpoint that is not a fine-tuned model.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <omp.h>
@@ -28,6 +29,7 @@
 #include "train/finetune.h"
 #include "train/memory.h"
 #include "train/metrics.h"
+#include "train/outpath.h"
 #include "train/step.h"
 #include "train/task_eval.h"
 #include "train/cli/cli.h"
@@ -100,9 +102,12 @@ int cmd_predict(int argc, char **argv) {
     if (!input) return cli_usage_error("predict", "%s", "--input FILE is required");
     if (!format || task_input_format_parse(format, &spec.format)) return cli_usage_error("predict", "%s", "--format jsonl|csv|tsv|conll is required");
     if (threads > 0) { omp_set_num_threads(threads); openblas_set_num_threads(threads); }
+    /* the output: not an input nor a sealed file (the task files), writable; checked before anything is read */
+    char err[1024];
+    const char *ins[3] = {ckpt, input, data};
+    if (output && out_path_check("--output", output, OUT_FILE, ins, 3, err, sizeof err)) fatal("predict: %s", err);
 
     /* the checkpoint: a fine-tuned model, its task and tokenizer */
-    char err[1024];
     CheckpointState st;
     memset(&st, 0, sizeof st);
     if (checkpoint_read_state(ckpt, &st, err, sizeof err)) fatal("%s", err);
@@ -175,7 +180,7 @@ int cmd_predict(int argc, char **argv) {
     FILE *f = stdout;
     if (output) {
         snprintf(tmp, sizeof tmp, "%.4000s.tmp-%d", output, (int)getpid());
-        if (!(f = fopen(tmp, "w"))) fatal("predict: cannot write %s", tmp);
+        if (!(f = fopen(tmp, "w"))) fatal("predict: cannot write %s (%s)", tmp, strerror(errno));
     }
     const int tag = ts.kind == TASK_TAGGING, reg = ts.kind == TASK_REGRESSION;
     for (long r = 0; r < p.n;) {
@@ -217,10 +222,10 @@ int cmd_predict(int argc, char **argv) {
         json_decref(o);
     }
     if (output) {
-        if (fflush(f) || fsync(fileno(f)) || fclose(f)) { unlink(tmp); fatal("predict: cannot write %s (disk full?)", tmp); }
-        if (rename(tmp, output)) { unlink(tmp); fatal("predict: cannot rename %s to %s", tmp, output); }
+        if (fflush(f) || fsync(fileno(f)) || fclose(f)) { const int e = errno; unlink(tmp); fatal("predict: cannot write %s (%s)", tmp, io_reason(e)); }
+        if (rename(tmp, output)) { const int e = errno; unlink(tmp); fatal("predict: cannot rename %s to %s (%s)", tmp, output, strerror(e)); }
     } else if (fflush(stdout)) {
-        fatal("predict: cannot write the output");
+        fatal("predict: cannot write the output (%s)", io_reason(errno));
     }
     char wait[160];
     omp_wait_describe(wait, sizeof wait);

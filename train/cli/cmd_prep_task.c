@@ -24,6 +24,7 @@
 #include "data/tokenizer.h"
 #include "data/tokfile.h"
 #include "train/cli/cli.h"
+#include "train/outpath.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -356,6 +357,9 @@ int cmd_prep_task(int argc, char **argv) {
     if (!data) return cli_usage_error("prep-task", "%s", "--shards DATA is required");
     if (!out) return cli_usage_error("prep-task", "%s", "--out TASKDIR is required");
     if (has_other_files(out)) return cli_usage_error("prep-task", "--out %s is not a folder of task files (it holds other files than train.h5, dev.h5, test.h5, or is not a folder); give a new or a task folder", out);
+    char err[2048];
+    const char *ins[5] = {data, brown, u.files[0], u.files[1], u.files[2]};
+    if (out_path_check("--out", out, OUT_DIR, ins, 5, err, sizeof err)) fatal("prep-task: %s", err);
     if (task || brown) {
         if (u.format) return cli_usage_error("prep-task", "%s", "--task/--brown (the Brown tasks) and --format (your files) do not go together");
         if (!task) return cli_usage_error("prep-task", "%s", "--task pos|genre is required with --brown");
