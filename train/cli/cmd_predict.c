@@ -51,7 +51,7 @@ static void usage(FILE *f) {
             "  --threads N            OpenMP/BLAS threads\n");
 }
 
-typedef struct { char task[64], head[16], data[4096], labels[TASK_MAX_LABELS * (TASK_LABEL_LEN + 1)]; } FtInfo;
+typedef struct { char task[64], head[16], data[4096], labels[TASK_LABELS_TEXT]; } FtInfo;
 static int ft_info(const char *key, const char *v, void *ctx) {
     FtInfo *k = ctx;
     if (!v) return 0;
@@ -132,9 +132,7 @@ int cmd_predict(int argc, char **argv) {
     if (strcmp(train.tokenizer_hash, ck_hash))
         fatal("predict: checkpoint %s uses tokenizer %s, the task files %s tokenizer %s (another tokenizer)", ckpt, ck_hash, tpath, train.tokenizer_hash);
     char ls_text[sizeof fi.labels];
-    int k = 0;
-    ls_text[0] = 0;
-    for (int l = 0; l < train.n_labels && k < (int)sizeof ls_text; l++) k += snprintf(ls_text + k, sizeof ls_text - (size_t)k, "%s%s", l ? "," : "", train.label_names[l]);
+    task_labels_encode(train.label_names, train.n_labels, ls_text, sizeof ls_text);
     if (strcmp(train.name, fi.task) || strcmp(kind_head(train.kind), fi.head) || strcmp(ls_text, fi.labels))
         fatal("predict: checkpoint %s is a model of task '%s' (%s head, labels %.200s), the task files %s hold task '%s' (%s, labels %.200s)",
               ckpt, fi.task, fi.head, fi.labels, tpath, train.name, task_kind_name(train.kind), ls_text);
@@ -151,7 +149,8 @@ int cmd_predict(int argc, char **argv) {
     if (task_input_read(input, &spec, &ex, err, sizeof err)) fatal("%s", err);
     TokFile *tk = tokfile_from_bytes(st.tokenizer, st.n_tokenizer, ckpt, err, sizeof err);
     if (!tk) fatal("%s", err);
-    TaskBuildSpec bs = {.kind = train.kind, .name = train.name, .T = train.T, .pair = train.pair, .label_field = train.label_names[0]};
+    TaskBuildSpec bs = {.kind = train.kind, .name = train.name, .T = train.T, .pair = train.pair, .label_field = train.label_names[0],
+                        .unseen_hint = "the model knows only these; leave the labels out to predict without scores"};
     TaskSet ts;
     if (task_build_examples(&ex, NULL, 0, input, format, &bs, &train, tk, "test", &ts, err, sizeof err)) fatal("%s", err);
     tokfile_free(tk);
