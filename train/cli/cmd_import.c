@@ -19,6 +19,7 @@
 #include "train/checkpoint.h"
 #include "train/cli/cli.h"
 #include "train/outpath.h"
+#include "train/interop/hf_config.h"
 #include "train/interop/hf_import.h"
 #include "train/metrics.h"
 
@@ -128,6 +129,11 @@ int cmd_import(int argc, char **argv) {
     }
     free(is_flag);
     if (config_validate(&cfg, err, sizeof err)) fatal("import: %s/config.json: %s", hf, err);
+    /* the sizes against the tensors, before anything is allocated */
+    if (hf_folder_check(&d, &cfg, cfg.num_hidden_layers, err, sizeof err)) fatal("%s", err);
+    if (gen_dir && hf_folder_check(&g, &cfg, cfg.gen_num_hidden_layers, err, sizeof err)) fatal("%s", err);
+    if (!gen_dir && cfg.gen_num_hidden_layers > HF_MAX_LAYERS)
+        fatal("import: gen_num_hidden_layers %d is above the bound %d of this implementation", cfg.gen_num_hidden_layers, HF_MAX_LAYERS);
 
     Electra m;
     electra_build(&m, &cfg, seed);
