@@ -103,6 +103,9 @@ for o in "$T/mine" "$T/afile"; do
 done
 [ "$(cat "$T/mine/notes.txt")" = notes ] && [ "$(ls "$T/mine")" = notes.txt ] && [ "$(cat "$T/afile")" = data ] || fail "--out: a user's folder or file was changed"
 echo "ok   --out a folder of other files or a file: refused (exit 2), left as it was"
+"$BIN" prep-task --task pos --brown "$T/no-brown" --shards "$T/d" --out "$T/nb" --labels-file "$T/lf.txt" > "$T/out" 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "are for your files (--format)" "$T/err" && [ "$(wc -l < "$T/err")" -eq 1 ] || fail "--labels-file with --task: exit $rc, $(cat "$T/err")"
+echo "ok   --labels-file with the Brown tasks: refused (exit 2)"
 
 [ $fails -eq 0 ] || { echo "e2e-task-bad-input: $fails failure(s)"; exit 1; }
 echo "e2e-task-bad-input: all $n cases refused with one line, nothing written"

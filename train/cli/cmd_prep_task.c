@@ -368,6 +368,7 @@ int cmd_prep_task(int argc, char **argv) {
     if (out_path_check("--out", out, OUT_DIR, ins, 6, err, sizeof err)) fatal("prep-task: %s", err);
     if (task || brown) {
         if (u.format) return cli_usage_error("prep-task", "%s", "--task/--brown (the Brown tasks) and --format (your files) do not go together");
+        if (u.labels || u.labels_file) return cli_usage_error("prep-task", "%s", "--labels and --labels-file are for your files (--format); the Brown tasks have their own label sets");
         if (!task) return cli_usage_error("prep-task", "%s", "--task pos|genre is required with --brown");
         if (!brown) return cli_usage_error("prep-task", "%s", "--brown DIR is required with --task");
         return prep_brown(task, brown, data, out, T);
