@@ -179,11 +179,12 @@ done
 e2e_bad "is the input $T/ft-sst2/best.h5 (the same file)" -- "$BIN" predict "$T/ft-sst2/best.h5" --input "$T/in.tsv" $P --output "$T/ft-sst2/best.h5"
 e2e_bad "sst2/train.h5: is a sealed deberta.c file" -- "$BIN" predict "$T/ft-sst2/best.h5" --input "$T/in.tsv" $P --output "$T/sst2/train.h5"
 e2e_bad "ft-sst2/checkpoint.h5: is a sealed deberta.c file" -- "$BIN" predict "$T/ft-sst2/best.h5" --input "$T/in.tsv" $P --output "$T/ft-sst2/checkpoint.h5"
+e2e_bad "ft-sst2/metrics.jsonl: is a file of a run directory" -- "$BIN" predict "$T/ft-sst2/best.h5" --input "$T/in.tsv" $P --output "$T/ft-sst2/metrics.jsonl"
 e2e_bad "predict: --output $T/ft-sst2: is a folder" -- "$BIN" predict "$T/ft-sst2/best.h5" --input "$T/in.tsv" $P --output "$T/ft-sst2"
 e2e_bad "predict: --output $T/nodir/p.jsonl: cannot write a file in $T/nodir (No such file or directory)" -- \
     "$BIN" predict "$T/ft-sst2/best.h5" --input "$T/in.tsv" $P --output "$T/nodir/p.jsonl"
-cmp -s "$T/in.tsv" "$T/in-keep.tsv" && cmp -s "$T/ft-sst2/best.h5" "$T/best-keep.h5" && [ ! -e "$T/nodir" ] &&
-    [ -z "$(find "$T" -name '*.tmp-*')" ] && echo "ok   predict --output an input, the model, the task files, a folder, a missing folder: refused, nothing changed" ||
+cmp -s "$T/in.tsv" "$T/in-keep.tsv" && cmp -s "$T/ft-sst2/best.h5" "$T/best-keep.h5" && [ ! -e "$T/nodir" ] && grep -q '"kind":"test"' "$T/ft-sst2/metrics.jsonl" &&
+    [ -z "$(find "$T" -name '*.tmp-*')" ] && echo "ok   predict --output an input, the model, the task files, a run's log, a folder, a missing folder: refused, nothing changed" ||
     fail "a refused predict changed its input or left a file"
 e2e_bad "has no \\[MASK\\] to fill" -- "$BIN" fill-mask "$T/pre/checkpoint.h5" "a text without a mask"
 printf 'the [MASK] is\nno mask here\n' > "$T/q.txt"

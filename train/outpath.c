@@ -29,6 +29,21 @@ static void parent_of(const char *path, char *dir, size_t cap) {
     else *s = 0;
 }
 
+/* 1 when path is one of the files a run keeps in its directory (train/run.c, train/finetune.c) and
+ * that directory holds a run (checkpoint.h5). */
+static int is_run_file(const char *path) {
+    static const char *const RUN_FILES[] = {"config.txt", "cmdline.txt", "metrics.jsonl", "results.txt", "lock"};
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    int named = 0;
+    for (size_t i = 0; i < ARRAY_LEN(RUN_FILES); i++) named |= !strcmp(base, RUN_FILES[i]);
+    if (!named) return 0;
+    char dir[4200], ck[4300];
+    parent_of(path, dir, sizeof dir);
+    snprintf(ck, sizeof ck, "%s/checkpoint.h5", dir);
+    return access(ck, F_OK) == 0;
+}
+
 static int is_sealed(const char *path) {
     char magic[8];
     FILE *f = fopen(path, "rb");
@@ -57,6 +72,9 @@ int out_path_check(const char *flag, const char *out, OutKind kind, const char *
         if (is_sealed(out))
             return errf(err, errlen, "%s %s: is a sealed deberta.c file (a checkpoint, shard or task file): writing it would destroy it "
                         "(give another %s)", flag, out, flag);
+        if (kind == OUT_FILE && is_run_file(out))
+            return errf(err, errlen, "%s %s: is a file of a run directory (it holds checkpoint.h5): writing it would destroy the run's "
+                        "record (give another %s)", flag, out, flag);
     }
     /* writable: the file itself, or a file in the folder out is or will be made in */
     int e;

@@ -5,8 +5,9 @@
  * out_path_check refuses (-1, one line in err: "<flag> <out>: <what is wrong> (<what to do>)"):
  *   - out is one of the command's inputs: the same file or folder by st_dev and st_ino, so another
  *     path to it, a hard link or a symlink counts;
- *   - out is a run directory (it holds checkpoint.h5), or (OUT_FILE) a sealed deberta.c file: a
- *     checkpoint, shard or task file (docs/FORMATS.md "Sealed HDF5 files");
+ *   - out is a run directory (it holds checkpoint.h5), or (OUT_FILE) a sealed deberta.c file (a
+ *     checkpoint, shard or task file: docs/FORMATS.md "Sealed HDF5 files") or an existing record of a
+ *     run (config.txt, cmdline.txt, metrics.jsonl, results.txt, lock beside a checkpoint.h5);
  *   - OUT_FILE: out is an existing folder; OUT_DIR, OUT_RUN: out is an existing file;
  *   - out cannot be written: the folder it goes into is missing, not a folder, or refuses a new file
  *     (with the reason, strerror(errno)).  Tried by creating and removing a file: "<out>.tmp-PID" for
