@@ -309,13 +309,15 @@ int h5out_dataset(H5Out *o, hid_t loc, const char *name, hid_t ftype, hid_t mtyp
         if (store->deflate) H5Pset_deflate(dcpl, (unsigned)store->deflate);
         if (store->fletcher32) H5Pset_fletcher32(dcpl); /* every read verifies each chunk */
     }
+    errno = 0; /* a failed write of the file driver leaves its errno */
     hid_t d = H5Dcreate2(loc_of(o, loc), name, ftype, s, lcpl, dcpl, H5P_DEFAULT);
     herr_t r = d < 0 ? -1 : (n ? H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) : 0);
     if (d >= 0 && H5Dclose(d) < 0) r = -1;
+    const int e = errno;
     H5Pclose(dcpl);
     H5Pclose(lcpl);
     H5Sclose(s);
-    return r < 0 ? h5out_fail(o, "cannot write dataset '%s' (disk full?)", name) : 0;
+    return r < 0 ? h5out_fail(o, "cannot write dataset '%s' (%s)", name, io_reason(e)) : 0;
 }
 
 int h5out_real(H5Out *o, const char *name, int ndim, const int *shape, const real *data) {
@@ -356,8 +358,10 @@ int h5out_attr_bytes(H5Out *o, const char *name, const char *v) {
 
 int h5out_close(H5Out *o, char *err, size_t errlen) {
     if (o->f >= 0) {
-        if (!h5out_failed(o) && H5Fflush(o->f, H5F_SCOPE_GLOBAL) < 0) h5out_fail(o, "cannot write %s (disk full?)", o->tmp);
-        if (H5Fclose(o->f) < 0) h5out_fail(o, "cannot write %s (disk full?)", o->tmp);
+        errno = 0;
+        if (!h5out_failed(o) && H5Fflush(o->f, H5F_SCOPE_GLOBAL) < 0) h5out_fail(o, "cannot write %s (%s)", o->tmp, io_reason(errno));
+        errno = 0;
+        if (H5Fclose(o->f) < 0) h5out_fail(o, "cannot write %s (%s)", o->tmp, io_reason(errno));
         o->f = -1;
         char serr[512];
         if (!h5out_failed(o) && o->sealed && h5_seal(o->tmp, serr, sizeof serr) != 0) h5out_fail(o, "%s (disk full?)", serr);
@@ -563,16 +567,18 @@ int h5_seal_file(const char *path, char *err, size_t errlen) {
     }
     enum { CHUNK = 1 << 20 };
     unsigned char *buf = xcalloc(CHUNK, 1);
+    errno = 0;
     int bad = write(out, buf, H5_SEAL_BLOCK) != H5_SEAL_BLOCK || lseek(fd, 0, SEEK_SET) != 0;
     ssize_t k;
     while (!bad && (k = read_full(fd, buf, CHUNK)) > 0) bad = write(out, buf, (size_t)k) != k;
     if (!bad && k < 0) bad = 1;
+    int e = errno; /* a short write without an error is a full disk */
     free(buf);
     close(fd);
-    if (close(out) != 0) bad = 1;
+    if (close(out) != 0) bad = 1, e = errno;
     if (bad) {
         unlink(tmp);
-        return errf(err, errlen, "%s: cannot write %s (disk full?)", path, tmp);
+        return errf(err, errlen, "%s: cannot write %s (%s)", path, tmp, io_reason(e ? e : ENOSPC));
     }
     if (h5_seal(tmp, err, errlen) != 0) {
         unlink(tmp);

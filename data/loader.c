@@ -5,6 +5,7 @@
 #include "autograd/base/rng.h"
 #include "autograd/base/util.h"
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -173,7 +174,7 @@ Loader *loader_open_err(const char *dir, const char *split, const LoaderConfig *
         return NULL;
     }
     DIR *d = opendir(dir);
-    if (!d) { errf(err, errlen, "shards %s: cannot open folder", dir); return NULL; }
+    if (!d) { errf(err, errlen, "shards %s: cannot open folder (%s)", dir, strerror(errno)); return NULL; }
     char **names = NULL;
     int n = 0, cap = 0;
     struct dirent *e;

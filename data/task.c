@@ -526,3 +526,40 @@ double task_word_tag_accuracy(const TaskSet *train, const TaskSet *eval) {
     free(pred);
     return tot ? (double)ok / (double)tot : 0.0;
 }
+
+/* ---------------------------------------------------------------- the label names as one config value */
+
+static int label_byte_escaped(char c) { return c == ',' || c == '#' || c == '%' || c == ' ' || c == '\t'; }
+
+void task_labels_encode(char names[][TASK_LABEL_LEN], int L, char *buf, size_t cap) {
+    size_t k = 0;
+    if (cap) buf[0] = 0;
+    for (int l = 0; l < L; l++) {
+        if (l && k + 1 < cap) buf[k++] = ',';
+        for (const char *s = names[l]; *s && k + 4 < cap; s++) {
+            if (label_byte_escaped(*s)) k += (size_t)snprintf(buf + k, cap - k, "%%%02X", (unsigned char)*s);
+            else buf[k++] = *s;
+        }
+    }
+    if (cap) buf[k < cap ? k : cap - 1] = 0;
+}
+
+static int hexval(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
+
+int task_labels_decode(const char *text, char names[][TASK_LABEL_LEN]) {
+    int L = 0;
+    for (const char *p = text;;) {
+        if (L == TASK_MAX_LABELS) return -1;
+        size_t n = 0;
+        for (; *p && *p != ','; p++) {
+            char c = *p;
+            if (c == '%' && hexval(p[1]) >= 0 && hexval(p[2]) >= 0) c = (char)(hexval(p[1]) * 16 + hexval(p[2])), p += 2;
+            if (n + 1 >= TASK_LABEL_LEN) return -1;
+            names[L][n++] = c;
+        }
+        if (!n) return -1;
+        names[L++][n] = 0;
+        if (!*p) return L;
+        p++;
+    }
+}

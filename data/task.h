@@ -78,6 +78,15 @@ int task_read(const char *path, TaskSet *ts, char *err, size_t errlen);
 int task_check_same(const TaskSet *a, const char *pa, const TaskSet *b, const char *pb, char *err, size_t errlen);
 void task_free(TaskSet *ts);
 
+/* The label names as one value of a config line (a fine-tuning checkpoint's ft_labels): comma-separated,
+ * each name's ',', '#', '%', space and tab written %XX (a config line ends at '#' and is trimmed), so that
+ * any tag set travels, ',' and '#' (Penn Treebank tags) included.  At most TASK_LABELS_TEXT bytes with
+ * the NUL.  task_labels_decode: the inverse into names; the count, or -1 (empty or too long a name, more
+ * than TASK_MAX_LABELS).  A name without those bytes is written as it is (older checkpoints read the same). */
+#define TASK_LABELS_TEXT (TASK_MAX_LABELS * (3 * TASK_LABEL_LEN + 1))
+void task_labels_encode(char names[][TASK_LABEL_LEN], int L, char *buf, size_t cap);
+int task_labels_decode(const char *text, char names[][TASK_LABEL_LEN]);
+
 /* Number of positions (tagging) or examples that carry a label. */
 int64_t task_n_labelled(const TaskSet *ts);
 

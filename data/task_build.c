@@ -47,6 +47,70 @@ static void label_list(const TaskSet *ls, char *buf, size_t cap) {
     if (k + 8 >= cap) snprintf(buf + cap - 8, 8, ", ...");
 }
 
+/* A decimal number that is not an integer: "0.5", "-1.25e3", "3." (is_int's labels stay class names). */
+static int is_decimal(const char *s) {
+    if (is_int(s)) return 0;
+    if (*s == '-' || *s == '+') s++;
+    int digits = 0;
+    for (; *s >= '0' && *s <= '9'; s++) digits++;
+    if (*s == '.') for (s++; *s >= '0' && *s <= '9'; s++) digits++;
+    if (!digits) return 0;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '-' || *s == '+') s++;
+        if (!(*s >= '0' && *s <= '9')) return 0;
+        while (*s >= '0' && *s <= '9') s++;
+    }
+    return !*s;
+}
+
+/* The first line of train holding the label (tagging: the tag) name; 0 when none does. */
+static long label_line(const TaskExamples *train, int tag, const char *name) {
+    for (size_t j = 0; j < train->n; j++) {
+        const TaskExample *e = &train->ex[j];
+        if (tag) { for (int w = 0; w < e->n_words && e->tags; w++) if (!strcmp(e->tags[w], name)) return e->line; }
+        else if (e->label && !strcmp(e->label, name)) return e->line;
+    }
+    return 0;
+}
+
+/* Appends the name s[0..n) to ls; where names it in a message ("--labels", "labels.txt:3"). */
+static int add_label(TaskSet *ls, const char *s, size_t n, const char *where, char *err, size_t errlen) {
+    if (n == 0 || n >= TASK_LABEL_LEN) return errf(err, errlen, "%s: an empty label or one longer than %d bytes", where, TASK_LABEL_LEN - 1);
+    size_t bad;
+    if (!utf8_valid(s, n, &bad)) return errf(err, errlen, "%s: invalid UTF-8 (byte 0x%02x at offset %zu of the label)", where, (unsigned char)s[bad], bad);
+    if (memchr(s, '\n', n) || memchr(s, '\r', n)) return errf(err, errlen, "%s: the label holds a line break", where);
+    if (ls->n_labels == TASK_MAX_LABELS) return errf(err, errlen, "%s: more than %d labels", where, TASK_MAX_LABELS);
+    memcpy(ls->label_names[ls->n_labels], s, n);
+    ls->label_names[ls->n_labels][n] = 0;
+    for (int l = 0; l < ls->n_labels; l++)
+        if (!strcmp(ls->label_names[l], ls->label_names[ls->n_labels])) return errf(err, errlen, "%s: '%s' twice", where, ls->label_names[l]);
+    ls->n_labels++;
+    return 0;
+}
+
+/* The names of --labels-file: one per line, blank lines skipped, a trailing \r dropped. */
+static int labels_from_file(const char *path, TaskSet *ls, char *err, size_t errlen) {
+    size_t len;
+    char *buf = read_file(path, &len);
+    if (!buf) return errf(err, errlen, "--labels-file %s: cannot read (%s)", path, errno == EIO ? "read error" : strerror(errno));
+    int rc = 0;
+    long line = 0;
+    for (char *p = buf, *end = buf + len; p < end && rc == 0;) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        line++;
+        if (n && p[n - 1] == '\r') n--;
+        char where[4200];
+        snprintf(where, sizeof where, "--labels-file %.4000s:%ld", path, line);
+        if (n) rc = add_label(ls, p, n, where, err, errlen);
+        p = nl ? nl + 1 : end;
+    }
+    if (rc == 0 && ls->n_labels == 0) rc = errf(err, errlen, "--labels-file %s: no label in it (one label per line)", path);
+    free(buf);
+    return rc;
+}
+
 int task_label_set(const TaskExamples *train, const char *path, const TaskBuildSpec *spec, TaskSet *ls, char *err, size_t errlen) {
     ls->n_labels = 0;
     if (spec->kind == TASK_REGRESSION) {
@@ -69,40 +133,35 @@ int task_label_set(const TaskExamples *train, const char *path, const TaskBuildS
     for (size_t i = 0; i < k; i++)
         if (!u || strcmp(all[i], all[u - 1])) all[u++] = all[i];
     int rc = 0;
-    if (spec->label_order) {
-        /* the given order; every train label must be in it */
-        const char *p = spec->label_order;
-        while (*p && rc == 0) {
+    if (spec->labels_file) {
+        rc = labels_from_file(spec->labels_file, ls, err, errlen);
+    } else if (spec->label_order) { /* "A,B,C" */
+        for (const char *p = spec->label_order; rc == 0;) {
             const char *c = strchr(p, ',');
-            size_t n = c ? (size_t)(c - p) : strlen(p);
-            if (n == 0 || n >= TASK_LABEL_LEN) rc = errf(err, errlen, "--labels: an empty name or a name longer than %d bytes", TASK_LABEL_LEN - 1);
-            else if (ls->n_labels == TASK_MAX_LABELS) rc = errf(err, errlen, "--labels: more than %d labels", TASK_MAX_LABELS);
-            else {
-                memcpy(ls->label_names[ls->n_labels], p, n);
-                ls->label_names[ls->n_labels][n] = 0;
-                for (int l = 0; l < ls->n_labels && rc == 0; l++)
-                    if (!strcmp(ls->label_names[l], ls->label_names[ls->n_labels])) rc = errf(err, errlen, "--labels: '%s' twice", ls->label_names[l]);
-                ls->n_labels++;
-            }
-            p = c ? c + 1 : p + n;
+            const size_t n = c ? (size_t)(c - p) : strlen(p);
+            rc = add_label(ls, p, n, "--labels", err, errlen);
+            if (!c) break;
+            p = c + 1;
         }
+    }
+    if (spec->labels_file || spec->label_order) {
+        /* the given set; every train label must be in it */
         NameId *ix = rc ? NULL : label_index(ls);
         for (size_t i = 0; rc == 0 && i < u; i++)
-            if (label_find(ix, ls->n_labels, all[i]) < 0) {
-                long line = 0; /* the first line holding it */
-                for (size_t j = 0; j < train->n && !line; j++) {
-                    const TaskExample *e = &train->ex[j];
-                    if (tag) { for (int w = 0; w < e->n_words && e->tags; w++) if (!strcmp(e->tags[w], all[i])) { line = e->line; break; } }
-                    else if (e->label && !strcmp(e->label, all[i])) line = e->line;
-                }
-                rc = errf(err, errlen, "%s:%ld: label '%s' is not one of --labels", path, line, all[i]);
-            }
+            if (label_find(ix, ls->n_labels, all[i]) < 0)
+                rc = errf(err, errlen, "%s:%ld: label '%s' is not one of %s%s", path, label_line(train, tag, all[i]), all[i],
+                          spec->labels_file ? "the labels of --labels-file " : "--labels", spec->labels_file ? spec->labels_file : "");
         free(ix);
     } else {
+        /* a number with a fraction is a regression label (docs/FORMATS.md "Task inputs"), not a class name */
+        for (size_t i = 0; rc == 0 && !tag && i < u; i++)
+            if (is_decimal(all[i]))
+                rc = errf(err, errlen, "%s:%ld: label '%s' is a number that is not an integer (a number label needs --regression; to keep such "
+                          "labels as class names, name them all with --labels-file FILE)", path, label_line(train, tag, all[i]), all[i]);
         int numeric = 1;
         for (size_t i = 0; i < u; i++) numeric &= is_int(all[i]);
         if (numeric) qsort(all, u, sizeof(char *), cmp_num);
-        if (u > TASK_MAX_LABELS) rc = errf(err, errlen, "%s: %zu different labels (at most %d; is --label-field the label?)", path, u, TASK_MAX_LABELS);
+        if (rc == 0 && u > TASK_MAX_LABELS) rc = errf(err, errlen, "%s: %zu different labels (at most %d; is --label-field the label?)", path, u, TASK_MAX_LABELS);
         for (size_t i = 0; rc == 0 && i < u; i++) snprintf(ls->label_names[ls->n_labels++], TASK_LABEL_LEN, "%s", all[i]);
     }
     if (rc == 0 && ls->n_labels < 2) rc = errf(err, errlen, "%s: %d different label%s in the train split (at least 2)", path, ls->n_labels, ls->n_labels == 1 ? "" : "s");
@@ -142,6 +201,10 @@ void task_split_draw(size_t n, uint64_t seed, double dev_fraction, double test_f
 }
 
 /* ---------------------------------------------------------------- encoding */
+
+static const char *label_set_name(const TaskBuildSpec *spec) {
+    return spec->labels_file ? "labels of --labels-file" : spec->label_order ? "labels of --labels" : "train split's labels";
+}
 
 typedef struct {
     const TokFile *tk;
@@ -258,7 +321,8 @@ int task_build_examples(const TaskExamples *ex, const size_t *sel, size_t n_sel,
             } else if (x->label && (label = label_find(ix, ls->n_labels, x->label)) < 0) {
                 char list[512];
                 label_list(ls, list, sizeof list);
-                rc = errf(err, errlen, "%s:%ld: label '%s' is not among the train split's labels (%s)", path, x->line, x->label, list);
+                rc = errf(err, errlen, "%s:%ld: label '%s' is not among the %s (%s)%s%s%s", path, x->line, x->label, label_set_name(spec), list,
+                          spec->unseen_hint ? " (" : "", spec->unseen_hint ? spec->unseen_hint : "", spec->unseen_hint ? ")" : "");
                 break;
             }
             /* truncation: a single text to T - 2; a pair longest first to T - 3 (the pair side on ties) */
@@ -287,8 +351,9 @@ int task_build_examples(const TaskExamples *ex, const size_t *sel, size_t n_sel,
             if (x->tags && (l = label_find(ix, ls->n_labels, x->tags[w])) < 0) {
                 char list[512];
                 label_list(ls, list, sizeof list);
-                rc = errf(err, errlen, "%s:%ld: tag '%s' (word %d) is not among the train split's labels (%s)", path, x->line + (strcmp(format, "conll") ? 0 : w),
-                          x->tags[w], w + 1, list);
+                rc = errf(err, errlen, "%s:%ld: tag '%s' (word %d) is not among the %s (%s)%s%s%s", path, x->line + (strcmp(format, "conll") ? 0 : w),
+                          x->tags[w], w + 1, label_set_name(spec), list, spec->unseen_hint ? " (" : "", spec->unseen_hint ? spec->unseen_hint : "",
+                          spec->unseen_hint ? ")" : "");
                 break;
             }
             for (size_t j = 0; j < nid; j++) { iv_push(&a, r[j]); iv_push(&lab, j == 0 ? l : TASK_IGNORE); iv_push(&wid, w); }

@@ -17,13 +17,17 @@ typedef struct TaskBuildSpec {
     int T;                     /* tokens per example, [CLS] and [SEP] included */
     int pair;                  /* sequence examples are text pairs */
     const char *label_order;   /* "A,B,C": the label ids in this order (NULL: sorted) */
+    const char *labels_file;   /* a file of one label per line: the label ids in this order (NULL: none) */
+    const char *unseen_hint;   /* what to do, said after a dev/test label that is not in the set (NULL: nothing) */
     const char *label_field;   /* regression: the name the label gets */
 } TaskBuildSpec;
 
 /* The label set of the train examples (read from path) into ls->label_names / n_labels: sorted
- * (numerically when every label is an integer, else by bytes) or in spec->label_order.  Regression:
- * one name, spec->label_field.  0, or -1 with "PATH:LINE: ..." (too many labels, a label not in
- * label_order). */
+ * (numerically when every label is an integer, else by bytes), or the names of spec->label_order
+ * ("A,B,C") or spec->labels_file (one per line, blank lines skipped, a trailing \r dropped; a label
+ * may hold ','), which may hold labels train lacks.  Regression: one name, spec->label_field.  0, or
+ * -1 with "PATH:LINE: ..." (too many labels, a label not in the given set, a number that is not an
+ * integer (0.5: a --regression label) when no set is given, a bad line of the labels file). */
 int task_label_set(const TaskExamples *train, const char *path, const TaskBuildSpec *spec, TaskSet *ls, char *err, size_t errlen);
 
 /* Draws the missing splits from n records: a Fisher-Yates permutation of seed (docs/FORMATS.md);

@@ -277,6 +277,36 @@ bad 1 "empty.h5: $E" $D seal --check "$W/empty.h5"
 for x in x1 x3 x4 x5 x6 x7 x.h5; do [ ! -e "$W/$x" ] || fail "a command refusing an empty file wrote $W/$x"; done
 ok "empty files (shard, val shard, tokenizer.bin, spm.model, checkpoint, config.txt, task file, encode's tokenizers, text input, --config, model.safetensors, config.json, Brown text, parity weights and batches, seal): one error line naming the file as empty"
 
+# ---- an output that is an input (another path to it too: a symlink, a hard link), a run directory, a
+# sealed file, or in a missing folder (train/outpath.h): refused before anything is read (the batch
+# or input given is not even valid) or written; the inputs byte for byte as they were
+snap "$W/run"; snap "$W/d"; snap "$W/task"
+ln -s "$W/run" "$W/run-link"; ln "$W/enc.w.h5" "$W/enc-hard.h5"; ln -s corpus.txt "$W/corpus-link.txt"
+cp "$W/run/checkpoint.h5" "$W/ck-copy.h5"; cp "$W/enc.w.h5" "$W/enc-keep.h5"; cp "$W/corpus.txt" "$W/corpus-keep.txt"
+bad 1 "dump: --out .*run-link/checkpoint.h5: is the input .*run/checkpoint.h5 (the same file)" \
+    $D dump --weights "$W/run/checkpoint.h5" --batch "$W/text.h5" --out "$W/run-link/checkpoint.h5"
+bad 1 "dump: --out .*run/checkpoint.h5: is a sealed deberta.c file" $D dump --weights "$W/ck-copy.h5" --batch "$W/text.h5" --out "$W/run/checkpoint.h5"
+bad 1 "dump: --out .*no-such-dir/x.h5: cannot write a file in .*no-such-dir (No such file or directory)" \
+    $D dump --weights "$W/run/checkpoint.h5" --batch "$W/text.h5" --out "$W/no-such-dir/x.h5"
+bad 1 "dump-encoder: --out .*enc-hard.h5: is the input .*enc.w.h5" $D dump-encoder --weights "$W/enc.w.h5" --inputs "$W/text.h5" --out "$W/enc-hard.h5"
+bad 1 "dump-encoder: --out .*task/train.h5: is a sealed deberta.c file" $D dump-encoder --init --preset test --out "$W/task/train.h5"
+bad 1 "export: OUTDIR .*/run: is a run directory (it holds checkpoint.h5)" $D export "$W/ck-copy.h5" "$W/run"
+bad 1 "export: OUTDIR .*ck-copy.h5: is the input" $D export "$W/ck-copy.h5" "$W/ck-copy.h5"
+bad 1 "import: --out .*hf/discriminator: is the input .*(the same folder)" $D import "$W/hf/discriminator" --out "$W/hf/discriminator"
+bad 1 "prep: --out .*corpus-link.txt: is the input .*corpus.txt" $D prep --input "$W/corpus.txt" --out "$W/corpus-link.txt"
+bad 1 "prep: --out .*/run: is a run directory" $D prep --input "$W/corpus.txt" --out "$W/run"
+bad 1 "prep-task: --out .*/task: is the input .*/task (the same folder)" \
+    $D prep-task --format tsv --train "$W/text.h5" --text-field s --shards "$W/task" --out "$W/task"
+bad 1 "prep-task: --out .*text.h5/t: cannot create it: .*text.h5 is not a folder (Not a directory)" \
+    $D prep-task --format tsv --train "$W/text.h5" --text-field s --shards "$W/d" --out "$W/text.h5/t"
+bad 1 "--out .*task: is the input" $D finetune --init scratch --preset test $FT --out "$W/task"
+bad 1 "--out .*d: is the input" $D pretrain $RUN --steps 1 --data "$W/d" --out "$W/d"
+same "$W/run"; same "$W/d"; same "$W/task"
+cmp -s "$W/enc.w.h5" "$W/enc-keep.h5" && cmp -s "$W/ck-copy.h5" "$W/run/checkpoint.h5" && cmp -s "$W/corpus.txt" "$W/corpus-keep.txt" ||
+    fail "a refused command changed its input"
+[ ! -e "$W/no-such-dir" ] && [ -z "$(find "$W" -name '*.tmp-*' -o -name '.deberta-probe-*')" ] || fail "a refused command left a file or folder"
+ok "outputs that are inputs (also by a symlink or a hard link), a run directory, a sealed file, or in a missing folder: refused, nothing changed"
+
 # ---- seal, gradcheck (command-line mistakes are exit status 2)
 bad 1 "neither sealed nor an HDF5 file" $D seal "$W/text.h5"
 bad 1 "train-00000.h5: does not match its seal" $D seal --check "$W/d/val-00000.h5" "$W/d-flip/train-00000.h5"

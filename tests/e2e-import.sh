@@ -14,6 +14,9 @@
 #   * a folder as DebertaV2Model.save_pretrained writes it (no "deberta." prefix, no heads) imports as
 #     the same tensors prefixed do, its config.json read as full JSON (\u escapes, long strings);
 #   * scripts/convert-to-safetensors.py turns a PyTorch pickle into a file import reads;
+#   * absurd sizes in config.json (num_hidden_layers 1000 / 100000, hidden_size 1048576, intermediate_size
+#     1073741824, vocab_size 2147483647, ...): one line naming the bound or the tensor's shape, in under
+#     1 s and 100 MB, before anything is allocated;
 #   * bad input: config shapes that disagree with the tensors, a truncated safetensors file, a header
 #     that lies about a tensor's size, an unknown dtype, a missing tensor, a pickle-only folder: one
 #     error line each (the reader's other refusals: tests/test_safetensors.c).
@@ -174,9 +177,38 @@ bad "lies about sizes" -- "$BIN" import "$T/badsize" --out "$T/run-x5"
 mkdir -p "$T/deepgen"
 sed 's/"num_hidden_layers": 2/"num_hidden_layers": 3/' "$T/s32/generator/config.json" > "$T/deepgen/config.json"
 ln -s "$T/s32/generator/model.safetensors" "$T/deepgen/model.safetensors"
-bad "has no tensor 'deberta.encoder.layer.2." -- "$BIN" import "$T/s32/discriminator" --generator "$T/deepgen" --out "$T/run-x3"
+bad "deepgen/config.json has num_hidden_layers 3, but .*deepgen/model.safetensors holds 2 layers" -- "$BIN" import "$T/s32/discriminator" --generator "$T/deepgen" --out "$T/run-x3"
+# absurd sizes in an otherwise valid config.json (the xsmall folder: 12 layers, width 384, vocabulary 1,000): refused
+# before anything is allocated, one line naming the key, its value and the bound it breaks or the tensor's shape;
+# each in under 1 s and 100 MB (GNU time's elapsed seconds and maximum RSS)
+absurd() { # NAME KEY VALUE NEEDLE
+    mkdir -p "$T/ab-$1"
+    "$PY" -c "import json, sys; c = json.load(open(sys.argv[1])); c[sys.argv[2]] = int(sys.argv[3]); json.dump(c, open(sys.argv[4], 'w'))" \
+        "$T/f32/discriminator/config.json" "$2" "$3" "$T/ab-$1/config.json" || fail "writing $1's config.json"
+    ln -sf "$T/f32/discriminator/model.safetensors" "$T/ab-$1/model.safetensors"
+    bad "$4" -- /usr/bin/time -f "%e %M" -o "$T/ab-$1.time" "$BIN" import "$T/ab-$1" --out "$T/run-ab-$1"
+    tail -n 1 "$T/ab-$1.time" > "$T/ab-$1.em" # GNU time puts "Command exited with non-zero status 1" first
+    awk '{ exit !($1 < 1.0 && $2 < 102400) }' "$T/ab-$1.em" || fail "import of $2 $3 took $(cat "$T/ab-$1.em") (seconds, KB; at most 1 s and 100 MB)"
+    [ ! -e "$T/run-ab-$1" ] || fail "a refused import ($2 $3) created its run directory"
+    echo "ok   $2 $3: $(cut -d' ' -f1 "$T/ab-$1.em") s, $(($(cut -d' ' -f2 "$T/ab-$1.em") / 1024)) MB: $(sed 's/^error: import: //' "$T/err" | cut -c1-150)"
+}
+if [ -x /usr/bin/time ]; then
+    absurd l1 num_hidden_layers 1000 "config.json has num_hidden_layers 1000, but .*model.safetensors holds 12 layers (deberta.encoder.layer.0 to deberta.encoder.layer.11; config and weights disagree)"
+    absurd l2 num_hidden_layers 100000 "config.json: num_hidden_layers 100000 is above the bound 1024 of this implementation"
+    absurd h1 hidden_size 1048576 "config.json: hidden_size 1048576 is above the bound 65536 of this implementation"
+    absurd h2 hidden_size 768 "has vocab_size and hidden_size 1000 and 768, but tensor 'deberta.embeddings.word_embeddings.weight' of .* has shape \[1000, 384\]"
+    absurd i1 intermediate_size 1073741824 "config.json: intermediate_size 1073741824 is above the bound 262144 of this implementation"
+    absurd i2 intermediate_size 200000 "has intermediate_size and hidden_size 200000 and 384, but tensor 'deberta.encoder.layer.0.intermediate.dense.weight' of .* has shape \[1536, 384\]"
+    absurd v1 vocab_size 2147483647 "config.json: vocab_size 2147483647 is above the bound 16777216 of this implementation"
+    absurd v2 vocab_size 16000000 "has vocab_size and hidden_size 16000000 and 384, but tensor 'deberta.embeddings.word_embeddings.weight' .* has shape \[1000, 384\]"
+    absurd p1 max_position_embeddings 1000000 "config.json: max_position_embeddings 1000000 is above the bound 16384 of this implementation"
+    absurd b1 position_buckets 200 "has position_buckets and hidden_size 200 (400 rows) and 384, but tensor 'deberta.encoder.rel_embeddings.weight' .* has shape \[512, 384\]"
+else
+    echo "SKIPPED: the size and time of refused imports: no /usr/bin/time (apt-get install time)"; fails=77
+fi
 for x in x1 x2 x3 x4 x5; do [ ! -e "$T/run-$x/checkpoint.h5" ] || fail "a refused import ($x) left a checkpoint"; done
 bad "already holds a run" -- "$BIN" import "$T/s32/discriminator" --out "$T/run-disc"
 
+[ $fails -eq 77 ] && exit 77
 [ $fails -eq 0 ] && echo "e2e-import: all checks passed"
 [ $fails -eq 0 ]

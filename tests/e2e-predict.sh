@@ -1,7 +1,8 @@
 #!/bin/sh
 # e2e-predict.sh — own data end to end on the fixtures of tests/fixtures/task/: prep-task (GLUE SST-2
 # TSV, STS-B float labels with pairs, CoNLL BIO tags, JSONL of both kinds) -> finetune (4 steps, scratch) -> predict with
-# and without labels.  The scores predict prints are recomputed from its own JSON lines by
+# and without labels; Brown's raw tags with --labels-file (',' and '#' as tags, a tag only dev holds) through
+# predict and export.  The scores predict prints are recomputed from its own JSON lines by
 # scripts/check_metrics.py --predict (plain Python formulas); the finetune results carry every
 # baseline.  fill-mask: its probabilities equal a softmax of the generator logits that `deberta dump`
 # writes for the same ids.  Bad input: predict with a pretraining checkpoint, with the task files of
@@ -125,6 +126,33 @@ PYEOF
 pr sst2 p-nolab --input $F/sst2-dev.tsv --format tsv --text-field sentence &&
     { ! grep -q gold "$T/p-nolab.jsonl" && ! grep -q "acc" "$T/p-nolab.log" && grep -q '"label":"[01]","prob":' "$T/p-nolab.jsonl" || fail "predict without labels: $(head -2 "$T/p-nolab.jsonl")"; }
 
+# a real tag set in full (tests/fixtures/task/brown-raw: Brown's raw tags, ',' among them, '#' as in the Penn
+# Treebank; dev holds 'fw-wps', which train lacks): without the whole set one line naming --labels-file; with
+# --labels-file prep-task, finetune, predict and export keep all 14 labels, ',' and '#' included
+R=$F/brown-raw
+e2e_bad "dev.conll:5: tag 'fw-wps' (word 5) is not among the train split's labels .* (give the whole label set with --labels-file FILE" -- \
+    "$BIN" prep-task --format conll --train $R/train.conll --dev $R/dev.conll --test $R/dev.conll --shards "$T/bpe" --out "$T/raw" --seq-len 16 --name raw
+pt --format conll --train $R/train.conll --dev $R/dev.conll --test $R/dev.conll --shards "$T/bpe" --out "$T/raw" --seq-len 16 --name raw \
+    --labels-file $R/labels.txt
+grep -q "14 labels" "$T/pt.log" || fail "prep-task --labels-file: $(cat "$T/pt.log")"
+"$BIN" finetune --init scratch --preset test --task raw --data "$T/raw" --out "$T/ft-raw" --steps 2 --batch 2 --eval-every 2 \
+    > "$T/ft-raw.out" 2> "$T/ft-raw.err" || { cat "$T/ft-raw.err"; fail "finetune raw"; }
+pr raw p-raw --input $R/dev.conll --format conll
+"$BIN" export "$T/ft-raw/best.h5" "$T/raw-hf" > "$T/raw-exp.log" 2>&1 || { cat "$T/raw-exp.log"; fail "export raw"; }
+"$PY" - "$T" $R <<'PYEOF' && echo "ok   --labels-file: 14 tags (',' and '#' among them, 'fw-wps' only in dev) through prep-task, finetune, predict and export" || fail "the raw tag set"
+import json, sys
+t, r = sys.argv[1], sys.argv[2]
+labels = [l.rstrip("\n") for l in open(r + "/labels.txt") if l.strip()]
+assert len(labels) == 14 and "," in labels and "#" in labels, labels
+rows = [json.loads(l) for l in open(t + "/p-raw.jsonl")]
+gold = [l.split()[1] for l in open(r + "/dev.conll") if l.strip()]
+assert len(rows) == 1 and rows[0]["gold"] == gold and "fw-wps" in gold and "," in gold, rows
+assert all(g in labels for g in rows[0]["tags"]), rows
+cfg = json.load(open(t + "/raw-hf/config.json"))
+assert [cfg["id2label"][str(i)] for i in range(len(labels))] == labels, cfg["id2label"]
+assert cfg["label2id"] == {l: i for i, l in enumerate(labels)}
+PYEOF
+
 # bad input: one error line, exit 1, no output file
 "$BIN" pretrain --data "$T/bpe" --out "$T/pre" --preset test --steps 2 --batch 2 --max_seq_len 16 > "$T/pre.log" 2>&1 || { cat "$T/pre.log"; fail "pretrain"; }
 e2e_bad "is not a fine-tuned model" -- "$BIN" predict "$T/pre/checkpoint.h5" --input $F/sst2-dev.tsv --format tsv --text-field sentence --data "$T/sst2" --output "$T/x.jsonl"
@@ -139,6 +167,25 @@ e2e_bad "parameter 'classifier.bias' is missing from /params" -- "$BIN" predict 
 e2e_bad "parameter 'classifier.bias' is missing from /params" -- "$BIN" export "$T/nobias.h5" "$T/nobias-hf"
 [ -e "$T/nobias-hf" ] && fail "a refused export wrote its folder"
 [ -e "$T/x.jsonl" ] && fail "a refused predict wrote its output"
+# --output an input (the same path, a hard link, a symlink, a path through a linked folder), the checkpoint,
+# the task files, a sealed file, a folder, or in a missing folder: one line before the forward pass (no
+# speed line), the input byte for byte as it was (train/outpath.h)
+cp $F/sst2-dev.tsv "$T/in.tsv" && cp "$T/in.tsv" "$T/in-keep.tsv" && cp "$T/ft-sst2/best.h5" "$T/best-keep.h5" &&
+    ln "$T/in.tsv" "$T/in-hard.tsv" && ln -s in.tsv "$T/in-sym.tsv" && ln -s "$T" "$T/tlink" || fail "making the links"
+P="--format tsv --text-field sentence --label-field label"
+for o in "$T/in.tsv" "$T/in-hard.tsv" "$T/in-sym.tsv" "$T/tlink/in.tsv"; do
+    e2e_bad "predict: --output $o: is the input $T/in.tsv (the same file)" -- "$BIN" predict "$T/ft-sst2/best.h5" --input "$T/in.tsv" $P --output "$o"
+done
+e2e_bad "is the input $T/ft-sst2/best.h5 (the same file)" -- "$BIN" predict "$T/ft-sst2/best.h5" --input "$T/in.tsv" $P --output "$T/ft-sst2/best.h5"
+e2e_bad "sst2/train.h5: is a sealed deberta.c file" -- "$BIN" predict "$T/ft-sst2/best.h5" --input "$T/in.tsv" $P --output "$T/sst2/train.h5"
+e2e_bad "ft-sst2/checkpoint.h5: is a sealed deberta.c file" -- "$BIN" predict "$T/ft-sst2/best.h5" --input "$T/in.tsv" $P --output "$T/ft-sst2/checkpoint.h5"
+e2e_bad "ft-sst2/metrics.jsonl: is a file of a run directory" -- "$BIN" predict "$T/ft-sst2/best.h5" --input "$T/in.tsv" $P --output "$T/ft-sst2/metrics.jsonl"
+e2e_bad "predict: --output $T/ft-sst2: is a folder" -- "$BIN" predict "$T/ft-sst2/best.h5" --input "$T/in.tsv" $P --output "$T/ft-sst2"
+e2e_bad "predict: --output $T/nodir/p.jsonl: cannot write a file in $T/nodir (No such file or directory)" -- \
+    "$BIN" predict "$T/ft-sst2/best.h5" --input "$T/in.tsv" $P --output "$T/nodir/p.jsonl"
+cmp -s "$T/in.tsv" "$T/in-keep.tsv" && cmp -s "$T/ft-sst2/best.h5" "$T/best-keep.h5" && [ ! -e "$T/nodir" ] && grep -q '"kind":"test"' "$T/ft-sst2/metrics.jsonl" &&
+    [ -z "$(find "$T" -name '*.tmp-*')" ] && echo "ok   predict --output an input, the model, the task files, a run's log, a folder, a missing folder: refused, nothing changed" ||
+    fail "a refused predict changed its input or left a file"
 e2e_bad "has no \\[MASK\\] to fill" -- "$BIN" fill-mask "$T/pre/checkpoint.h5" "a text without a mask"
 printf 'the [MASK] is\nno mask here\n' > "$T/q.txt"
 e2e_bad "q.txt:2: the query has no \\[MASK\\]" -- "$BIN" fill-mask "$T/pre/checkpoint.h5" --input "$T/q.txt"

@@ -4,7 +4,8 @@
 # files keeps them byte for byte, a new TASKDIR is not created, no TASKDIR.tmp-* / .old-* is left.
 # Cases: a missing column and a missing key, an empty text, a dev/test label absent from train, a
 # CoNLL line with too few columns, invalid UTF-8 (TSV, CSV, JSONL, CoNLL), a malformed JSON line, an
-# unterminated CSV quote, a non-numeric regression label (and a few neighbours of these).
+# unterminated CSV quote, a non-numeric regression label, a number label with a fraction without
+# --regression, a bad --labels-file (and a few neighbours of these).
 # Exit 0 = pass, anything else = fail.
 . "$(dirname "$0")/lib-e2e.sh"
 e2e_need_bin
@@ -51,7 +52,7 @@ bad "e.csv:3: empty text in column 'review'" -- --format csv --train "$T/e.csv" 
 bad "e.jsonl:2: empty text at key 'text'" -- --format jsonl --train "$T/e.jsonl" --text-field text \
     $(w e.jsonl '{"text": "good", "label": 1}\n{"text": "", "label": 0}\n')
 # a dev/test label absent from train
-bad "dv.tsv:3: label 'maybe' is not among the train split's labels (0, 1)" -- --format tsv --train $F/sst2-train.tsv --dev "$T/dv.tsv" \
+bad "dv.tsv:3: label 'maybe' is not among the train split's labels (0, 1) (give the whole label set with --labels-file FILE" -- --format tsv --train $F/sst2-train.tsv --dev "$T/dv.tsv" \
     --text-field sentence $(w dv.tsv 'sentence\tlabel\ngood\t1\nunsure\tmaybe\n')
 bad "tg.conll:4: tag 'B-MISC' (word 1) is not among the train split's labels" -- --format conll --train $F/ner-train.conll --test "$T/tg.conll" \
     $(w tg.conll 'Anna B-PER\nvisited O\n\nParis B-MISC\n')
@@ -83,6 +84,13 @@ bad "r.tsv:3: the label 'high' is not a finite number (--regression)" -- --forma
     --regression $(w r.tsv 's\tscore\na\t1.5\nb\thigh\n')
 bad "r2.tsv:2: the label 'nan' is not a finite number (--regression)" -- --format tsv --train "$T/r2.tsv" --text-field s --label-field score \
     --regression $(w r2.tsv 's\tscore\na\tnan\n')
+# number labels with a fraction without --regression (JSONL reals, CSV text), and a bad --labels-file
+bad "fr.jsonl:2: label '0.5' is a number that is not an integer (a number label needs --regression" -- --format jsonl --train "$T/fr.jsonl" \
+    --text-field text $(w fr.jsonl '{"text": "good", "label": 1.5}\n{"text": "bad", "label": 0.5}\n')
+bad "fr.csv:3: label '2.25' is a number that is not an integer" -- --format csv --train "$T/fr.csv" --text-field review --label-field stars \
+    $(w fr.csv 'review,stars\ngood,1\nbad,2.25\n')
+bad "labels-file .*lf.txt:3: 'O' twice" -- --format conll --train $F/ner-train.conll --tag-column 4 --labels-file "$T/lf.txt" $(w lf.txt 'O\nB-PER\nO\n')
+bad "labels-file .*no-such.txt: cannot read (No such file or directory)" -- --format conll --train $F/ner-train.conll --tag-column 4 --labels-file "$T/no-such.txt"
 # an empty file, and a train split with one label
 bad "z.tsv: empty file" -- --format tsv --train "$T/z.tsv" --text-field s $(w z.tsv '')
 bad "one.tsv: 1 different label in the train split (at least 2)" -- --format tsv --train "$T/one.tsv" --text-field s $(w one.tsv 's\tlabel\na\t1\nb\t1\n')
@@ -95,6 +103,9 @@ for o in "$T/mine" "$T/afile"; do
 done
 [ "$(cat "$T/mine/notes.txt")" = notes ] && [ "$(ls "$T/mine")" = notes.txt ] && [ "$(cat "$T/afile")" = data ] || fail "--out: a user's folder or file was changed"
 echo "ok   --out a folder of other files or a file: refused (exit 2), left as it was"
+"$BIN" prep-task --task pos --brown "$T/no-brown" --shards "$T/d" --out "$T/nb" --labels-file "$T/lf.txt" > "$T/out" 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "are for your files (--format)" "$T/err" && [ "$(wc -l < "$T/err")" -eq 1 ] || fail "--labels-file with --task: exit $rc, $(cat "$T/err")"
+echo "ok   --labels-file with the Brown tasks: refused (exit 2)"
 
 [ $fails -eq 0 ] || { echo "e2e-task-bad-input: $fails failure(s)"; exit 1; }
 echo "e2e-task-bad-input: all $n cases refused with one line, nothing written"

@@ -1,12 +1,16 @@
 /* test_task_input.c — the task-input readers (data/task_input.c) on small inputs in memory: UTF-8
  * validation, RFC 4180 CSV (quoted commas, doubled quotes, line breaks in fields, CRLF, a BOM) with the
  * line each record starts on, TSV, CoNLL (-DOCSTART-, spaces or tabs, default and given columns),
- * JSONL (\u escapes and surrogate pairs, integer and real labels, token lists); and the split draw. */
+ * JSONL (\u escapes and surrogate pairs, integer and real labels, token lists); the label set (numbers
+ * with a fraction refused as class names, --labels, --labels-file); and the split draw. */
 #include "data/task_build.h"
 #include "data/task_input.h"
 #include "autograd/base/util.h"
 #include "tests/testutil.h"
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void test_utf8(void **state) {
     (void)state;
@@ -141,6 +145,68 @@ static void test_jsonl(void **state) {
     read_bad("{\"tokens\": [], \"tags\": []}\n", &tg, "mem:1: empty list at key 'tokens'");
 }
 
+/* the label set (data/task_build.c task_label_set): numbers with a fraction are refused without
+ * --regression in every format (JSONL reals and CSV text alike), kept as class names when named with
+ * --labels; --labels-file (one per line) takes ',' and labels train lacks, and names its bad lines */
+static int label_set(const char *text, TaskInputFormat f, TaskKind kind, const char *order, const char *file, TaskSet *ls, char *err, size_t errlen) {
+    TaskInputSpec sp = {.format = f, .tagging = kind == TASK_TAGGING, .need_labels = 1, .text_field = kind == TASK_TAGGING ? NULL : "t",
+                        .label_field = kind == TASK_TAGGING ? NULL : "l"};
+    TaskExamples ex = read_ok(text, &sp);
+    TaskBuildSpec bs = {.kind = kind, .T = 16, .label_order = order, .labels_file = file, .label_field = "l"};
+    memset(ls, 0, sizeof *ls);
+    const int rc = task_label_set(&ex, "mem", &bs, ls, err, errlen);
+    task_examples_free(&ex);
+    return rc;
+}
+static void label_set_bad(const char *text, TaskInputFormat f, TaskKind kind, const char *order, const char *file, const char *needle) {
+    TaskSet ls;
+    char err[1024];
+    if (label_set(text, f, kind, order, file, &ls, err, sizeof err) == 0) fail_msg("label set accepted; expected '%s'", needle);
+    if (!strstr(err, needle)) fail_msg("message '%s' lacks '%s'", err, needle);
+}
+
+static void test_label_set(void **state) {
+    (void)state;
+    TaskSet ls;
+    char err[1024];
+    const char *reals = "{\"t\": \"a\", \"l\": 1.5}\n{\"t\": \"b\", \"l\": 0.5}\n";
+    label_set_bad(reals, TI_JSONL, TASK_CLASSIFICATION, NULL, NULL, "mem:2: label '0.5' is a number that is not an integer (a number label needs --regression");
+    label_set_bad("t,l\na,1\nb,2.75\n", TI_CSV, TASK_CLASSIFICATION, NULL, NULL, "mem:3: label '2.75' is a number that is not an integer");
+    label_set_bad("t\tl\na\tneg\nb\t-1e-3\n", TI_TSV, TASK_CLASSIFICATION, NULL, NULL, "mem:3: label '-1e-3' is a number");
+    assert_int_equal(label_set(reals, TI_JSONL, TASK_REGRESSION, NULL, NULL, &ls, err, sizeof err), 0);
+    assert_int_equal(ls.n_labels, 1);
+    assert_int_equal(label_set(reals, TI_JSONL, TASK_CLASSIFICATION, "0.5,1.5", NULL, &ls, err, sizeof err), 0); /* named: class names */
+    assert_int_equal(ls.n_labels, 2);
+    assert_int_equal(label_set("t,l\na,10\nb,9\nc,1.\n", TI_CSV, TASK_CLASSIFICATION, NULL, NULL, &ls, err, sizeof err), -1);
+    assert_int_equal(label_set("t,l\na,10\nb,9\nc,v1.5\n", TI_CSV, TASK_CLASSIFICATION, NULL, NULL, &ls, err, sizeof err), 0);
+    assert_int_equal(label_set("t,l\na,10\nb,-9\n", TI_CSV, TASK_CLASSIFICATION, NULL, NULL, &ls, err, sizeof err), 0);
+    assert_string_equal(ls.label_names[0], "-9");  /* integers: numeric order */
+    /* --labels-file: ',' is a label, 'fw-wps' only in the file, CRLF and blank lines */
+    char path[] = "/tmp/test_task_input-XXXXXX";
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("NN\r\n,\n\nfw-wps\nVB\n", f);
+    fclose(f);
+    const char *conll = "the NN\n, ,\nruns VB\n";
+    assert_int_equal(label_set(conll, TI_CONLL, TASK_TAGGING, NULL, path, &ls, err, sizeof err), 0);
+    assert_int_equal(ls.n_labels, 4);
+    assert_string_equal(ls.label_names[0], "NN");
+    assert_string_equal(ls.label_names[1], ",");
+    assert_string_equal(ls.label_names[2], "fw-wps");
+    label_set_bad("the NN\nx JJ\n", TI_CONLL, TASK_TAGGING, NULL, path, "mem:1: label 'JJ' is not one of the labels of --labels-file");
+    f = fopen(path, "w");
+    fputs("NN\n,\nNN\n", f);
+    fclose(f);
+    label_set_bad(conll, TI_CONLL, TASK_TAGGING, NULL, path, ":3: 'NN' twice");
+    f = fopen(path, "w");
+    fputs("NN\n\xff\n", f);
+    fclose(f);
+    label_set_bad(conll, TI_CONLL, TASK_TAGGING, NULL, path, ":2: invalid UTF-8");
+    unlink(path);
+    label_set_bad(conll, TI_CONLL, TASK_TAGGING, NULL, path, "cannot read (No such file or directory)");
+}
+
 /* the split: a partition of the records, sizes round(n * fraction), each list ascending, and the
  * same draw for the same seed */
 static void test_split_draw(void **state) {
@@ -173,7 +239,7 @@ static void test_split_draw(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_utf8), cmocka_unit_test(test_csv), cmocka_unit_test(test_tsv),
-        cmocka_unit_test(test_conll), cmocka_unit_test(test_jsonl), cmocka_unit_test(test_split_draw),
+        cmocka_unit_test(test_conll), cmocka_unit_test(test_jsonl), cmocka_unit_test(test_label_set), cmocka_unit_test(test_split_draw),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

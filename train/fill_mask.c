@@ -1,5 +1,6 @@
 /* fill_mask.c — the generator fills every [MASK] of a query; see fill_mask.h. */
 #include "train/fill_mask.h"
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -102,7 +103,7 @@ FillMaskQuery *fill_mask_read_queries(const char *text, const char *input, const
         nq = 1;
     } else {
         FILE *f = fopen(input, "r");
-        if (!f) fatal("fill-mask: cannot open --input %s", input);
+        if (!f) fatal("fill-mask: cannot open --input %s (%s)", input, strerror(errno));
         char *line = NULL;
         size_t cap = 0;
         ssize_t len;

@@ -313,10 +313,11 @@ static int64_t example_at(FtRun *r, int64_t q) {
 
 static char *run_config_text(const FtRun *r) {
     char *a = config_to_text(&r->m.cfg), *b = finetune_options_to_text(&r->o);
-    size_t cap = strlen(a) + strlen(b) + 64 + (size_t)r->train.n_labels * (TASK_LABEL_LEN + 1);
+    size_t cap = strlen(a) + strlen(b) + 64 + TASK_LABELS_TEXT;
     char *s = xmalloc(cap);
     int k = snprintf(s, cap, "%s%sft_head = %s\nft_labels = ", a, b, r->m.head.kind == HEAD_TOKEN ? "token" : r->m.head.kind == HEAD_REGRESSION ? "regression" : "sequence");
-    for (int l = 0; l < r->train.n_labels; l++) k += snprintf(s + k, cap - (size_t)k, "%s%s", l ? "," : "", r->train.label_names[l]);
+    task_labels_encode((char (*)[TASK_LABEL_LEN])r->train.label_names, r->train.n_labels, s + k, cap - (size_t)k);
+    k += (int)strlen(s + k);
     snprintf(s + k, cap - (size_t)k, "\n");
     free(a); free(b);
     return s;

@@ -193,6 +193,11 @@ static int fsync_path(const char *path, int dir) {
     return r;
 }
 
+const char *io_reason(int e) {
+    if (e == ENOSPC) return "No space left on device; disk full";
+    return e ? strerror(e) : "no reason given; disk full?";
+}
+
 void fsync_dir_of(const char *path) {
     char dir[4096];
     const char *slash = strrchr(path, '/');

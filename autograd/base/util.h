@@ -62,6 +62,9 @@ size_t utf8_put(char *o, uint32_t cp);
  * regular file of 0 bytes, else 0 (also when it cannot be stat'ed: the reader then says why). */
 #define FILE_EMPTY "the file is empty (0 bytes)"
 int file_is_empty(const char *path);
+/* The reason of a failed write for an error line: strerror(e) (ENOSPC: "No space left on device; disk
+ * full"), or, when a library left errno 0, "no reason given; disk full?". */
+const char *io_reason(int e);
 /* fsync of the directory that holds path (best effort). */
 void fsync_dir_of(const char *path);
 /* fsync(tmp), rename(tmp, path), fsync of the directory: for files written by another library

@@ -12,6 +12,7 @@
 #include "model/electra.h"
 #include "train/checkpoint.h"
 #include "train/cli/cli.h"
+#include "train/outpath.h"
 #include "train/cli/h5io.h"
 #include "train/cli/model_source.h"
 #include "train/dump.h"
@@ -121,6 +122,9 @@ int cmd_dump(int argc, char **argv) {
     if (rc) return rc < 0 ? 0 : rc;
     ModelConfig cfg;
     ModelSource src;
+    char err[1024];
+    const char *ins[3] = {a.weights, a.batch, a.config};
+    if (out_path_check("--out", a.out, OUT_FILE, ins, 3, err, sizeof err)) fatal("dump: %s", err);
     if ((rc = dump_config(argc, argv, &a, &src, &cfg))) return rc;
     /* ES under decoupled training: the official trainer's semantics (the shared table gets MLM
      * gradients only); electra_build insists on joint for training, so build as joint */
@@ -139,7 +143,6 @@ int cmd_dump(int argc, char **argv) {
     if (a.dropout_was[0] != 0 || a.dropout_was[1] != 0)
         fprintf(stderr, "dump: note: dropout forced to 0 (config has hidden %g, attention %g)\n", a.dropout_was[0], a.dropout_was[1]);
     DumpResult r;
-    char err[1024];
     if (dump_pair(&m, &cfg, &b, replaced, a.out, &r, err, sizeof err)) fatal("%s", err);
     printf("dump: %s/%s emd=%d  mlm_loss=%.9g  rtd_loss=%.9g  masked=%d  (%d tensors, dropout 0) -> %s\n",
            config_sharing_str(cfg.embedding_sharing), config_mode_str(cfg.training_mode), cfg.use_emd, r.mlm_loss, r.rtd_loss, r.n_masked,

@@ -28,6 +28,7 @@
 #include "model/task_head.h"
 #include "train/cli/cli.h"
 #include "train/cli/h5io.h"
+#include "train/outpath.h"
 #include "train/dump_encoder.h"
 
 static void usage(FILE *f) {
@@ -42,10 +43,9 @@ static void usage(FILE *f) {
 
 /* ---------------- weights writer ---------------- */
 
-static int write_weights(const char *path, const ParamSet *ps, const ModelConfig *c) {
+static int write_weights(const char *path, const ParamSet *ps, const ModelConfig *c, char *err, size_t errlen) {
     H5Out o;
-    char err[1024];
-    if (h5out_create(&o, "weights", path, 0, err, sizeof err) != 0) return -1;
+    if (h5out_create(&o, "weights", path, 0, err, errlen) != 0) return -1;
     for (int i = 0; i < ps->n; i++) h5out_real(&o, ps->params[i]->name, ps->params[i]->ndim, ps->params[i]->shape, ps->params[i]->data);
     /* the root attributes the reference reads (docs/FORMATS.md, Weights file) */
     h5out_attr_i64(&o, "hidden_size", c->hidden_size);
@@ -62,7 +62,7 @@ static int write_weights(const char *path, const ParamSet *ps, const ModelConfig
     h5out_attr_f64(&o, "hidden_dropout_prob", c->hidden_dropout_prob);
     h5out_attr_f64(&o, "attention_probs_dropout_prob", c->attention_probs_dropout_prob);
     h5out_attr_bytes(&o, "producer", "deberta dump-encoder --init");
-    return h5out_close(&o, err, sizeof err);
+    return h5out_close(&o, err, errlen);
 }
 
 /* ---------------- inputs ---------------- */
@@ -201,7 +201,7 @@ static int init_weights(ModelConfig *cfg, const char *out, const char *head, int
     model_init_params(&ps, cfg->initializer_range, seed);
     if (perturb) model_perturb_params(&ps, seed + 1);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (write_weights(out, &ps, cfg)) fatal("weights %s: cannot write (disk full, or the directory missing or not writable?)", out);
+    if (write_weights(out, &ps, cfg, err, sizeof err)) fatal("%s", err);
     printf("dump-encoder: %d parameters (%ld values, %s) -> %s\n", ps.n, params_count(&ps), REAL_NAME, out);
     encoder_free(&e);
     params_free(&ps);
@@ -242,6 +242,8 @@ int cmd_dump_encoder(int argc, char **argv) {
     if (!out) {
         return cli_usage_error("dump-encoder", "--out is required");
     }
+    const char *ins[2] = {weights, inputs};
+    if (out_path_check("--out", out, OUT_FILE, ins, 2, err, sizeof err)) fatal("dump-encoder: %s", err);
     if (!init) {
         if (!weights || !inputs) {
             fprintf(stderr, "error: dump-encoder: --weights and --inputs are required (or --init)\n");

@@ -2,6 +2,7 @@
  * output line per input line (ids separated by spaces; an empty line for a line with no ids).
  * FILE is a SentencePiece unigram model (.model) or the project's own tokenizer.bin (recognised by
  * its magic).  Lines end at '\n' (a preceding '\r' is kept: it is text).  Without TEXT_FILE, stdin. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,7 @@ int cmd_encode(int argc, char **argv) {
     Tokenizer *tk = NULL;
     FILE *f = fopen(tok, "rb");
     char magic[8] = {0};
-    if (!f) fatal("encode: cannot open tokenizer %s", tok);
+    if (!f) fatal("encode: cannot open tokenizer %s (%s)", tok, strerror(errno));
     size_t got = fread(magic, 1, 8, f);
     fclose(f);
     if (got == 0 && file_is_empty(tok)) fatal("tokenizer %s: " FILE_EMPTY, tok);
@@ -80,11 +81,11 @@ int cmd_encode(int argc, char **argv) {
     if (n_files == 0) encode_stream(stdin, spm, tk, pieces, stdout);
     for (int i = 0; i < n_files; i++) {
         FILE *in = !strcmp(files[i], "-") ? stdin : fopen(files[i], "rb");
-        if (!in) fatal("encode: cannot open %s", files[i]);
+        if (!in) fatal("encode: cannot open %s (%s)", files[i], strerror(errno));
         encode_stream(in, spm, tk, pieces, stdout);
         if (in != stdin) fclose(in);
     }
-    if (fflush(stdout)) fatal("encode: cannot write the output");
+    if (fflush(stdout)) fatal("encode: cannot write the output (%s)", io_reason(errno));
     spm_free(spm);
     if (tk) tokenizer_free(tk);
     free(files);

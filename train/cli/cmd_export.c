@@ -19,6 +19,7 @@
 #include "train/checkpoint.h"
 #include "train/finetune.h"
 #include "train/cli/cli.h"
+#include "train/outpath.h"
 #include "train/cli/h5io.h"
 #include "train/cli/model_source.h"
 #include "train/interop/hf_export.h"
@@ -69,7 +70,7 @@ static void usage(FILE *f) {
 
 /* ---- a fine-tuned model (deberta finetune): one folder OUTDIR with the head's HF class ---- */
 
-typedef struct { char head[16]; char labels[TASK_MAX_LABELS * (TASK_LABEL_LEN + 1)]; } FtKeys;
+typedef struct { char head[16]; char labels[TASK_LABELS_TEXT]; } FtKeys;
 static int ft_key(const char *key, const char *v, void *ctx) {
     FtKeys *k = ctx;
     if (!strcmp(key, "ft_head") && v) snprintf(k->head, sizeof k->head, "%s", v);
@@ -87,12 +88,8 @@ static int export_finetuned(const char *src, const char *outdir, CheckpointState
     else if (!strcmp(keys.head, "regression")) kind = HEAD_REGRESSION;
     else fatal("checkpoint %s: ft_head is '%s', expected token, sequence or regression", src, keys.head);
     char names[TASK_MAX_LABELS][TASK_LABEL_LEN];
-    int L = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(keys.labels, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (L == TASK_MAX_LABELS) fatal("checkpoint %s: more than %d labels", src, TASK_MAX_LABELS);
-        snprintf(names[L++], TASK_LABEL_LEN, "%s", t);
-    }
+    const int L = task_labels_decode(keys.labels, names);
+    if (L < 0) fatal("checkpoint %s: ft_labels '%.200s' is not a list of label names (an empty or a too long name, or more than %d)", src, keys.labels, TASK_MAX_LABELS);
     if (kind == HEAD_REGRESSION ? L != 1 : L < 2)
         fatal("checkpoint %s: ft_labels names %d labels (%s expected)", src, L, kind == HEAD_REGRESSION ? "one, the regression target's name" : "at least 2");
     FtModel m;
@@ -146,6 +143,8 @@ int cmd_export(int argc, char **argv) {
     }
 
     char err[1024];
+    const char *ins[1] = {src};
+    if (out_path_check("OUTDIR", outdir, OUT_DIR, ins, 1, err, sizeof err)) fatal("export: %s", err);
     ModelConfig cfg;
     ModelSource ms;
     model_source_config(&ms, src, 1, &cfg);

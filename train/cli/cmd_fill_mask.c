@@ -2,6 +2,7 @@
  * query per line): flags, the generator and its tokenizer from the checkpoint, then train/fill_mask.h
  * (the queries read and checked before any output, then each filled and printed).
  */
+#include <errno.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,7 +96,7 @@ int cmd_fill_mask(int argc, char **argv) {
     Electra *m = xcalloc(1, sizeof *m);
     model_source_load(&src, m, &cfg, 0);
     model_source_free(&src);
-    if (fill_mask_write(stdout, m, tk, qs, nq, a.top_k, a.json)) fatal("fill-mask: cannot write the output");
+    if (fill_mask_write(stdout, m, tk, qs, nq, a.top_k, a.json)) fatal("fill-mask: cannot write the output (%s)", io_reason(errno));
     electra_free(m);
     free(m);
     fill_mask_queries_free(qs, nq);

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "autograd/base/util.h"
 #include "train/cli/cli.h"
+#include "train/outpath.h"
 #include "train/finetune.h"
 #include "train/optim.h"
 
@@ -85,5 +86,8 @@ int cmd_finetune(int argc, char **argv) {
     if (!o.task[0]) return cli_usage_error("finetune", "%s", "--task NAME is required (pos, genre, or the prep-task --name of the files)");
     if (!o.data[0]) return cli_usage_error("finetune", "%s", "--data TASKDIR is required");
     if (!have_out) return cli_usage_error("finetune", "%s", "--out RUNDIR is required");
+    char err[1024];
+    const char *ins[2] = {o.data, strcmp(o.init, "scratch") ? o.init : NULL};
+    if (out_path_check("--out", o.out, OUT_RUN, ins, 2, err, sizeof err)) fatal("%s", err);
     return finetune_run(&o, &env, argc, argv);
 }

@@ -18,6 +18,8 @@
 #include "model/electra.h"
 #include "train/checkpoint.h"
 #include "train/cli/cli.h"
+#include "train/outpath.h"
+#include "train/interop/hf_config.h"
 #include "train/interop/hf_import.h"
 #include "train/metrics.h"
 
@@ -97,6 +99,8 @@ int cmd_import(int argc, char **argv) {
         return 2;
     }
     if (strcmp(sharing, "nes") && strcmp(sharing, "gdes")) fatal("import: --sharing must be nes or gdes, not '%s'", sharing);
+    const char *ins[3] = {hf, gen_dir, tok_path};
+    if (run_check_fresh(out, err, sizeof err) || out_path_check("--out", out, OUT_RUN, ins, 3, err, sizeof err)) fatal("import: %s", err);
 
     HfFolder d, g;
     if (hf_folder_open(&d, hf, &cfg, err, sizeof err)) fatal("%s", err);
@@ -125,6 +129,11 @@ int cmd_import(int argc, char **argv) {
     }
     free(is_flag);
     if (config_validate(&cfg, err, sizeof err)) fatal("import: %s/config.json: %s", hf, err);
+    /* the sizes against the tensors, before anything is allocated */
+    if (hf_folder_check(&d, &cfg, cfg.num_hidden_layers, err, sizeof err)) fatal("%s", err);
+    if (gen_dir && hf_folder_check(&g, &cfg, cfg.gen_num_hidden_layers, err, sizeof err)) fatal("%s", err);
+    if (!gen_dir && cfg.gen_num_hidden_layers > HF_MAX_LAYERS)
+        fatal("import: gen_num_hidden_layers %d is above the bound %d of this implementation", cfg.gen_num_hidden_layers, HF_MAX_LAYERS);
 
     Electra m;
     electra_build(&m, &cfg, seed);

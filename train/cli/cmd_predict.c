@@ -14,6 +14,7 @@
  * sequence length and pairing; a TASKDIR of another tokenizer or another task is refused, as is a
  * checkpoint that is not a fine-tuned model.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <omp.h>
@@ -29,6 +30,7 @@
 #include "train/finetune.h"
 #include "train/memory.h"
 #include "train/metrics.h"
+#include "train/outpath.h"
 #include "train/step.h"
 #include "train/task_eval.h"
 #include "train/cli/cli.h"
@@ -50,7 +52,7 @@ static void usage(FILE *f) {
             "  --threads N            OpenMP/BLAS threads\n");
 }
 
-typedef struct { char task[64], head[16], data[4096], labels[TASK_MAX_LABELS * (TASK_LABEL_LEN + 1)]; } FtInfo;
+typedef struct { char task[64], head[16], data[4096], labels[TASK_LABELS_TEXT]; } FtInfo;
 static int ft_info(const char *key, const char *v, void *ctx) {
     FtInfo *k = ctx;
     if (!v) return 0;
@@ -101,9 +103,12 @@ int cmd_predict(int argc, char **argv) {
     if (!input) return cli_usage_error("predict", "%s", "--input FILE is required");
     if (!format || task_input_format_parse(format, &spec.format)) return cli_usage_error("predict", "%s", "--format jsonl|csv|tsv|conll is required");
     if (threads > 0) { omp_set_num_threads(threads); openblas_set_num_threads(threads); }
+    /* the output: not an input nor a sealed file (the task files), writable; checked before anything is read */
+    char err[1024];
+    const char *ins[3] = {ckpt, input, data};
+    if (output && out_path_check("--output", output, OUT_FILE, ins, 3, err, sizeof err)) fatal("predict: %s", err);
 
     /* the checkpoint: a fine-tuned model, its task and tokenizer */
-    char err[1024];
     CheckpointState st;
     memset(&st, 0, sizeof st);
     if (checkpoint_read_state(ckpt, &st, err, sizeof err)) fatal("%s", err);
@@ -128,9 +133,7 @@ int cmd_predict(int argc, char **argv) {
     if (strcmp(train.tokenizer_hash, ck_hash))
         fatal("predict: checkpoint %s uses tokenizer %s, the task files %s tokenizer %s (another tokenizer)", ckpt, ck_hash, tpath, train.tokenizer_hash);
     char ls_text[sizeof fi.labels];
-    int k = 0;
-    ls_text[0] = 0;
-    for (int l = 0; l < train.n_labels && k < (int)sizeof ls_text; l++) k += snprintf(ls_text + k, sizeof ls_text - (size_t)k, "%s%s", l ? "," : "", train.label_names[l]);
+    task_labels_encode(train.label_names, train.n_labels, ls_text, sizeof ls_text);
     if (strcmp(train.name, fi.task) || strcmp(kind_head(train.kind), fi.head) || strcmp(ls_text, fi.labels))
         fatal("predict: checkpoint %s is a model of task '%s' (%s head, labels %.200s), the task files %s hold task '%s' (%s, labels %.200s)",
               ckpt, fi.task, fi.head, fi.labels, tpath, train.name, task_kind_name(train.kind), ls_text);
@@ -147,7 +150,8 @@ int cmd_predict(int argc, char **argv) {
     if (task_input_read(input, &spec, &ex, err, sizeof err)) fatal("%s", err);
     TokFile *tk = tokfile_from_bytes(st.tokenizer, st.n_tokenizer, ckpt, err, sizeof err);
     if (!tk) fatal("%s", err);
-    TaskBuildSpec bs = {.kind = train.kind, .name = train.name, .T = train.T, .pair = train.pair, .label_field = train.label_names[0]};
+    TaskBuildSpec bs = {.kind = train.kind, .name = train.name, .T = train.T, .pair = train.pair, .label_field = train.label_names[0],
+                        .unseen_hint = "the model knows only these; leave the labels out to predict without scores"};
     TaskSet ts;
     if (task_build_examples(&ex, NULL, 0, input, format, &bs, &train, tk, "test", &ts, err, sizeof err)) fatal("%s", err);
     tokfile_free(tk);
@@ -176,7 +180,7 @@ int cmd_predict(int argc, char **argv) {
     FILE *f = stdout;
     if (output) {
         snprintf(tmp, sizeof tmp, "%.4000s.tmp-%d", output, (int)getpid());
-        if (!(f = fopen(tmp, "w"))) fatal("predict: cannot write %s", tmp);
+        if (!(f = fopen(tmp, "w"))) fatal("predict: cannot write %s (%s)", tmp, strerror(errno));
     }
     const int tag = ts.kind == TASK_TAGGING, reg = ts.kind == TASK_REGRESSION;
     for (long r = 0; r < p.n;) {
@@ -218,10 +222,10 @@ int cmd_predict(int argc, char **argv) {
         json_decref(o);
     }
     if (output) {
-        if (fflush(f) || fsync(fileno(f)) || fclose(f)) { unlink(tmp); fatal("predict: cannot write %s (disk full?)", tmp); }
-        if (rename(tmp, output)) { unlink(tmp); fatal("predict: cannot rename %s to %s", tmp, output); }
+        if (fflush(f) || fsync(fileno(f)) || fclose(f)) { const int e = errno; unlink(tmp); fatal("predict: cannot write %s (%s)", tmp, io_reason(e)); }
+        if (rename(tmp, output)) { const int e = errno; unlink(tmp); fatal("predict: cannot rename %s to %s (%s)", tmp, output, strerror(e)); }
     } else if (fflush(stdout)) {
-        fatal("predict: cannot write the output");
+        fatal("predict: cannot write the output (%s)", io_reason(errno));
     }
     char wait[160];
     omp_wait_describe(wait, sizeof wait);

@@ -2,6 +2,7 @@
  * and summary; the pipeline itself is data/prep.c (prep_run).
  */
 #include "train/cli/cli.h"
+#include "train/outpath.h"
 #include "data/prep.h"
 #include "data/brown.h"
 #include "data/tokenizer.h"
@@ -114,10 +115,18 @@ int cmd_prep(int argc, char **argv) {
     }
     if (!n_inputs) { free(inputs); return cli_usage_error("prep", "--input is required"); }
     if (!out) { free(inputs); return cli_usage_error("prep", "--out is required"); }
+    char err[2048];
+    {
+        const char **ins = xmalloc((size_t)(n_inputs + 2) * sizeof(char *));
+        memcpy(ins, inputs, (size_t)n_inputs * sizeof(char *));
+        ins[n_inputs] = tok_path, ins[n_inputs + 1] = holdout_dir;
+        const int bad = out_path_check("--out", out, OUT_DIR, ins, n_inputs + 2, err, sizeof err);
+        free(ins);
+        if (bad) { free(inputs); fatal("prep: %s", err); }
+    }
     threads_set((int)threads);
     g_tty = isatty(2);
     double t_start = now_seconds();
-    char err[2048];
     PrepConfig pc = {.inputs = inputs, .n_inputs = n_inputs, .out = out, .tokenizer = tok_path, .vocab_size = vocab,
                      .val_fraction = val_fraction, .shard_tokens = shard_tokens, .seed = (uint64_t)seed,
                      .progress = progress_line, .progress_ctx = NULL};

@@ -24,6 +24,7 @@
 #include "data/tokenizer.h"
 #include "data/tokfile.h"
 #include "train/cli/cli.h"
+#include "train/outpath.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -50,7 +51,9 @@ static void usage(FILE *f) {
             "  token classification (conll, or jsonl without --text-field):\n"
             "  --tokens-field K --tags-field K   JSONL lists of words and of their tags     [tokens tags]\n"
             "  --token-column N --tag-column N   CoNLL columns, 1-based                 [1, the last one]\n"
-            "  --labels A,B,...     the label ids in this order (default: sorted, numerically for integers)\n"
+            "  --labels A,B,...     the label ids in this order (default: the train labels sorted, numerically for integers)\n"
+            "  --labels-file FILE   the same, one label per line (a label may hold ','): the whole set, also\n"
+            "                       labels only dev or test hold\n"
             "The Brown tasks:\n"
             "  --task pos|genre     pos: a universal tag per word; genre: the text's genre per window\n"
             "  --brown DIR          the tagged texts ca01 ... cr09 (scripts/fetch-corpus.sh: CORPUS/brown-tagged);\n"
@@ -235,7 +238,7 @@ static int prep_brown(const char *task, const char *brown, const char *data, con
 /* ---------------------------------------------------------------- the user's files */
 
 typedef struct {
-    const char *format, *files[3], *name, *text, *pair, *label, *tokens, *tags, *labels;
+    const char *format, *files[3], *name, *text, *pair, *label, *tokens, *tags, *labels, *labels_file;
     int regression, token_col, tag_col;
     long seed;
     double dev_frac, test_frac;
@@ -251,13 +254,16 @@ static int prep_files(const UserArgs *u, const char *data, const char *out, long
     if (tagging && fmt == TI_JSONL && u->label) return cli_usage_error("prep-task", "%s", "token examples take --tags-field, not --label-field");
     if (!(u->dev_frac >= 0 && u->test_frac >= 0 && u->dev_frac + u->test_frac < 1))
         return cli_usage_error("prep-task", "%s", "--dev-fraction and --test-fraction must be >= 0 with a sum below 1");
-    if (u->regression && u->labels) return cli_usage_error("prep-task", "%s", "--labels is for classification, not --regression");
+    if (u->regression && (u->labels || u->labels_file)) return cli_usage_error("prep-task", "%s", "--labels and --labels-file are for classification and tagging, not --regression");
+    if (u->labels && u->labels_file) return cli_usage_error("prep-task", "%s", "--labels and --labels-file do not go together (give one)");
     TaskInputSpec spec = {.format = fmt, .tagging = tagging, .need_labels = 1, .text_field = u->text, .text_pair_field = u->pair,
                           .label_field = u->label ? u->label : "label", .tokens_field = u->tokens, .tags_field = u->tags,
                           .token_column = u->token_col, .tag_column = u->tag_col};
     if (tagging) spec.label_field = NULL;
     TaskBuildSpec bs = {.kind = tagging ? TASK_TAGGING : u->regression ? TASK_REGRESSION : TASK_CLASSIFICATION, .name = u->name, .T = (int)T,
-                        .pair = u->pair != NULL, .label_order = u->labels, .label_field = spec.label_field};
+                        .pair = u->pair != NULL, .label_order = u->labels, .label_field = spec.label_field,
+                        .labels_file = u->labels_file,
+                        .unseen_hint = u->labels || u->labels_file ? NULL : "give the whole label set with --labels-file FILE, one label per line"};
     char err[2048], path[8192];
     /* the tokenizer: a SentencePiece model when DATA has one, else ours */
     snprintf(path, sizeof path, "%s/spm.model", data);
@@ -342,6 +348,7 @@ int cmd_prep_task(int argc, char **argv) {
         else if (!strcmp(a, "--tokens-field")) u.tokens = v;
         else if (!strcmp(a, "--tags-field")) u.tags = v;
         else if (!strcmp(a, "--labels")) u.labels = v;
+        else if (!strcmp(a, "--labels-file")) u.labels_file = v;
         else if (!strcmp(a, "--token-column")) { if (num_arg(a, v, 1, 64, &x)) return 2; u.token_col = (int)x; if (u.token_col != x) return cli_usage_error("prep-task", "%s must be an integer", a); }
         else if (!strcmp(a, "--tag-column")) { if (num_arg(a, v, 1, 64, &x)) return 2; u.tag_col = (int)x; if (u.tag_col != x) return cli_usage_error("prep-task", "%s must be an integer", a); }
         else if (!strcmp(a, "--split-seed")) { if (num_arg(a, v, 0, 9007199254740991.0, &x) || x != floor(x)) return x != floor(x) ? cli_usage_error("prep-task", "--split-seed must be an integer") : 2; u.seed = (long)x; }
@@ -356,8 +363,12 @@ int cmd_prep_task(int argc, char **argv) {
     if (!data) return cli_usage_error("prep-task", "%s", "--shards DATA is required");
     if (!out) return cli_usage_error("prep-task", "%s", "--out TASKDIR is required");
     if (has_other_files(out)) return cli_usage_error("prep-task", "--out %s is not a folder of task files (it holds other files than train.h5, dev.h5, test.h5, or is not a folder); give a new or a task folder", out);
+    char err[2048];
+    const char *ins[6] = {data, brown, u.files[0], u.files[1], u.files[2], u.labels_file};
+    if (out_path_check("--out", out, OUT_DIR, ins, 6, err, sizeof err)) fatal("prep-task: %s", err);
     if (task || brown) {
         if (u.format) return cli_usage_error("prep-task", "%s", "--task/--brown (the Brown tasks) and --format (your files) do not go together");
+        if (u.labels || u.labels_file) return cli_usage_error("prep-task", "%s", "--labels and --labels-file are for your files (--format); the Brown tasks have their own label sets");
         if (!task) return cli_usage_error("prep-task", "%s", "--task pos|genre is required with --brown");
         if (!brown) return cli_usage_error("prep-task", "%s", "--brown DIR is required with --task");
         return prep_brown(task, brown, data, out, T);

@@ -6,6 +6,7 @@
 #include "autograd/base/util.h"
 #include "train/checkpoint.h"
 #include "train/cli/cli.h"
+#include "train/outpath.h"
 #include "train/dist.h"
 #include "train/pretrain.h"
 
@@ -161,6 +162,8 @@ int cmd_pretrain(int argc, char **argv) {
             fprintf(stderr, "error: %s\n", err);
             return 2;
         }
+        const char *ins[2] = {o.data, o.init_from[0] ? o.init_from : NULL};
+        if (out_path_check("--out", o.out, OUT_RUN, ins, 2, err, sizeof err)) fatal("%s", err);
     }
     dist_init(&argc, &argv); /* under mpirun: one rank of a data-parallel run (train/dist.h) */
     char wait[160];

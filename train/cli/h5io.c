@@ -1,5 +1,6 @@
 /* h5io.c — plain-HDF5 parity files: weights and the full-model batch.  See h5io.h. */
 #include "train/cli/h5io.h"
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,7 @@
 
 static hid_t open_file(H5Ctx *c) {
     if (access(c->path, R_OK) != 0) {
-        h5ctx_fail(c, "cannot open (no such file or not readable)");
+        h5ctx_fail(c, "cannot open (%s)", strerror(errno));
         return -1;
     }
     /* these files come from the reference or h5py and carry no seal; a sealed one (a checkpoint,

@@ -32,12 +32,20 @@ static char *joined_strings(const json_t *v) {
     return out;
 }
 
-static const struct { const char *k; size_t off; } INTS[] = {
-    {"vocab_size", offsetof(ModelConfig, vocab_size)}, {"hidden_size", offsetof(ModelConfig, hidden_size)},
-    {"num_hidden_layers", offsetof(ModelConfig, num_hidden_layers)}, {"num_attention_heads", offsetof(ModelConfig, num_attention_heads)},
-    {"intermediate_size", offsetof(ModelConfig, intermediate_size)}, {"max_position_embeddings", offsetof(ModelConfig, max_position_embeddings)},
-    {"attention_head_size", offsetof(ModelConfig, attention_head_size)}, {"position_buckets", offsetof(ModelConfig, position_buckets)},
-    {"max_relative_positions", offsetof(ModelConfig, max_relative_positions)}, {"pad_token_id", offsetof(ModelConfig, pad_id)}};
+/* The integer keys and the largest value each may take here: far above every published DeBERTa
+ * (V3-large: vocabulary 128,100, width 1,024, 24 layers, feed-forward 4,096, 512 positions), low enough
+ * that a config.json cannot ask for terabytes before its tensors are looked at (hf_folder_check then
+ * holds the sizes to the tensors' shapes). */
+static const struct { const char *k; size_t off; int max; } INTS[] = {
+    {"vocab_size", offsetof(ModelConfig, vocab_size), HF_MAX_VOCAB}, {"hidden_size", offsetof(ModelConfig, hidden_size), HF_MAX_WIDTH},
+    {"num_hidden_layers", offsetof(ModelConfig, num_hidden_layers), HF_MAX_LAYERS},
+    {"num_attention_heads", offsetof(ModelConfig, num_attention_heads), HF_MAX_WIDTH},
+    {"intermediate_size", offsetof(ModelConfig, intermediate_size), 4 * HF_MAX_WIDTH},
+    {"max_position_embeddings", offsetof(ModelConfig, max_position_embeddings), HF_MAX_POSITIONS},
+    {"attention_head_size", offsetof(ModelConfig, attention_head_size), HF_MAX_WIDTH},
+    {"position_buckets", offsetof(ModelConfig, position_buckets), HF_MAX_POSITIONS},
+    {"max_relative_positions", offsetof(ModelConfig, max_relative_positions), HF_MAX_POSITIONS},
+    {"pad_token_id", offsetof(ModelConfig, pad_id), HF_MAX_VOCAB}};
 static const struct { const char *k; size_t off; } DBLS[] = {
     {"layer_norm_eps", offsetof(ModelConfig, layer_norm_eps)}, {"hidden_dropout_prob", offsetof(ModelConfig, hidden_dropout_prob)},
     {"attention_probs_dropout_prob", offsetof(ModelConfig, attention_probs_dropout_prob)},
@@ -52,7 +60,11 @@ static int apply_key(const char *path, const char *key, const json_t *v, ModelCo
         if (!strcmp(key, INTS[i].k)) {
             if (json_is_null(v)) return 0;
             const double x = json_number_value(v);
-            if (!json_is_number(v) || x != floor(x) || fabs(x) > 1e9) return cfg_fail(err, errlen, path, "%s must be an integer", key, 0);
+            if (!json_is_number(v) || x != floor(x)) return cfg_fail(err, errlen, path, "%s must be an integer", key, 0);
+            if (x > INTS[i].max)
+                return errf(err, errlen, "config %.900s: %s %.0f is above the bound %d of this implementation (is it this model's config.json?)",
+                            path, key, x, INTS[i].max);
+            if (x < -INTS[i].max) return errf(err, errlen, "config %.900s: %s %.0f is below the bound -%d", path, key, x, INTS[i].max);
             *(int *)((char *)c + INTS[i].off) = (int)x;
             return 0;
         }

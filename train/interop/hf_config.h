@@ -15,6 +15,12 @@
 #include <stddef.h>
 #include "model/config.h"
 
+/* The bounds of config.json's sizes (an integer key above its bound is refused, naming it). */
+#define HF_MAX_VOCAB (1 << 24)      /* vocab_size, pad_token_id */
+#define HF_MAX_WIDTH (1 << 16)      /* hidden_size, num_attention_heads, attention_head_size; intermediate_size 4x */
+#define HF_MAX_LAYERS 1024          /* num_hidden_layers */
+#define HF_MAX_POSITIONS (1 << 14)  /* max_position_embeddings, position_buckets, max_relative_positions */
+
 /* Applies path's keys to c (which holds the defaults).  0, or -1 with "config PATH: what" in err. */
 int hf_config_read(const char *path, ModelConfig *c, char *err, size_t errlen);
 

@@ -35,6 +35,69 @@ void hf_folder_close(HfFolder *f) {
     memset(f, 0, sizeof *f);
 }
 
+/* The tensor of our name ("deberta." for the encoder) in f, or NULL. */
+static const StTensor *find(const HfFolder *f, const char *name) {
+    return safetensors_find(f->st, f->bare && !strncmp(name, "deberta.", 8) ? name + 8 : name);
+}
+
+static void shape_text(const StTensor *e, char *buf, size_t cap) {
+    buf[0] = 0;
+    for (int d = 0; d < e->ndim; d++) snprintf(buf + strlen(buf), cap - strlen(buf), d ? ", %lld" : "%lld", (long long)e->shape[d]);
+}
+
+/* e is [rows, cols]; else -1 with "KEYS: config.json says VALUES, tensor 'NAME' has shape [...]". */
+static int want_2d(const HfFolder *f, const StTensor *e, long long rows, long long cols, const char *keys, const char *values, char *err,
+                   size_t errlen) {
+    if (e->ndim == 2 && e->shape[0] == rows && e->shape[1] == cols) return 0;
+    char a[128];
+    shape_text(e, a, sizeof a);
+    return errf(err, errlen, "import: %s/config.json has %s %s, but tensor '%s' of %s/model.safetensors has shape [%s] (config and weights "
+                "disagree)", f->dir, keys, values, e->name, f->dir, a);
+}
+
+int hf_folder_check(const HfFolder *f, const ModelConfig *c, int n_layers, char *err, size_t errlen) {
+    const int H = c->hidden_size;
+    char v[160];
+    const StTensor *e = find(f, "deberta.embeddings.word_embeddings.weight");
+    if (!e) return errf(err, errlen, "import: %s/model.safetensors has no tensor 'deberta.embeddings.word_embeddings.weight' (is it a DebertaV2 model?)", f->dir);
+    snprintf(v, sizeof v, "%d and %d", c->vocab_size, H);
+    if (want_2d(f, e, c->vocab_size, H, "vocab_size and hidden_size", v, err, errlen)) return -1;
+    /* the layers the file holds: encoder.layer.N.* for N in [0, held) */
+    const char *lp = f->bare ? "encoder.layer." : "deberta.encoder.layer.";
+    const size_t lpn = strlen(lp);
+    long held = 0;
+    for (int i = 0; i < f->st->n; i++)
+        if (!strncmp(f->st->t[i].name, lp, lpn)) {
+            char *end;
+            const long l = strtol(f->st->t[i].name + lpn, &end, 10);
+            if (end != f->st->t[i].name + lpn && *end == '.' && l >= 0 && l < 1000000 && l + 1 > held) held = l + 1;
+        }
+    if (n_layers > held)
+        return errf(err, errlen, "import: %s/config.json has num_hidden_layers %d, but %s/model.safetensors holds %ld layer%s (%s0 to %s%ld; config and "
+                    "weights disagree)", f->dir, n_layers, f->dir, held, held == 1 ? "" : "s", lp, lp, held - 1);
+    if ((e = find(f, "deberta.encoder.layer.0.attention.self.query_proj.weight"))) {
+        snprintf(v, sizeof v, "%d x %d and %d", c->num_attention_heads, c->attention_head_size, H);
+        if (want_2d(f, e, (long long)c->num_attention_heads * c->attention_head_size, H, "num_attention_heads x attention_head_size and hidden_size", v,
+                    err, errlen))
+            return -1;
+    }
+    if ((e = find(f, "deberta.encoder.layer.0.intermediate.dense.weight"))) {
+        snprintf(v, sizeof v, "%d and %d", c->intermediate_size, H);
+        if (want_2d(f, e, c->intermediate_size, H, "intermediate_size and hidden_size", v, err, errlen)) return -1;
+    }
+    if ((e = find(f, "deberta.embeddings.position_embeddings.weight"))) {
+        snprintf(v, sizeof v, "%d and %d", c->max_position_embeddings, H);
+        if (want_2d(f, e, c->max_position_embeddings, H, "max_position_embeddings and hidden_size", v, err, errlen)) return -1;
+    }
+    if ((e = find(f, "deberta.encoder.rel_embeddings.weight"))) {
+        snprintf(v, sizeof v, "%d (%d rows) and %d", c->position_buckets > 0 ? c->position_buckets : c->max_relative_positions, config_rel_rows(c), H);
+        if (want_2d(f, e, config_rel_rows(c), H, c->position_buckets > 0 ? "position_buckets and hidden_size" : "max_relative_positions and hidden_size",
+                    v, err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
 /* Copies tensor `name` (our name, "deberta." for the encoder) of f into t: 1 read, 0 absent, -1 on
  * an error (err). */
 static int take(HfFolder *f, const char *name, Tensor *t, char *err, size_t errlen) {

@@ -30,6 +30,14 @@ void hf_folder_close(HfFolder *f);
 /* A warning line naming up to four tensors of f that the import did not use (tied decoders aside). */
 void hf_folder_warn_unused(const HfFolder *f);
 
+/* Before anything is allocated: config c (validated) against the tensors of f that set the model's
+ * sizes, for an encoder of n_layers layers: the word table [vocab_size, hidden_size], the layers the
+ * file holds (at least n_layers), layer 0's query_proj [heads x head size, hidden_size] and
+ * intermediate.dense [intermediate_size, hidden_size], and, when present, the position table
+ * [max_position_embeddings, hidden_size] and rel_embeddings [2 x buckets, hidden_size].  0, or -1
+ * with one line naming the key, its value and the tensor's shape. */
+int hf_folder_check(const HfFolder *f, const ModelConfig *c, int n_layers, char *err, size_t errlen);
+
 typedef struct HfImported {
     int n_init;          /* parameters (or head groups) initialised, not read */
     char init_list[400]; /* the first three, comma-separated */
