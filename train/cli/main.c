@@ -34,7 +34,7 @@ int main(int argc, char **argv) {
         {"dump", cmd_dump, "every activation, loss and gradient of one batch into HDF5"},
         {"dump-encoder", cmd_dump_encoder, "encoder parity files: init a weights file, or run one on given inputs"},
         {"export", cmd_export, "checkpoint -> Hugging Face folders (config.json, model.safetensors)"},
-        {"prep-task", cmd_prep_task, "tagged Brown texts -> task files for fine-tuning (pos, genre)"},
+        {"prep-task", cmd_prep_task, "labelled data (JSONL, CSV, TSV, CoNLL) or the Brown tasks -> task files"},
         {"finetune", cmd_finetune, "an encoder + task head fine-tuned on a task, tested beside the baselines"},
         {"predict", cmd_predict, "a fine-tuned model on new text (JSONL/CSV/TSV/CoNLL): labels, probabilities, scores"},
         {"fill-mask", cmd_fill_mask, "the generator's most probable tokens for each [MASK] of a text"},
