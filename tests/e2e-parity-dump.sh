@@ -130,7 +130,7 @@ bad() {  # expected-substring command...
     e2e_bad --rc any "^error: .*$want" -- "$@" && echo "ok: $(cat "$T/err")"
 }
 G=$T/gdes-emd1
-bad "no such file" "$BIN" dump --weights "$T/nope.w.h5" --batch "$G.b.h5" --out "$T/x.h5"
+bad "No such file" "$BIN" dump --weights "$T/nope.w.h5" --batch "$G.b.h5" --out "$T/x.h5"
 bad "has dtype int32, expected float32 or float64" "$BIN" dump --weights "$T/bad-dtype.w.h5" --batch "$G.b.h5" --out "$T/x.h5"
 bad "has shape \[16, 15\], the model expects \[16, 16\]" "$BIN" dump --weights "$T/bad-shape.w.h5" --batch "$G.b.h5" --out "$T/x.h5"
 bad "contains NaN" "$BIN" dump --weights "$T/bad-nan.w.h5" --batch "$G.b.h5" --out "$T/x.h5"
@@ -140,7 +140,7 @@ bad "input_ids\[1, 2\] = 45 is outside the vocabulary \[0, 40)" "$BIN" dump --we
 bad "replaced_ids\[0, 3\] = -1 is outside" "$BIN" dump --weights "$G.w.h5" --batch "$T/bad-rep-oob.b.h5" --out "$T/x.h5"
 bad "dataset 'labels' has dtype float32, expected int32" "$BIN" dump --weights "$G.w.h5" --batch "$T/bad-float-ids.b.h5" --out "$T/x.h5"
 bad "no masked position" "$BIN" dump --weights "$G.w.h5" --batch "$T/bad-nomask.b.h5" --out "$T/x.h5"
-bad "no such file" "$BIN" export "$T/nope.h5" "$T/x-export"
+bad "No such file" "$BIN" export "$T/nope.h5" "$T/x-export"
 bad "has dtype int32" "$BIN" export "$T/bad-dtype.w.h5" "$T/x-export"
 bad "without the c2c attention term" "$BIN" export "$T/noc2c.w.h5" "$T/x-export"
 "$BIN" export "$T/noc2c.w.h5" "$T/noc2c-export" --allow-no-c2c > /dev/null 2>&1 || fail "export --allow-no-c2c"

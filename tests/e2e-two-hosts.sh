@@ -78,8 +78,12 @@ ip netns del "$NB" || fail "cannot delete the second host's namespace"
 e2e_wait_end $MPIRUN_PID 60 "the second host lost: the job"
 rc=$E2E_RC MPIRUN_PID=""
 [ $rc -ne 0 ] || fail "the second host lost: mpirun exited 0"
-grep -q "^error: rank 0: stopped by the launcher" "$W/K1.log" || { cat "$W/K1.log"; fail "rank 0 did not say why it stopped"; }
-ok "two hosts (namespaces $NA, $NB over veth, TCP), rank 1's host killed and deleted at step >= 25: the job ended in $(( $(date +%s) - t0 + 1 )) s, exit $rc, '$(grep -o '^error: rank 0: stopped by the launcher[^;]*' "$W/K1.log")'"
+# Who says why: rank 0 (SIGTERM from mpirun: "stopped by the launcher"), or, when mpirun is quicker than
+# that under load (seen once in a loaded CI run), Open MPI's own report of the lost daemon; one of them must.
+why=$(grep -o '^error: rank 0: stopped by the launcher[^;]*' "$W/K1.log")
+[ -n "$why" ] || why=$(grep -o 'ORTE was unable to reliably start one or more daemons\|ORTE has lost communication with a remote daemon' "$W/K1.log" | head -n 1)
+[ -n "$why" ] || { cat "$W/K1.log"; fail "neither rank 0 nor mpirun said why the job stopped"; }
+ok "two hosts (namespaces $NA, $NB over veth, TCP), rank 1's host killed and deleted at step >= 25: the job ended in $(( $(date +%s) - t0 + 1 )) s, exit $rc, '$why'"
 
 # ---- resumed on the remaining host with one rank
 ina $D pretrain --resume "$W/K" --data "$W/shards" --stop-after 10 > "$W/K2.log" 2>&1 || { cat "$W/K2.log"; fail "resume on the remaining host"; }
