@@ -1,7 +1,8 @@
 #!/bin/sh
 # e2e-predict.sh — own data end to end on the fixtures of tests/fixtures/task/: prep-task (GLUE SST-2
 # TSV, STS-B float labels with pairs, CoNLL BIO tags, JSONL of both kinds) -> finetune (4 steps, scratch) -> predict with
-# and without labels; Brown's raw tags with --labels-file (',' and '#' as tags, a tag only dev holds) through
+# and without labels, without the task files (the checkpoint alone) and with them (--data, the same bytes), a checkpoint
+# from before ft_pair (its task files, or one error line); Brown's raw tags with --labels-file (',' and '#' as tags, a tag only dev holds) through
 # predict and export.  The scores predict prints are recomputed from its own JSON lines by
 # scripts/check_metrics.py --predict (plain Python formulas); the finetune results carry every
 # baseline.  fill-mask: its probabilities equal a softmax of the generator logits that `deberta dump`
@@ -125,6 +126,44 @@ PYEOF
 # without labels: no gold, no scores
 pr sst2 p-nolab --input $F/sst2-dev.tsv --format tsv --text-field sentence &&
     { ! grep -q gold "$T/p-nolab.jsonl" && ! grep -q "acc" "$T/p-nolab.log" && grep -q '"label":"[01]","prob":' "$T/p-nolab.jsonl" || fail "predict without labels: $(head -2 "$T/p-nolab.jsonl")"; }
+
+# the checkpoint is all predict needs (ft_pair, ft_labels, ft_head, max_seq_len): with the task files moved away,
+# the same bytes as with --data (which is then checked against the checkpoint); classification with and without
+# labels, pairs (regression), tagging (CoNLL, JSONL)
+same() { # name out args...  (pr sets n and out)
+    sn=$1 so=$2; shift 2
+    mv "$T/$sn" "$T/$sn-away" && pr "$sn" "$so-self" "$@"; mv "$T/$sn-away" "$T/$sn"
+    pr "$sn" "$so-data" "$@" --data "$T/$sn" && cmp "$T/$so-self.jsonl" "$T/$so-data.jsonl" &&
+        echo "ok   predict $so: without the task files the same $(wc -l < "$T/$so-self.jsonl") lines as with --data" || fail "predict $so: not the same without the task files"
+}
+grep -q "^ft_pair = 1$" "$T/ft-stsb/config.txt" && grep -q "^ft_pair = 0$" "$T/ft-sst2/config.txt" || fail "ft_pair not in the run's config"
+same sst2 s-sst2 --input $F/sst2-dev.tsv --format tsv --text-field sentence --label-field label
+same sst2 s-nolab --input $F/sst2-dev.tsv --format tsv --text-field sentence
+same stsb s-stsb --input $F/stsb-train.tsv --format tsv --text-field sentence1 --text-pair-field sentence2 --label-field score
+same ner s-ner --input $F/ner-train.conll --format conll --tag-column 4
+same tag s-tag --input $F/tag.jsonl --format jsonl
+e2e_bad --rc 2 "the task takes text pairs: give --text-pair-field" -- "$BIN" predict "$T/ft-stsb/best.h5" --input $F/stsb-train.tsv --format tsv --text-field sentence1 --output "$T/x.jsonl"
+# a checkpoint from before ft_pair (the line taken out, resealed): its task files as before, found through ft_data or
+# --data; without them one line
+"$PY" - "$T/ft-stsb/best.h5" "$T/old.h5" <<'PYEOF' && "$BIN" seal "$T/old.h5" > /dev/null 2>&1 || fail "making a checkpoint without ft_pair"
+import shutil, sys, h5py, numpy as np
+shutil.copy(sys.argv[1], sys.argv[2])
+f = h5py.File(sys.argv[2], "r+")
+d = f["config"]
+dt, text = d.dtype, d[()]
+text = b"".join(l for l in (text if isinstance(text, bytes) else text.encode()).splitlines(True) if not l.startswith(b"ft_pair"))
+del f["config"]
+f.create_dataset("config", data=np.array(text, dtype="S%d" % len(text)) if dt.kind == "S" else text.decode(), dtype=None if dt.kind == "S" else dt)
+f.close()
+PYEOF
+P="--input $F/stsb-train.tsv --format tsv --text-field sentence1 --text-pair-field sentence2 --label-field score"
+"$BIN" predict "$T/old.h5" $P --output "$T/old-ftdata.jsonl" 2> "$T/old.log" && cmp "$T/old-ftdata.jsonl" "$T/s-stsb-data.jsonl" &&
+    echo "ok   predict: a checkpoint without ft_pair reads its task files through ft_data, the same lines" || fail "predict without ft_pair: $(cat "$T/old.log")"
+mv "$T/stsb" "$T/stsb-away"
+e2e_bad "checkpoint $T/old.h5 does not say whether its task takes text pairs (no ft_pair" -- "$BIN" predict "$T/old.h5" $P --output "$T/x.jsonl"
+"$BIN" predict "$T/old.h5" $P --data "$T/stsb-away" --output "$T/old-data.jsonl" 2> "$T/old.log" && cmp "$T/old-data.jsonl" "$T/s-stsb-data.jsonl" ||
+    fail "predict without ft_pair, --data: $(cat "$T/old.log")"
+mv "$T/stsb-away" "$T/stsb"
 
 # a real tag set in full (tests/fixtures/task/brown-raw: Brown's raw tags, ',' among them, '#' as in the Penn
 # Treebank; dev holds 'fw-wps', which train lacks): without the whole set one line naming --labels-file; with

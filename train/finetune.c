@@ -91,7 +91,7 @@ int finetune_options_set_flag(FinetuneOptions *o, const char *flag, const char *
 char *finetune_options_to_text(const FinetuneOptions *o) { return key_table_to_text(KEYS, N_KEYS, o, "ft_", NULL); }
 
 int finetune_options_from_text(FinetuneOptions *o, const char *text, char *err, size_t errlen) {
-    static const char *const for_readers[] = {"head", "labels", NULL}; /* written for readers (export), not options */
+    static const char *const for_readers[] = {"head", "pair", "labels", NULL}; /* written for readers (export, predict), not options */
     return key_table_from_text(KEYS, N_KEYS, o, "ft_", for_readers, "fine-tuning", text, err, errlen);
 }
 
@@ -315,7 +315,9 @@ static char *run_config_text(const FtRun *r) {
     char *a = config_to_text(&r->m.cfg), *b = finetune_options_to_text(&r->o);
     size_t cap = strlen(a) + strlen(b) + 64 + TASK_LABELS_TEXT;
     char *s = xmalloc(cap);
-    int k = snprintf(s, cap, "%s%sft_head = %s\nft_labels = ", a, b, r->m.head.kind == HEAD_TOKEN ? "token" : r->m.head.kind == HEAD_REGRESSION ? "regression" : "sequence");
+    /* what predict needs of the task besides ft_task, the head, the labels and max_seq_len: whether it takes text pairs */
+    int k = snprintf(s, cap, "%s%sft_head = %s\nft_pair = %d\nft_labels = ", a, b,
+                     r->m.head.kind == HEAD_TOKEN ? "token" : r->m.head.kind == HEAD_REGRESSION ? "regression" : "sequence", r->train.pair);
     task_labels_encode((char (*)[TASK_LABEL_LEN])r->train.label_names, r->train.n_labels, s + k, cap - (size_t)k);
     k += (int)strlen(s + k);
     snprintf(s + k, cap - (size_t)k, "\n");
