@@ -6,7 +6,8 @@
 # baselines; an interrupted + resumed run equal byte for byte to an uninterrupted one (checkpoint,
 # best model, metrics, results); bad input, each one error line and exit status 1: task windows
 # longer than the model's positions, a checkpoint whose tokenizer differs from the task files', task
-# labels out of range; export of the fine-tuned model as a DebertaV2ForTokenClassification folder.
+# labels out of range; --pooler mean on genre (resumed exactly, export refused); export of the
+# fine-tuned model as a DebertaV2ForTokenClassification folder.
 # Exit 0 pass, anything else fail.
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib-e2e.sh
@@ -159,6 +160,26 @@ echo "ok   SIGTERM/SIGINT: the step finished, its checkpoint written, exit 0; re
 grep -q "^genre test .*macro-F1 [01]\.[0-9]* .* | baselines: majority class '[a-z-]*' [01]\.[0-9]*, naive Bayes (bag of tokens) [01]\.[0-9]* | init scratch$" "$TMP/g.out" ||
     { cat "$TMP/g.out"; fail "genre result line"; }
 echo "ok   finetune genre (scratch): $(cat "$TMP/g.out")"
+
+# ---- --pooler mean (a sequence task): said in the result line, kept in config.txt, a different run from
+# [CLS]'s; resumed exactly (a resume must not fall back to [CLS]); export refuses it in one line
+G="--init $TMP/pre/checkpoint.h5 --task genre --data $TMP/task-genre --steps 6 --batch 4 --eval-every 3"
+"$BIN" finetune $G --pooler mean --out "$TMP/gm" >"$TMP/gm.out" 2>"$TMP/gm.err" || { cat "$TMP/gm.err"; fail "finetune --pooler mean"; }
+grep -q "^genre test .* | init .*discriminator, mean pooler$" "$TMP/gm.out" && grep -q "^ft_pooler = mean$" "$TMP/gm/config.txt" ||
+    { cat "$TMP/gm.out"; fail "finetune --pooler mean: result line or config.txt"; }
+"$BIN" finetune $G --pooler cls --out "$TMP/gc" >"$TMP/gc.out" 2>&1 || { cat "$TMP/gc.out"; fail "finetune --pooler cls"; }
+grep -q "^ft_pooler = cls$" "$TMP/gc/config.txt" && ! grep -q "mean pooler" "$TMP/gc.out" || fail "finetune --pooler cls: config.txt or result line"
+[ -n "$(losses "$TMP/gm")" ] && [ "$(losses "$TMP/gm")" != "$(losses "$TMP/gc")" ] || fail "--pooler mean and cls gave the same train losses '$(losses "$TMP/gm")'"
+"$BIN" finetune $G --pooler mean --out "$TMP/gmr" --stop-after 4 >/dev/null 2>&1 || fail "finetune --pooler mean --stop-after 4"
+"$BIN" finetune --resume "$TMP/gmr" >/dev/null 2>"$TMP/b.err" || { cat "$TMP/b.err"; fail "finetune --resume (mean pooler)"; }
+for f in checkpoint.h5 best.h5 metrics.jsonl results.txt; do
+    cmp -s "$TMP/gm/$f" "$TMP/gmr/$f" || fail "resumed run (mean pooler): $f differs from the uninterrupted run's"
+done
+echo "ok   --pooler mean: result line, config.txt, a different run from cls; resumed == uninterrupted"
+expect_usage_error --pooler max "cls or mean"
+expect_error "export of a mean-pooled head" "mean-pooling head (ft_pooler = mean), which no Hugging Face DebertaV2 class computes" \
+    "$BIN" export "$TMP/gm/best.h5" "$TMP/hfm"
+[ ! -e "$TMP/hfm" ] || fail "a refused export left $TMP/hfm"
 
 # ---- scripts/cls_spread.py: the pretrained [CLS] per layer on genre windows (needs h5py and numpy)
 if /usr/bin/python3 -c "import h5py, numpy" 2>/dev/null; then

@@ -44,6 +44,15 @@ void finetune_options_default(FinetuneOptions *o) {
 
 /* ---------------------------------------------------------------- the option table */
 
+static int pooler_parse(void *base, void *p, const char *v) {
+    const int k = task_head_pooler_parse(v);
+    if (k < 0) return -1;
+    *(int *)p = k;
+    return 0;
+}
+static const char *pooler_name(const void *base, const void *p) { return task_head_pooler_name((HeadPooler) * (const int *)p); }
+static const KeyCodec POOLER = {pooler_parse, pooler_name};
+
 #define F(m) KEY_FIELD(FinetuneOptions, m)
 #define STR(k, fl, want, flags) {#k, fl, NULL, KEY_STR, F(k), 0, 0, want, flags, NULL}
 /* Persisted keys (`ft_<key>`) in the order they are written. */
@@ -67,6 +76,7 @@ static const KeyRow KEYS[] = {
     {"eval_every", "eval-every", NULL, KEY_LONG, F(eval_every), 0, 0, "a non-negative integer", 0, NULL},
     {"log_every", "log-every", NULL, KEY_LONG, F(log_every), 1, 0, "a positive integer", 0, NULL},
     {"save_every", "save-every", NULL, KEY_LONG, F(save_every), 0, 0, "a non-negative integer", 0, NULL},
+    {"pooler", "pooler", NULL, KEY_CUSTOM, F(pooler), 0, 0, "cls or mean", 0, &POOLER},
     /* not persisted: */
     {NULL, "out", NULL, KEY_STR, F(out), 0, 0, "a run directory", 0, NULL},
     {NULL, "threads", NULL, KEY_INT, F(threads), 1, 4096, "an integer in [1, 4096]", KEY_RESUME_OK, NULL},
@@ -83,6 +93,16 @@ int finetune_options_set_flag(FinetuneOptions *o, const char *flag, const char *
     if (key_set(k, o, value, 1))
         return k->type == KEY_STR ? errf(err, errlen, "--%s: value too long", k->flag) : errf(err, errlen, "--%s '%s' must be %s", k->flag, value, k->want);
     return 1;
+}
+
+static int pooler_key(const char *key, const char *v, void *ctx) {
+    if (!strcmp(key, "ft_pooler")) *(int *)ctx = v ? task_head_pooler_parse(v) : -1;
+    return 0;
+}
+int ft_config_pooler(const char *config_text) {
+    int p = POOL_CLS; /* runs from before ft_pooler: [CLS] */
+    key_text_each(config_text ? config_text : "", pooler_key, &p);
+    return p;
 }
 
 char *finetune_options_to_text(const FinetuneOptions *o) { return key_table_to_text(KEYS, N_KEYS, o, "ft_", NULL); }
@@ -323,6 +343,10 @@ static void load_saved_run(FtRun *r, ModelConfig *cfg) {
     char err[1024];
     run_open_resume(d, r->o.out, 1);
     const FinetuneOptions cli = r->o;
+    /* what a key missing from the saved run means: its value before the key existed, not today's default */
+    r->o.pooler = POOL_CLS;
+    r->o.reinit_layers = 0;
+    r->o.layer_decay = 0;
     config_defaults(cfg);
     if (config_from_text(cfg, d->st.config, path, err, sizeof err) || finetune_options_from_text(&r->o, d->st.config, err, sizeof err))
         fatal("checkpoint %s: %s", path, err);
@@ -380,6 +404,7 @@ static void build_model(FtRun *r, ModelConfig *cfg) {
     if (config_validate(cfg, err, sizeof err)) fatal("finetune: %s", err);
     if (r->o.batch < 1 || r->o.steps < 1) fatal("finetune: --batch and --steps must be positive");
     ft_model_build(&r->m, cfg, r->train.kind == TASK_TAGGING ? HEAD_TOKEN : r->train.kind == TASK_REGRESSION ? HEAD_REGRESSION : HEAD_SEQUENCE, r->train.n_labels, cfg->hidden_dropout_prob, r->o.seed);
+    r->m.head.pooler = (HeadPooler)r->o.pooler;
     if (r->init && ft_model_load_pretrained(&r->m, r->init, &r->init_st, r->o.init_model, r->o.reinit_layers, err, sizeof err)) {
         if (r->o.reinit_layers) fatal("finetune --reinit-layers %d: %s", r->o.reinit_layers, err);
         fatal("%s", err);
@@ -469,8 +494,8 @@ static FtStep train_step(FtRun *r, long step) {
     r->t.step = (uint64_t)step;
     Tensor *h = encoder_forward(&r->t, &r->m.enc, NULL, r->ids, r->mask, B, T, NULL);
     TaskHeadOut out;
-    Tensor *loss = r->train.kind == TASK_REGRESSION ? task_head_mse(&r->t, &r->m.head, h, B, T, r->targets, &out)
-                                                    : task_head_forward(&r->t, &r->m.head, h, B, T, r->labels, &out);
+    Tensor *loss = r->train.kind == TASK_REGRESSION ? task_head_mse(&r->t, &r->m.head, h, B, T, r->mask, r->targets, &out)
+                                                    : task_head_forward(&r->t, &r->m.head, h, B, T, r->mask, r->labels, &out);
     FtStep s = {loss->data[0], NAN, {0, 0, 1}};
     long ok = 0;
     const int rows = r->train.kind == TASK_TAGGING ? B * T : B;
@@ -541,6 +566,7 @@ static int finish(FtRun *r) {
              r->train.kind == TASK_REGRESSION ? "Pearson" : "acc", r->best_dev);
     char fresh[128] = "";
     if (r->o.reinit_layers) snprintf(fresh, sizeof fresh, ", top %d layer%s re-initialised", r->o.reinit_layers, r->o.reinit_layers > 1 ? "s" : "");
+    if (r->m.head.kind != HEAD_TOKEN && r->o.pooler == POOL_MEAN) snprintf(fresh + strlen(fresh), sizeof fresh - strlen(fresh), ", mean pooler");
     if (r->o.layer_decay > 0 && r->o.layer_decay < 1)
         snprintf(fresh + strlen(fresh), sizeof fresh - strlen(fresh), ", layer-wise rate decay %g", r->o.layer_decay);
     snprintf(tail, sizeof tail, " | init %.4000s%s%.15s%s", r->o.init, strcmp(r->o.init, "scratch") ? " " : "",

@@ -45,6 +45,7 @@ typedef struct FinetuneOptions {
     double attention_dropout; /* its attention_probs_dropout_prob (default 0.1) */
     int reinit_layers;        /* the top N encoder layers keep their fresh init (--init CHECKPOINT only) */
     double layer_decay;       /* D in (0, 1): layer-wise rate decay (ft_layer_rate_scale); 1, or 0 (unset), one rate for all */
+    int pooler;               /* HeadPooler: what a sequence or regression head reads ([CLS] or the mean of the tokens) */
     long warmup;              /* < 0: 10% of steps */
     long eval_every, log_every, save_every;
     long stop_after;          /* > 0: stop (with a checkpoint) after this many steps of this invocation */
@@ -55,6 +56,9 @@ void finetune_options_default(FinetuneOptions *o);
  * whether --resume accepts it), 0 if the table has no such flag, -1 with a message ("--steps 'x' must
  * be a positive integer") on a bad value. */
 int finetune_options_set_flag(FinetuneOptions *o, const char *flag, const char *value, int *resume_ok, char *err, size_t errlen);
+/* The pooler of a fine-tuned checkpoint's config text (ft_pooler; a run from before the key: POOL_CLS), or
+ * -1 for a value that is not cls or mean. */
+int ft_config_pooler(const char *config_text);
 /* The persisted options as `ft_<key> = value` lines, and back (resume). */
 char *finetune_options_to_text(const FinetuneOptions *o);
 int finetune_options_from_text(FinetuneOptions *o, const char *text, char *err, size_t errlen);

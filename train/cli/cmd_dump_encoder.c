@@ -160,8 +160,8 @@ static int run_encoder(const char *wpath, const char *ipath, const char *opath) 
     params_zero_grad(&ps);
     TaskHeadOut ho;
     if (has_head) {
-        Tensor *l = kind == HEAD_REGRESSION ? task_head_mse(&t, &head, last, B, T, labels, &ho)
-                                            : task_head_forward(&t, &head, last, B, T, labels, &ho);
+        Tensor *l = kind == HEAD_REGRESSION ? task_head_mse(&t, &head, last, B, T, mask, labels, &ho)
+                                            : task_head_forward(&t, &head, last, B, T, mask, labels, &ho);
         loss = l->data[0];
         tape_backward(&t, l, 1);
     } else {

@@ -111,6 +111,8 @@ int cmd_predict(int argc, char **argv) {
     if (st.config) config_text_each(st.config, ft_info, &fi);
     if (!fi.task[0]) fatal("checkpoint %s is not a fine-tuned model (no ft_task); predict takes a deberta finetune run's best.h5", ckpt);
     if (!st.n_tokenizer) fatal("checkpoint %s has no tokenizer", ckpt);
+    const int pooler = ft_config_pooler(st.config);
+    if (pooler < 0) fatal("checkpoint %s: ft_pooler is not cls or mean (a damaged or foreign checkpoint)", ckpt);
     char ck_hash[17];
     tokenizer_hash_bytes(st.tokenizer, st.n_tokenizer, ck_hash);
     ModelConfig cfg;
@@ -156,6 +158,7 @@ int cmd_predict(int argc, char **argv) {
     FtModel m;
     ft_model_register(&m, &cfg, train.kind == TASK_TAGGING ? HEAD_TOKEN : train.kind == TASK_REGRESSION ? HEAD_REGRESSION : HEAD_SEQUENCE,
                       train.n_labels, 0); /* every parameter from the checkpoint: no random initialisation first */
+    m.head.pooler = (HeadPooler)pooler;
     checkpoint_state_free(&st);
     if (checkpoint_load(ckpt, &m.ps, NULL, &st, err, sizeof err)) fatal("%s", err);
     checkpoint_state_free(&st);
