@@ -71,6 +71,10 @@ grep -q '"kind":"test"' "$TMP/ft/metrics.jsonl" || fail "no test line in metrics
 [ "$(grep -c '"kind":"eval"' "$TMP/ft/metrics.jsonl")" -eq 3 ] || fail "expected 3 dev evaluations (steps 4, 8, 12)"
 [ -s "$TMP/ft/best.h5" ] || fail "no best.h5"
 echo "ok   finetune (pretrained): $(cat "$TMP/ft.out")"
+# head_grad_norm: the head's part of grad_norm (the encoder has the rest), so positive and below it, on every train line
+awk -F'"head_grad_norm":' '/"kind":"train"/ { n++; split($2, h, /[,}]/); g = $0; sub(/.*"grad_norm":/, "", g); split(g, gg, /[,}]/);
+    if (!(h[1] + 0 > 0 && h[1] + 0 < gg[1] * 0.9999)) bad++ } END { exit !(n > 0 && bad == 0) }' "$TMP/ft/metrics.jsonl" ||
+    { grep '"kind":"train"' "$TMP/ft/metrics.jsonl"; fail "metrics.jsonl: head_grad_norm missing, not positive or not below grad_norm"; }
 "$BIN" finetune --init "$TMP/pre/checkpoint.h5" --init-model generator $F --steps 4 --out "$TMP/ftg" >"$TMP/ftg.out" 2>&1 ||
     { cat "$TMP/ftg.out"; fail "finetune from the generator"; }
 grep -q "init .*generator$" "$TMP/ftg.out" || fail "finetune --init-model generator"
@@ -189,7 +193,7 @@ if /usr/bin/python3 -c "import h5py, numpy" 2>/dev/null; then
     head -1 "$TMP/cls.out" | grep -q "^6 train / 3 dev windows of 24 tokens; majority class on dev [01]\.[0-9]*$" ||
         { cat "$TMP/cls.out"; fail "cls_spread.py header"; }
     num='[0-9]*\.[0-9]*' acc='[01]\.[0-9]*'
-    [ "$(grep -c "^after layer [1-9][0-9]*: \[CLS\] spread / magnitude $num | probe dev accuracy: \[CLS\] $acc, mean-pooled $acc$" "$TMP/cls.out")" = "$L" ] &&
+    [ "$(grep -c "^after layer [1-9][0-9]*: \[CLS\] spread / magnitude $num | L2 norm: \[CLS\] $num, tokens $num | probe dev accuracy: \[CLS\] $acc, mean-pooled $acc$" "$TMP/cls.out")" = "$L" ] &&
         [ "$(wc -l <"$TMP/cls.out")" = $((L + 1)) ] || { cat "$TMP/cls.out"; fail "cls_spread.py: expected one line per layer ($L)"; }
     /usr/bin/python3 scripts/cls_spread.py "$TMP/pre/checkpoint.h5" "$TMP/task-pos" 6 3 >"$TMP/out" 2>"$TMP/err"
     [ $? -eq 1 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^error: .*a tagging task" "$TMP/err" ||

@@ -478,8 +478,20 @@ static void announce(const FtRun *r) {
 
 typedef struct FtStep {
     double loss, acc;
+    double head_grad_norm;    /* L2 norm of the head's gradients (pooler + classifier), before clipping */
     OptimStepResult s;
 } FtStep;
+
+/* L2 norm of the gradients of the parameters outside the encoder ("deberta.*"): the head's */
+static double head_grad_norm(const ParamSet *ps) {
+    double ss = 0;
+    for (int i = 0; i < ps->n; i++) {
+        const Tensor *p = ps->params[i];
+        if (!strncmp(p->name, "deberta.", 8) || !p->grad) continue;
+        for (long k = 0; k < p->n; k++) ss += (double)p->grad[k] * p->grad[k];
+    }
+    return sqrt(ss);
+}
 
 /* One step: B examples from global position step·B, forward with dropout, backward, AdamW (a
  * non-finite loss skips the update), timed. */
@@ -496,13 +508,14 @@ static FtStep train_step(FtRun *r, long step) {
     TaskHeadOut out;
     Tensor *loss = r->train.kind == TASK_REGRESSION ? task_head_mse(&r->t, &r->m.head, h, B, T, r->mask, r->targets, &out)
                                                     : task_head_forward(&r->t, &r->m.head, h, B, T, r->mask, r->labels, &out);
-    FtStep s = {loss->data[0], NAN, {0, 0, 1}};
+    FtStep s = {loss->data[0], NAN, NAN, {0, 0, 1}};
     long ok = 0;
     const int rows = r->train.kind == TASK_TAGGING ? B * T : B;
     for (int i = 0; i < rows && r->train.kind != TASK_REGRESSION; i++)
         if (r->labels[i] != TASK_IGNORE) ok += argmax_row(out.logits->data + (size_t)i * L, L) == r->labels[i];
     if (isfinite(s.loss)) {
         tape_backward(&r->t, loss, 1);
+        s.head_grad_norm = head_grad_norm(&r->m.ps);
         s.s = optim_step(&r->g);
     }
     tape_reset(&r->t);
@@ -522,6 +535,7 @@ static void log_step(FtRun *r, long completed, const FtStep *s) {
         mrec_num(&rec, "acc", s->acc);
         mrec_num(&rec, "lr", s->s.lr);
         mrec_num(&rec, "grad_norm", s->s.grad_norm);
+        mrec_num(&rec, "head_grad_norm", s->head_grad_norm);
         mrec_int(&rec, M_SKIPPED, s->s.skipped);
         mrec_num(&rec, "epoch", (double)((int64_t)completed * r->o.batch / r->train.N));
         if (metrics_write(&r->dir.log, &rec, err, sizeof err)) fatal("%s", err);
