@@ -78,14 +78,17 @@ awk -F'"head_grad_norm":' '/"kind":"train"/ { n++; split($2, h, /[,}]/); g = $0;
 "$BIN" finetune --init "$TMP/pre/checkpoint.h5" --init-model generator $F --steps 4 --out "$TMP/ftg" >"$TMP/ftg.out" 2>&1 ||
     { cat "$TMP/ftg.out"; fail "finetune from the generator"; }
 grep -q "init .*generator$" "$TMP/ftg.out" || fail "finetune --init-model generator"
-# fine-tuning's dropout is its own: 0.1 / 0.1 by default over a checkpoint pretrained without dropout, or the flags'
+# fine-tuning's dropout is its own: 0 / 0 by default over a checkpoint pretrained with dropout, or the flags'
 dropouts() { sed -n 's/^\(hidden_dropout_prob\|attention_probs_dropout_prob\) = //p' "$1/config.txt" | tr '\n' ' '; }
-[ "$(dropouts "$TMP/pre")" = "0 0 " ] || fail "the pretraining's config.txt does not say dropout 0: '$(dropouts "$TMP/pre")'"
-[ "$(dropouts "$TMP/ft")" = "0.10000000000000001 0.10000000000000001 " ] || fail "finetune took its dropout from the checkpoint: '$(dropouts "$TMP/ft")'"
+"$BIN" pretrain --data "$TMP/data" --out "$TMP/pred" --preset test --steps 1 --batch 4 --max_seq_len 32 \
+    --hidden_dropout_prob 0.25 --attention_probs_dropout_prob 0.125 >/dev/null 2>&1 || fail "pretrain with dropout"
+[ "$(dropouts "$TMP/pred")" = "0.25 0.125 " ] || fail "the pretraining's config.txt does not say dropout 0.25 0.125: '$(dropouts "$TMP/pred")'"
+"$BIN" finetune --init "$TMP/pred/checkpoint.h5" $F --steps 2 --out "$TMP/ftd0" >/dev/null 2>&1 || fail "finetune over a checkpoint with dropout"
+[ "$(dropouts "$TMP/ftd0")" = "0 0 " ] || fail "finetune took its dropout from the checkpoint: '$(dropouts "$TMP/ftd0")'"
 "$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --steps 2 --dropout 0.25 --attention-dropout 0.125 --out "$TMP/ftd" >/dev/null 2>&1 ||
     fail "finetune --dropout --attention-dropout"
 [ "$(dropouts "$TMP/ftd")" = "0.25 0.125 " ] || fail "finetune --dropout 0.25 --attention-dropout 0.125 gave '$(dropouts "$TMP/ftd")'"
-echo "ok   fine-tuning's dropout: 0.1 / 0.1 over a checkpoint pretrained with 0 / 0; --dropout 0.25 --attention-dropout 0.125 kept"
+echo "ok   fine-tuning's dropout: 0 / 0 over a checkpoint pretrained with 0.25 / 0.125; --dropout 0.25 --attention-dropout 0.125 kept"
 # --reinit-layers: said in the result line and kept in config.txt; refused from scratch and beyond the depth
 "$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --steps 2 --reinit-layers 1 --out "$TMP/ftr" >"$TMP/ftr.out" 2>&1 ||
     { cat "$TMP/ftr.out"; fail "finetune --reinit-layers 1"; }
@@ -159,7 +162,7 @@ done
 echo "ok   SIGTERM/SIGINT: the step finished, its checkpoint written, exit 0; resumed + 3 steps == $n uninterrupted steps (checkpoint.h5, best.h5, metrics.jsonl)"
 
 # ---- genre from scratch
-"$BIN" finetune --init scratch --preset test --task genre --data "$TMP/task-genre" --steps 6 --batch 4 --out "$TMP/g" \
+"$BIN" finetune --init scratch --preset test --task genre --data "$TMP/task-genre" --steps 6 --batch 4 --pooler cls --out "$TMP/g" \
     >"$TMP/g.out" 2>"$TMP/g.err" || { cat "$TMP/g.err"; fail "finetune genre"; }
 grep -q "^genre test .*macro-F1 [01]\.[0-9]* .* | baselines: majority class '[a-z-]*' [01]\.[0-9]*, naive Bayes (bag of tokens) [01]\.[0-9]* | init scratch$" "$TMP/g.out" ||
     { cat "$TMP/g.out"; fail "genre result line"; }
@@ -180,6 +183,11 @@ for f in checkpoint.h5 best.h5 metrics.jsonl results.txt; do
     cmp -s "$TMP/gm/$f" "$TMP/gmr/$f" || fail "resumed run (mean pooler): $f differs from the uninterrupted run's"
 done
 echo "ok   --pooler mean: result line, config.txt, a different run from cls; resumed == uninterrupted"
+# the defaults (docs/RECIPE.md, issue 59): mean pooler, lr 3e-4, no dropout
+"$BIN" finetune $G --steps 2 --out "$TMP/gdef" >/dev/null 2>&1 || fail "finetune with the defaults (genre)"
+[ "$(sed -n 's/^ft_\(pooler\|lr\|dropout\|attention_dropout\) = //p' "$TMP/gdef/config.txt" | tr '\n' ' ')" = "0.00029999999999999997 0 0 mean " ] ||
+    { grep "^ft_" "$TMP/gdef/config.txt"; fail "finetune's defaults: expected lr 3e-4, dropout 0 and 0, pooler mean"; }
+echo "ok   finetune's defaults: lr 3e-4, dropout 0 / 0, pooler mean"
 expect_usage_error --pooler max "cls or mean"
 expect_error "export of a mean-pooled head" "mean-pooling head (ft_pooler = mean), which no Hugging Face DebertaV2 class computes" \
     "$BIN" export "$TMP/gm/best.h5" "$TMP/hfm"

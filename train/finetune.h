@@ -41,8 +41,8 @@ typedef struct FinetuneOptions {
     uint64_t seed;
     int threads;
     double lr, weight_decay, max_grad_norm;
-    double dropout;           /* the fine-tuning model's hidden_dropout_prob (default 0.1), whatever the checkpoint's */
-    double attention_dropout; /* its attention_probs_dropout_prob (default 0.1) */
+    double dropout;           /* the fine-tuning model's hidden_dropout_prob (default 0), whatever the checkpoint's */
+    double attention_dropout; /* its attention_probs_dropout_prob (default 0) */
     int reinit_layers;        /* the top N encoder layers keep their fresh init (--init CHECKPOINT only) */
     double layer_decay;       /* D in (0, 1): layer-wise rate decay (ft_layer_rate_scale); 1, or 0 (unset), one rate for all */
     int pooler;               /* HeadPooler: what a sequence or regression head reads ([CLS] or the mean of the tokens) */
