@@ -132,14 +132,16 @@ typedef struct {
     TaskHead head;
     Encoder enc;
     int use_enc, B, T;
+    const int32_t *mask;       /* the leaf's padding (mean pooler), NULL: none */
     const int32_t *labels;
     const real *targets;       /* regression */
 } HeadCtx;
 
 static Tensor *head_loss(Tape *t, HeadCtx *c, Tensor *h) {
     TaskHeadOut o;
-    if (c->head.kind == HEAD_REGRESSION) return task_head_mse(t, &c->head, h, c->B, c->T, c->targets, &o);
-    return task_head_forward(t, &c->head, h, c->B, c->T, c->labels, &o);
+    const int32_t *mask = c->use_enc ? MASK : c->mask;
+    if (c->head.kind == HEAD_REGRESSION) return task_head_mse(t, &c->head, h, c->B, c->T, mask, c->targets, &o);
+    return task_head_forward(t, &c->head, h, c->B, c->T, mask, c->labels, &o);
 }
 
 static Tensor *g_head(Tape *t, Tensor **x, int n, void *vctx) {
@@ -158,7 +160,10 @@ static const int32_t TOKEN_NONE[GB * GT] = {-100, -100, -100, -100, -100, -100, 
 static const int32_t SEQ_LABELS[3] = {1, 3, 1};
 static const real REG_TARGETS[3] = {0.75, -1.5, 2.25};
 
-static GCResult run_head(Tape *t, HeadKind kind, int use_enc, const int32_t *labels) {
+/* the mean pooler's padding over the [3, 5] leaf: rows of 5, 3 and 1 tokens */
+static const int32_t LEAF_MASK[3 * GT] = {1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0, 0};
+
+static GCResult run_head(Tape *t, HeadKind kind, HeadPooler pooler, int use_enc, const int32_t *labels) {
     ModelConfig cfg;
     small_config(&cfg, ATT_ALL);
     HeadCtx c;
@@ -173,6 +178,8 @@ static GCResult run_head(Tape *t, HeadKind kind, int use_enc, const int32_t *lab
     if (use_enc) encoder_register(&c.enc, &ps, &cfg, 2, "deberta.", 0);
     real p = use_enc ? 0 : (real)0.2;
     task_head_register(&c.head, &ps, kind, cfg.hidden_size, kind == HEAD_REGRESSION ? 1 : 4, p, p, "");
+    c.head.pooler = pooler;
+    c.mask = pooler == POOL_MEAN ? LEAF_MASK : NULL;
     params_finalize(&ps);
     model_init_params(&ps, 0.3, 31);
     model_perturb_params(&ps, 32);
@@ -191,13 +198,16 @@ static GCResult run_head(Tape *t, HeadKind kind, int use_enc, const int32_t *lab
     params_free(&ps);
     return r;
 }
-static GCResult gradcheck_token_head(Tape *t) { return run_head(t, HEAD_TOKEN, 0, TOKEN_LABELS); }
-static GCResult gradcheck_token_head_none(Tape *t) { return run_head(t, HEAD_TOKEN, 0, TOKEN_NONE); }
-static GCResult gradcheck_token_head_enc(Tape *t) { return run_head(t, HEAD_TOKEN, 1, TOKEN_LABELS); }
-static GCResult gradcheck_seq_head(Tape *t) { return run_head(t, HEAD_SEQUENCE, 0, SEQ_LABELS); }
-static GCResult gradcheck_seq_head_enc(Tape *t) { return run_head(t, HEAD_SEQUENCE, 1, SEQ_LABELS); }
-static GCResult gradcheck_reg_head(Tape *t) { return run_head(t, HEAD_REGRESSION, 0, NULL); }
-static GCResult gradcheck_reg_head_enc(Tape *t) { return run_head(t, HEAD_REGRESSION, 1, NULL); }
+static GCResult gradcheck_token_head(Tape *t) { return run_head(t, HEAD_TOKEN, POOL_CLS, 0, TOKEN_LABELS); }
+static GCResult gradcheck_token_head_none(Tape *t) { return run_head(t, HEAD_TOKEN, POOL_CLS, 0, TOKEN_NONE); }
+static GCResult gradcheck_token_head_enc(Tape *t) { return run_head(t, HEAD_TOKEN, POOL_CLS, 1, TOKEN_LABELS); }
+static GCResult gradcheck_seq_head(Tape *t) { return run_head(t, HEAD_SEQUENCE, POOL_CLS, 0, SEQ_LABELS); }
+static GCResult gradcheck_seq_head_enc(Tape *t) { return run_head(t, HEAD_SEQUENCE, POOL_CLS, 1, SEQ_LABELS); }
+static GCResult gradcheck_seq_head_mean(Tape *t) { return run_head(t, HEAD_SEQUENCE, POOL_MEAN, 0, SEQ_LABELS); }
+static GCResult gradcheck_seq_head_mean_enc(Tape *t) { return run_head(t, HEAD_SEQUENCE, POOL_MEAN, 1, SEQ_LABELS); }
+static GCResult gradcheck_reg_head(Tape *t) { return run_head(t, HEAD_REGRESSION, POOL_CLS, 0, NULL); }
+static GCResult gradcheck_reg_head_enc(Tape *t) { return run_head(t, HEAD_REGRESSION, POOL_CLS, 1, NULL); }
+static GCResult gradcheck_reg_head_mean(Tape *t) { return run_head(t, HEAD_REGRESSION, POOL_MEAN, 0, NULL); }
 
 const GCCase gradcheck_model_cases[] = {
     {"layer", "c2c, q != kv, padded", gradcheck_layer_c2c},
@@ -220,7 +230,10 @@ const GCCase gradcheck_model_cases[] = {
     {"token_head", "2-layer encoder + head, padded", gradcheck_token_head_enc},
     {"seq_head", "[3,5,8] L4, dropout 0.2", gradcheck_seq_head},
     {"seq_head", "2-layer encoder + pooler + head", gradcheck_seq_head_enc},
+    {"seq_head", "[3,5,8] mean pooler over rows of 5, 3, 1 tokens, dropout 0.2", gradcheck_seq_head_mean},
+    {"seq_head", "2-layer encoder + mean pooler (padding) + head", gradcheck_seq_head_mean_enc},
     {"reg_head", "[3,5,8] one output, MSE, dropout 0.2", gradcheck_reg_head},
     {"reg_head", "2-layer encoder + pooler + one output, MSE", gradcheck_reg_head_enc},
+    {"reg_head", "[3,5,8] mean pooler, one output, MSE, dropout 0.2", gradcheck_reg_head_mean},
 };
 const int gradcheck_n_model_cases = (int)ARRAY_LEN(gradcheck_model_cases);

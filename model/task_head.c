@@ -32,7 +32,28 @@ void task_head_register(TaskHead *h, ParamSet *ps, HeadKind kind, int H, int n_l
     h->cls_b = add(ps, prefix, "classifier.bias", 1, n_labels, 0);
 }
 
-Tensor *task_head_forward(Tape *t, const TaskHead *h, Tensor *hidden, int B, int T, const int32_t *labels, TaskHeadOut *out) {
+int task_head_pooler_parse(const char *s) { return !strcmp(s, "cls") ? POOL_CLS : !strcmp(s, "mean") ? POOL_MEAN : -1; }
+const char *task_head_pooler_name(HeadPooler p) { return p == POOL_MEAN ? "mean" : "cls"; }
+
+/* hidden [B, T, H] -> the mean over each row's non-pad tokens [B, H], as one product with a constant
+ * weight matrix w [B, B·T] (w[b, b·T + i] = mask[b, i] / count_b, else 0): its backward is matmul's,
+ * dh[b, i] = w[b, b·T + i] · dc[b]. */
+static Tensor *mean_pool(Tape *t, Tensor *hidden, int B, int T, int H, const int32_t *mask) {
+    const int sw[2] = {B, B * T}, s2[2] = {B * T, H};
+    Tensor *w = tape_tensor(t, 2, sw, "mean_pool_weights");
+    memset(w->data, 0, (size_t)w->n * sizeof(real));
+    for (int b = 0; b < B; b++) {
+        int n = 0;
+        for (int i = 0; i < T; i++) n += !mask || mask[(size_t)b * T + i] != 0;
+        if (!n) fatal("task head: row %d has no token to pool (every position is padding)", b);
+        for (int i = 0; i < T; i++)
+            if (!mask || mask[(size_t)b * T + i] != 0) w->data[(size_t)b * B * T + (size_t)b * T + i] = (real)1 / (real)n;
+    }
+    return op_matmul(t, w, op_reshape(t, hidden, 2, s2), 0, 0);   /* [B, H] */
+}
+
+Tensor *task_head_forward(Tape *t, const TaskHead *h, Tensor *hidden, int B, int T, const int32_t *mask, const int32_t *labels,
+                          TaskHeadOut *out) {
     memset(out, 0, sizeof *out);
     if (hidden->ndim != 3 || hidden->shape[0] != B || hidden->shape[1] != T || hidden->shape[2] != h->H)
         fatal("task head: hidden state has the wrong shape (expected [%d, %d, %d])", B, T, h->H);
@@ -42,10 +63,14 @@ Tensor *task_head_forward(Tape *t, const TaskHead *h, Tensor *hidden, int B, int
         const int s2[2] = {B * T, h->H};
         x = op_reshape(t, hidden, 2, s2);                        /* [B·T, H] */
     } else {
-        int32_t *first = arena_alloc(&t->arena, (size_t)B * sizeof(int32_t));
-        for (int b = 0; b < B; b++) first[b] = b * T;            /* h[b, 0] */
-        const int s2[2] = {B * T, h->H};
-        Tensor *c = op_index_select(t, op_reshape(t, hidden, 2, s2), first, B);   /* [B, H] */
+        Tensor *c;
+        if (h->pooler == POOL_MEAN) c = mean_pool(t, hidden, B, T, h->H, mask);   /* [B, H] */
+        else {
+            int32_t *first = arena_alloc(&t->arena, (size_t)B * sizeof(int32_t));
+            for (int b = 0; b < B; b++) first[b] = b * T;        /* h[b, 0] */
+            const int s2[2] = {B * T, h->H};
+            c = op_index_select(t, op_reshape(t, hidden, 2, s2), first, B);   /* [B, H] */
+        }
         c = op_dropout(t, c, h->p_pool);
         x = op_gelu(t, op_linear(t, c, h->pool_w, h->pool_b));   /* ContextPooler */
     }
@@ -69,9 +94,10 @@ Tensor *task_head_forward(Tape *t, const TaskHead *h, Tensor *hidden, int B, int
     return out->loss;
 }
 
-Tensor *task_head_mse(Tape *t, const TaskHead *h, Tensor *hidden, int B, int T, const real *targets, TaskHeadOut *out) {
+Tensor *task_head_mse(Tape *t, const TaskHead *h, Tensor *hidden, int B, int T, const int32_t *mask, const real *targets,
+                      TaskHeadOut *out) {
     if (h->kind != HEAD_REGRESSION) fatal("task head: task_head_mse needs a regression head");
-    Tensor *y = task_head_forward(t, h, hidden, B, T, NULL, out);   /* [B, 1] */
+    Tensor *y = task_head_forward(t, h, hidden, B, T, mask, NULL, out);   /* [B, 1] */
     const int s2[2] = {B, 1};
     Tensor *neg = tape_tensor(t, 2, s2, "regression_targets");      /* -targets, no gradient */
     for (int b = 0; b < B; b++) {

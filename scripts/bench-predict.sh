@@ -97,7 +97,7 @@ if [ -z "$RUN" ]; then
         rm -rf "$WORK/pretrain" "$WORK/finetune"
         "$BIN" pretrain --preset tiny --data "$SHARDS" --out "$WORK/pretrain" --steps 4 --batch 8 --eval-every 4 --eval-batches 1 \
             --save-every 4 --threads "$TH" > "$WORK/pretrain.log" 2>&1 || { tail -n 5 "$WORK/pretrain.log"; exit 1; }
-        "$BIN" finetune --init "$WORK/pretrain/checkpoint.h5" --task genre --data "$WORK/task" --out "$WORK/finetune" --steps 8 \
+        "$BIN" finetune --init "$WORK/pretrain/checkpoint.h5" --task genre --data "$WORK/task" --out "$WORK/finetune" --steps 8 --pooler cls \
             --batch 32 --eval-every 8 --save-every 8 --threads "$TH" > "$WORK/finetune.log" 2>&1 || { tail -n 5 "$WORK/finetune.log"; exit 1; }
     fi
 fi

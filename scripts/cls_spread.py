@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """cls_spread.py — does a checkpoint's [CLS] vector carry its input?  For N_TRAIN + N_DEV windows of a
 classification task, the discriminator's hidden states (deberta dump, dropout off) give per layer:
-the spread of the [CLS] vector across windows over its mean magnitude, and the dev accuracy of a ridge
+the spread of the [CLS] vector across windows over its mean magnitude, the mean L2 norm of the [CLS]
+vector and of the (non-pad) token vectors, and the dev accuracy of a ridge
 probe on the frozen [CLS] and on the mean-pooled tokens (features standardised on the train windows).
 
   /usr/bin/python3 scripts/cls_spread.py CHECKPOINT TASK_DIR [N_TRAIN N_DEV]   (default 1024 512)
@@ -74,5 +75,6 @@ m = mask[..., None].astype(np.float64)
 for n, h in enumerate(layers):
     cls, mean = h[:, 0, :], (h * m).sum(1) / m.sum(1)
     spread = cls.std(0).mean() / np.abs(cls).mean()
-    print("after layer %d: [CLS] spread / magnitude %.3f | probe dev accuracy: [CLS] %.3f, mean-pooled %.3f" %
-          (n + 1, spread, probe(cls), probe(mean)))
+    tok = np.linalg.norm(h, axis=2)[mask > 0]
+    print("after layer %d: [CLS] spread / magnitude %.3f | L2 norm: [CLS] %.2f, tokens %.2f | probe dev accuracy: [CLS] %.3f, mean-pooled %.3f" %
+          (n + 1, spread, np.linalg.norm(cls, axis=1).mean(), tok.mean(), probe(cls), probe(mean)))

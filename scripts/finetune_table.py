@@ -19,7 +19,7 @@ directory made with another budget.  SIGINT/SIGTERM stop the running fine-tunes 
 (deberta finetune's graceful stop); the next invocation resumes them.
 
 Environment (defaults in brackets; the budget is the same for every row):
-  FT_TASKS [pos genre]   FT_SEEDS [1 2 3]      FT_STEPS [1000]    FT_BATCH [16]   FT_LR [2e-4]
+  FT_TASKS [pos genre]   FT_SEEDS [1 2 3]      FT_STEPS [1000]    FT_BATCH [16]   FT_LR [3e-4]
   FT_LAYER_DECAY [1] (finetune --layer-decay, every row; 1: one rate)
   FT_SEQ_LEN [128] (tokens per example, prep-task --seq-len)    FT_EVAL_EVERY [200] (dev evaluation
   and checkpoint)    FT_PRESET [tiny] (the scratch model)    FT_TABLE_DIR [runs/finetune-table]
@@ -99,7 +99,7 @@ def options_from_env():
     o.seeds = [int(s) for s in seeds]
     o.steps = _int_env("FT_STEPS", 1000)
     o.batch = _int_env("FT_BATCH", 16)
-    o.lr = _num_env("FT_LR", "2e-4", 10)
+    o.lr = _num_env("FT_LR", "3e-4", 10)
     o.layer_decay = _num_env("FT_LAYER_DECAY", "1", 1)
     o.seq_len = _int_env("FT_SEQ_LEN", 128, 3)
     o.eval_every = _int_env("FT_EVAL_EVERY", 200)

@@ -6,7 +6,8 @@
 # baselines; an interrupted + resumed run equal byte for byte to an uninterrupted one (checkpoint,
 # best model, metrics, results); bad input, each one error line and exit status 1: task windows
 # longer than the model's positions, a checkpoint whose tokenizer differs from the task files', task
-# labels out of range; export of the fine-tuned model as a DebertaV2ForTokenClassification folder.
+# labels out of range; --pooler mean on genre (resumed exactly, export refused); export of the
+# fine-tuned model as a DebertaV2ForTokenClassification folder.
 # Exit 0 pass, 77 a part skipped (the reason printed), anything else fail.
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib-e2e.sh
@@ -68,17 +69,24 @@ grep -q '"kind":"test"' "$TMP/ft/metrics.jsonl" || fail "no test line in metrics
 [ "$(grep -c '"kind":"eval"' "$TMP/ft/metrics.jsonl")" -eq 3 ] || fail "expected 3 dev evaluations (steps 4, 8, 12)"
 [ -s "$TMP/ft/best.h5" ] || fail "no best.h5"
 echo "ok   finetune (pretrained): $(cat "$TMP/ft.out")"
+# head_grad_norm: the head's part of grad_norm (the encoder has the rest), so positive and below it, on every train line
+awk -F'"head_grad_norm":' '/"kind":"train"/ { n++; split($2, h, /[,}]/); g = $0; sub(/.*"grad_norm":/, "", g); split(g, gg, /[,}]/);
+    if (!(h[1] + 0 > 0 && h[1] + 0 < gg[1] * 0.9999)) bad++ } END { exit !(n > 0 && bad == 0) }' "$TMP/ft/metrics.jsonl" ||
+    { grep '"kind":"train"' "$TMP/ft/metrics.jsonl"; fail "metrics.jsonl: head_grad_norm missing, not positive or not below grad_norm"; }
 "$BIN" finetune --init "$TMP/pre/checkpoint.h5" --init-model generator $F --steps 4 --out "$TMP/ftg" >"$TMP/ftg.out" 2>&1 ||
     { cat "$TMP/ftg.out"; fail "finetune from the generator"; }
 grep -q "init .*generator$" "$TMP/ftg.out" || fail "finetune --init-model generator"
-# fine-tuning's dropout is its own: 0.1 / 0.1 by default over a checkpoint pretrained without dropout, or the flags'
+# fine-tuning's dropout is its own: 0 / 0 by default over a checkpoint pretrained with dropout, or the flags'
 dropouts() { sed -n 's/^\(hidden_dropout_prob\|attention_probs_dropout_prob\) = //p' "$1/config.txt" | tr '\n' ' '; }
-[ "$(dropouts "$TMP/pre")" = "0 0 " ] || fail "the pretraining's config.txt does not say dropout 0: '$(dropouts "$TMP/pre")'"
-[ "$(dropouts "$TMP/ft")" = "0.10000000000000001 0.10000000000000001 " ] || fail "finetune took its dropout from the checkpoint: '$(dropouts "$TMP/ft")'"
+"$BIN" pretrain --data "$TMP/data" --out "$TMP/pred" --preset test --steps 1 --batch 4 --max_seq_len 32 \
+    --hidden_dropout_prob 0.25 --attention_probs_dropout_prob 0.125 >/dev/null 2>&1 || fail "pretrain with dropout"
+[ "$(dropouts "$TMP/pred")" = "0.25 0.125 " ] || fail "the pretraining's config.txt does not say dropout 0.25 0.125: '$(dropouts "$TMP/pred")'"
+"$BIN" finetune --init "$TMP/pred/checkpoint.h5" $F --steps 2 --out "$TMP/ftd0" >/dev/null 2>&1 || fail "finetune over a checkpoint with dropout"
+[ "$(dropouts "$TMP/ftd0")" = "0 0 " ] || fail "finetune took its dropout from the checkpoint: '$(dropouts "$TMP/ftd0")'"
 "$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --steps 2 --dropout 0.25 --attention-dropout 0.125 --out "$TMP/ftd" >/dev/null 2>&1 ||
     fail "finetune --dropout --attention-dropout"
 [ "$(dropouts "$TMP/ftd")" = "0.25 0.125 " ] || fail "finetune --dropout 0.25 --attention-dropout 0.125 gave '$(dropouts "$TMP/ftd")'"
-echo "ok   fine-tuning's dropout: 0.1 / 0.1 over a checkpoint pretrained with 0 / 0; --dropout 0.25 --attention-dropout 0.125 kept"
+echo "ok   fine-tuning's dropout: 0 / 0 over a checkpoint pretrained with 0.25 / 0.125; --dropout 0.25 --attention-dropout 0.125 kept"
 # --reinit-layers: said in the result line and kept in config.txt; refused from scratch and beyond the depth
 "$BIN" finetune --init "$TMP/pre/checkpoint.h5" $F --steps 2 --reinit-layers 1 --out "$TMP/ftr" >"$TMP/ftr.out" 2>&1 ||
     { cat "$TMP/ftr.out"; fail "finetune --reinit-layers 1"; }
@@ -151,11 +159,36 @@ done
 echo "ok   SIGTERM/SIGINT: the step finished, its checkpoint written, exit 0; resumed + 3 steps == $n uninterrupted steps (checkpoint.h5, best.h5, metrics.jsonl)"
 
 # ---- genre from scratch
-"$BIN" finetune --init scratch --preset test --task genre --data "$TMP/task-genre" --steps 6 --batch 4 --out "$TMP/g" \
+"$BIN" finetune --init scratch --preset test --task genre --data "$TMP/task-genre" --steps 6 --batch 4 --pooler cls --out "$TMP/g" \
     >"$TMP/g.out" 2>"$TMP/g.err" || { cat "$TMP/g.err"; fail "finetune genre"; }
 grep -q "^genre test .*macro-F1 [01]\.[0-9]* .* | baselines: majority class '[a-z-]*' [01]\.[0-9]*, naive Bayes (bag of tokens) [01]\.[0-9]* | init scratch$" "$TMP/g.out" ||
     { cat "$TMP/g.out"; fail "genre result line"; }
 echo "ok   finetune genre (scratch): $(cat "$TMP/g.out")"
+
+# ---- --pooler mean (a sequence task): said in the result line, kept in config.txt, a different run from
+# [CLS]'s; resumed exactly (a resume must not fall back to [CLS]); export refuses it in one line
+G="--init $TMP/pre/checkpoint.h5 --task genre --data $TMP/task-genre --steps 6 --batch 4 --eval-every 3"
+"$BIN" finetune $G --pooler mean --out "$TMP/gm" >"$TMP/gm.out" 2>"$TMP/gm.err" || { cat "$TMP/gm.err"; fail "finetune --pooler mean"; }
+grep -q "^genre test .* | init .*discriminator, mean pooler$" "$TMP/gm.out" && grep -q "^ft_pooler = mean$" "$TMP/gm/config.txt" ||
+    { cat "$TMP/gm.out"; fail "finetune --pooler mean: result line or config.txt"; }
+"$BIN" finetune $G --pooler cls --out "$TMP/gc" >"$TMP/gc.out" 2>&1 || { cat "$TMP/gc.out"; fail "finetune --pooler cls"; }
+grep -q "^ft_pooler = cls$" "$TMP/gc/config.txt" && ! grep -q "mean pooler" "$TMP/gc.out" || fail "finetune --pooler cls: config.txt or result line"
+[ -n "$(losses "$TMP/gm")" ] && [ "$(losses "$TMP/gm")" != "$(losses "$TMP/gc")" ] || fail "--pooler mean and cls gave the same train losses '$(losses "$TMP/gm")'"
+"$BIN" finetune $G --pooler mean --out "$TMP/gmr" --stop-after 4 >/dev/null 2>&1 || fail "finetune --pooler mean --stop-after 4"
+"$BIN" finetune --resume "$TMP/gmr" >/dev/null 2>"$TMP/b.err" || { cat "$TMP/b.err"; fail "finetune --resume (mean pooler)"; }
+for f in checkpoint.h5 best.h5 metrics.jsonl results.txt; do
+    cmp -s "$TMP/gm/$f" "$TMP/gmr/$f" || fail "resumed run (mean pooler): $f differs from the uninterrupted run's"
+done
+echo "ok   --pooler mean: result line, config.txt, a different run from cls; resumed == uninterrupted"
+# the defaults (docs/RECIPE.md, issue 59): mean pooler, lr 3e-4, no dropout
+"$BIN" finetune $G --steps 2 --out "$TMP/gdef" >/dev/null 2>&1 || fail "finetune with the defaults (genre)"
+[ "$(sed -n 's/^ft_\(pooler\|lr\|dropout\|attention_dropout\) = //p' "$TMP/gdef/config.txt" | tr '\n' ' ')" = "0.00029999999999999997 0 0 mean " ] ||
+    { grep "^ft_" "$TMP/gdef/config.txt"; fail "finetune's defaults: expected lr 3e-4, dropout 0 and 0, pooler mean"; }
+echo "ok   finetune's defaults: lr 3e-4, dropout 0 / 0, pooler mean"
+expect_usage_error --pooler max "cls or mean"
+expect_error "export of a mean-pooled head" "mean-pooling head (ft_pooler = mean), which no Hugging Face DebertaV2 class computes" \
+    "$BIN" export "$TMP/gm/best.h5" "$TMP/hfm"
+[ ! -e "$TMP/hfm" ] || fail "a refused export left $TMP/hfm"
 
 # ---- scripts/cls_spread.py: the pretrained [CLS] per layer on genre windows (needs h5py and numpy)
 if /usr/bin/python3 -c "import h5py, numpy" 2>/dev/null; then
@@ -165,7 +198,7 @@ if /usr/bin/python3 -c "import h5py, numpy" 2>/dev/null; then
     head -1 "$TMP/cls.out" | grep -q "^6 train / 3 dev windows of 24 tokens; majority class on dev [01]\.[0-9]*$" ||
         { cat "$TMP/cls.out"; fail "cls_spread.py header"; }
     num='[0-9]*\.[0-9]*' acc='[01]\.[0-9]*'
-    [ "$(grep -c "^after layer [1-9][0-9]*: \[CLS\] spread / magnitude $num | probe dev accuracy: \[CLS\] $acc, mean-pooled $acc$" "$TMP/cls.out")" = "$L" ] &&
+    [ "$(grep -c "^after layer [1-9][0-9]*: \[CLS\] spread / magnitude $num | L2 norm: \[CLS\] $num, tokens $num | probe dev accuracy: \[CLS\] $acc, mean-pooled $acc$" "$TMP/cls.out")" = "$L" ] &&
         [ "$(wc -l <"$TMP/cls.out")" = $((L + 1)) ] || { cat "$TMP/cls.out"; fail "cls_spread.py: expected one line per layer ($L)"; }
     e2e_bad "a tagging task" -- /usr/bin/python3 scripts/cls_spread.py "$TMP/pre/checkpoint.h5" "$TMP/task-pos" 6 3
     echo "ok   cls_spread.py: $L layers ($(sed -n 2p "$TMP/cls.out")); a tagging task refused"

@@ -31,9 +31,11 @@ pt --format conll --train $F/ner-train.conll --shards "$T/bpe" --out "$T/ner" --
 pt --format jsonl --train $F/tag.jsonl --shards "$T/bpe" --out "$T/tag" --seq-len 32 --name ner
 pt --format jsonl --train $F/cls.jsonl --shards "$T/bpe" --out "$T/cls" --seq-len 24 --text-field text --label-field label
 
+# sst2 with a [CLS] head (exported below), the rest with the default mean pooler
 for tk in sst2:classification stsb:regression ner:ner tag:ner cls:classification; do
     n=${tk%%:*} task=${tk#*:}
     "$BIN" finetune --init scratch --preset test --task "$task" --data "$T/$n" --out "$T/ft-$n" --steps 4 --batch 4 --eval-every 2 \
+        $([ $n = sst2 ] && echo --pooler cls) \
         > "$T/ft-$n.out" 2> "$T/ft-$n.err" || { cat "$T/ft-$n.err"; fail "finetune $n"; }
 done
 # every result names its baselines, in results.txt and in the test record of metrics.jsonl

@@ -71,7 +71,7 @@ static void pass_case(int with_head) {
     long double want = 0;
     TaskHeadOut ho;
     if (with_head) {
-        Tensor *l = task_head_forward(&t, &head, last, B, T, labels, &ho);
+        Tensor *l = task_head_forward(&t, &head, last, B, T, mask, labels, &ho);
         want = l->data[0];
         tape_backward(&t, l, 1);
     } else {

@@ -1,7 +1,8 @@
 /* test_finetune.c — the fine-tuning library: initialisation from a pretraining checkpoint (the
  * discriminator's tables as an export writes them under GDES / ES / NES, the generator's encoder),
  * the layer-wise rate decay's multiples, the options' text round trip, evaluation counting exactly
- * the labelled positions, and evaluation by length equal to the full-length pass. */
+ * the labelled positions, evaluation by length equal to the full-length pass, and the mean pooler
+ * (the mean of the non-pad tokens, in training and in evaluation alike). */
 #include "train/finetune.h"
 #include "train/task_eval.h"
 #include "train/checkpoint.h"
@@ -162,7 +163,7 @@ static void test_options_text(void **state) {
     snprintf(a.data, sizeof a.data, "data/tasks/genre");
     a.steps = 77; a.batch = 5; a.seed = 123456789012345ull; a.lr = 3.25e-5; a.weight_decay = 0.125; a.max_grad_norm = 2;
     a.dropout = 0.05; a.attention_dropout = 0.0625; a.warmup = 9; a.eval_every = 11; a.log_every = 3; a.save_every = 13;
-    a.reinit_layers = 2; a.layer_decay = 0.8;
+    a.reinit_layers = 2; a.layer_decay = 0.8; a.pooler = POOL_MEAN;
     char *text = finetune_options_to_text(&a);
     finetune_options_default(&b);
     char err[256];
@@ -177,6 +178,8 @@ static void test_options_text(void **state) {
     assert_true(b.lr == a.lr && b.weight_decay == a.weight_decay && b.max_grad_norm == a.max_grad_norm && b.dropout == a.dropout &&
                 b.attention_dropout == a.attention_dropout && b.layer_decay == a.layer_decay);
     assert_int_equal(b.reinit_layers, 2);
+    assert_int_equal(b.pooler, POOL_MEAN);
+    assert_int_equal(ft_config_pooler(text), POOL_MEAN);
     assert_int_equal(b.warmup, 9);
     assert_int_equal(b.eval_every, 11);
     assert_int_equal(b.log_every, 3);
@@ -184,6 +187,87 @@ static void test_options_text(void **state) {
     free(text);
     assert_int_equal(finetune_options_from_text(&b, "ft_bogus = 1\n", err, sizeof err), -1);
     assert_non_null(strstr(err, "ft_bogus"));
+    /* --pooler: cls or mean; a checkpoint without ft_pooler (older runs) pooled [CLS] */
+    int ok = 0;
+    assert_int_equal(finetune_options_set_flag(&b, "pooler", "cls", &ok, err, sizeof err), 1);
+    assert_int_equal(b.pooler, POOL_CLS);
+    assert_int_equal(finetune_options_set_flag(&b, "pooler", "max", &ok, err, sizeof err), -1);
+    assert_string_equal(err, "--pooler 'max' must be cls or mean");
+    assert_int_equal(ft_config_pooler("ft_task = genre\n"), POOL_CLS);
+    assert_int_equal(ft_config_pooler(NULL), POOL_CLS);
+    assert_int_equal(ft_config_pooler("ft_pooler = mean\n"), POOL_MEAN);
+    assert_int_equal(ft_config_pooler("ft_pooler = max\n"), -1);
+}
+
+/* The mean pooler reads the mean of each row's non-pad tokens: the head on [B, T, H] with padding equals
+ * the [CLS] head on [B, 1, H] holding those means; the padded positions' values do not matter. */
+static void test_mean_pooler(void **state) {
+    (void)state;
+    ModelConfig c;
+    test_config(&c, SHARE_GDES);
+    FtModel m;
+    ft_model_build(&m, &c, HEAD_SEQUENCE, 3, 0, 4);
+    model_perturb_params(&m.ps, 8);
+    enum { B = 2, T = 4 };
+    const int H = c.hidden_size;
+    const int32_t mask[B * T] = {1, 1, 1, 0, 1, 1, 0, 0};
+    Tape t;
+    tape_init(&t, 1 << 20);
+    const int s3[3] = {B, T, H}, s1[3] = {B, 1, H};
+    Tensor *h = tape_tensor(&t, 3, s3, "hidden"), *mean = tape_tensor(&t, 3, s1, "mean");
+    for (long i = 0; i < h->n; i++) h->data[i] = (real)sin(0.37 * (double)i + 0.1) * (mask[i / H] ? 1 : 1000);
+    for (int b = 0; b < B; b++)
+        for (int k = 0; k < H; k++) {
+            double sum = 0;
+            int n = 0;
+            for (int i = 0; i < T; i++) if (mask[b * T + i]) sum += h->data[((size_t)b * T + i) * H + k], n++;
+            mean->data[(size_t)b * H + k] = (real)(sum / n);
+        }
+    TaskHeadOut om, oc;
+    m.head.pooler = POOL_MEAN;
+    task_head_forward(&t, &m.head, h, B, T, mask, NULL, &om);
+    m.head.pooler = POOL_CLS;
+    task_head_forward(&t, &m.head, mean, B, 1, NULL, NULL, &oc);
+    for (long i = 0; i < om.logits->n; i++) {
+        const double d = fabs((double)om.logits->data[i] - (double)oc.logits->data[i]);
+        if (!(d <= 1e-5)) fail_msg("mean pooler: logit %ld is %g, the [CLS] head on the means gives %g", i, (double)om.logits->data[i], (double)oc.logits->data[i]);
+    }
+    tape_free(&t);
+    ft_model_free(&m);
+}
+
+/* Evaluation with a mean pooler runs every token through the last layer (not [CLS] alone): ft_evaluate's
+ * loss equals the training forward's (dropout off) over the same examples. */
+static void test_evaluate_mean_pooler(void **state) {
+    (void)state;
+    ModelConfig c;
+    test_config(&c, SHARE_GDES);
+    c.max_seq_len = 6;
+    FtModel m;
+    ft_model_build(&m, &c, HEAD_SEQUENCE, 3, 0, 2);
+    model_perturb_params(&m.ps, 3);
+    m.head.pooler = POOL_MEAN;
+    enum { N = 3, T = 6 };
+    int32_t ids[N * T] = {1, 7, 8, 2, 0, 0, 1, 9, 2, 0, 0, 0, 1, 7, 7, 7, 7, 2}, lab[N] = {2, 0, 1}, mask[N * T];
+    for (int i = 0; i < N * T; i++) mask[i] = ids[i] != 0;
+    TaskSet ts = {0};
+    ts.kind = TASK_CLASSIFICATION;
+    ts.T = T;
+    ts.N = N;
+    ts.n_labels = 3;
+    ts.ids = ids;
+    ts.labels = lab;
+    Tape t;
+    tape_init(&t, 1 << 22);
+    const FtEval e = ft_evaluate(&m, &t, &ts, 2);
+    tape_reset(&t);
+    t.training = 0;
+    TaskHeadOut o;
+    Tensor *loss = task_head_forward(&t, &m.head, encoder_forward(&t, &m.enc, NULL, ids, mask, N, T, NULL), N, T, mask, lab, &o);
+    const double d = fabs(e.loss - (double)loss->data[0]);
+    if (!(d <= 1e-5)) fail_msg("mean pooler: evaluation loss %g, the forward's %g", e.loss, (double)loss->data[0]);
+    tape_free(&t);
+    ft_model_free(&m);
 }
 
 /* ft_evaluate counts exactly the labelled positions; a perfectly confident head scores 1.0 */
@@ -336,6 +420,8 @@ int main(void) {
         cmocka_unit_test(test_evaluate_counts),
         cmocka_unit_test(test_eval_by_length),
         cmocka_unit_test(test_length_window),
+        cmocka_unit_test(test_mean_pooler),
+        cmocka_unit_test(test_evaluate_mean_pooler),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

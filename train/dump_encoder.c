@@ -16,8 +16,8 @@ int dump_encoder_pass(Encoder *e, ParamSet *ps, TaskHead *head, const DumpEncode
     params_zero_grad(ps);
     TaskHeadOut ho;
     if (head) {
-        Tensor *l = head->kind == HEAD_REGRESSION ? task_head_mse(&t, head, last, B, T, in->labels, &ho)
-                                                  : task_head_forward(&t, head, last, B, T, in->labels, &ho);
+        Tensor *l = head->kind == HEAD_REGRESSION ? task_head_mse(&t, head, last, B, T, in->mask, in->labels, &ho)
+                                                  : task_head_forward(&t, head, last, B, T, in->mask, in->labels, &ho);
         *loss = l->data[0];
         tape_backward(&t, l, 1);
     } else {

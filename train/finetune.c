@@ -31,11 +31,15 @@ void finetune_options_default(FinetuneOptions *o) {
     o->steps = 1000;
     o->batch = 16;
     o->seed = 1234;
-    o->lr = 1e-4;
+    /* issue 59 (docs/RECIPE.md, "Why pretraining hurt sentence tasks"): the tiny preset pretrains without
+     * dropout, so fine-tuning adds none either; a sequence head pools the mean of the tokens, since
+     * pretraining asks nothing of [CLS]; 3e-4, as 1e-4 left both arms barely above the majority class */
+    o->lr = 3e-4;
     o->weight_decay = 0.01;
     o->max_grad_norm = 1.0;
-    o->dropout = 0.1;
-    o->attention_dropout = 0.1;
+    o->dropout = 0;
+    o->attention_dropout = 0;
+    o->pooler = POOL_MEAN;
     o->length_groups = 16;
     o->warmup = -1;
     o->eval_every = 200;
@@ -44,6 +48,15 @@ void finetune_options_default(FinetuneOptions *o) {
 }
 
 /* ---------------------------------------------------------------- the option table */
+
+static int pooler_parse(void *base, void *p, const char *v) {
+    const int k = task_head_pooler_parse(v);
+    if (k < 0) return -1;
+    *(int *)p = k;
+    return 0;
+}
+static const char *pooler_name(const void *base, const void *p) { return task_head_pooler_name((HeadPooler) * (const int *)p); }
+static const KeyCodec POOLER = {pooler_parse, pooler_name};
 
 #define F(m) KEY_FIELD(FinetuneOptions, m)
 #define STR(k, fl, want, flags) {#k, fl, NULL, KEY_STR, F(k), 0, 0, want, flags, NULL}
@@ -70,6 +83,7 @@ static const KeyRow KEYS[] = {
     {"eval_every", "eval-every", NULL, KEY_LONG, F(eval_every), 0, 0, "a non-negative integer", 0, NULL},
     {"log_every", "log-every", NULL, KEY_LONG, F(log_every), 1, 0, "a positive integer", 0, NULL},
     {"save_every", "save-every", NULL, KEY_LONG, F(save_every), 0, 0, "a non-negative integer", 0, NULL},
+    {"pooler", "pooler", NULL, KEY_CUSTOM, F(pooler), 0, 0, "cls or mean", 0, &POOLER},
     /* not persisted: */
     {NULL, "out", NULL, KEY_STR, F(out), 0, 0, "a run directory", 0, NULL},
     {NULL, "threads", NULL, KEY_INT, F(threads), 1, 4096, "an integer in [1, 4096]", KEY_RESUME_OK, NULL},
@@ -86,6 +100,16 @@ int finetune_options_set_flag(FinetuneOptions *o, const char *flag, const char *
     if (key_set(k, o, value, 1))
         return k->type == KEY_STR ? errf(err, errlen, "--%s: value too long", k->flag) : errf(err, errlen, "--%s '%s' must be %s", k->flag, value, k->want);
     return 1;
+}
+
+static int pooler_key(const char *key, const char *v, void *ctx) {
+    if (!strcmp(key, "ft_pooler")) *(int *)ctx = v ? task_head_pooler_parse(v) : -1;
+    return 0;
+}
+int ft_config_pooler(const char *config_text) {
+    int p = POOL_CLS; /* runs from before ft_pooler: [CLS] */
+    key_text_each(config_text ? config_text : "", pooler_key, &p);
+    return p;
 }
 
 char *finetune_options_to_text(const FinetuneOptions *o) { return key_table_to_text(KEYS, N_KEYS, o, "ft_", NULL); }
@@ -384,6 +408,10 @@ static void load_saved_run(FtRun *r, ModelConfig *cfg) {
     char err[1024];
     run_open_resume(d, r->o.out, 1);
     const FinetuneOptions cli = r->o;
+    /* what a key missing from the saved run means: its value before the key existed, not today's default */
+    r->o.pooler = POOL_CLS;
+    r->o.reinit_layers = 0;
+    r->o.layer_decay = 0;
     if (!strstr(d->st.config, "ft_length_groups")) r->o.length_groups = 0; /* a run from before the option: no groups */
     config_defaults(cfg);
     if (config_from_text(cfg, d->st.config, path, err, sizeof err) || finetune_options_from_text(&r->o, d->st.config, err, sizeof err))
@@ -442,6 +470,7 @@ static void build_model(FtRun *r, ModelConfig *cfg) {
     if (config_validate(cfg, err, sizeof err)) fatal("finetune: %s", err);
     if (r->o.batch < 1 || r->o.steps < 1) fatal("finetune: --batch and --steps must be positive");
     ft_model_build(&r->m, cfg, r->train.kind == TASK_TAGGING ? HEAD_TOKEN : r->train.kind == TASK_REGRESSION ? HEAD_REGRESSION : HEAD_SEQUENCE, r->train.n_labels, cfg->hidden_dropout_prob, r->o.seed);
+    r->m.head.pooler = (HeadPooler)r->o.pooler;
     if (r->init && ft_model_load_pretrained(&r->m, r->init, &r->init_st, r->o.init_model, r->o.reinit_layers, err, sizeof err)) {
         if (r->o.reinit_layers) fatal("finetune --reinit-layers %d: %s", r->o.reinit_layers, err);
         fatal("%s", err);
@@ -519,8 +548,20 @@ static void announce(const FtRun *r) {
 
 typedef struct FtStep {
     double loss, acc;
+    double head_grad_norm;    /* L2 norm of the head's gradients (pooler + classifier), before clipping */
     OptimStepResult s;
 } FtStep;
+
+/* L2 norm of the gradients of the parameters outside the encoder ("deberta.*"): the head's */
+static double head_grad_norm(const ParamSet *ps) {
+    double ss = 0;
+    for (int i = 0; i < ps->n; i++) {
+        const Tensor *p = ps->params[i];
+        if (!strncmp(p->name, "deberta.", 8) || !p->grad) continue;
+        for (long k = 0; k < p->n; k++) ss += (double)p->grad[k] * p->grad[k];
+    }
+    return sqrt(ss);
+}
 
 /* One step: B examples from global position step·B, forward with dropout, backward, AdamW (a
  * non-finite loss skips the update), timed. */
@@ -541,15 +582,16 @@ static FtStep train_step(FtRun *r, long step) {
     r->t.step = (uint64_t)step;
     Tensor *h = encoder_forward(&r->t, &r->m.enc, NULL, r->ids, r->mask, B, T, NULL);
     TaskHeadOut out;
-    Tensor *loss = r->train.kind == TASK_REGRESSION ? task_head_mse(&r->t, &r->m.head, h, B, T, r->targets, &out)
-                                                    : task_head_forward(&r->t, &r->m.head, h, B, T, r->labels, &out);
-    FtStep s = {loss->data[0], NAN, {0, 0, 1}};
+    Tensor *loss = r->train.kind == TASK_REGRESSION ? task_head_mse(&r->t, &r->m.head, h, B, T, r->mask, r->targets, &out)
+                                                    : task_head_forward(&r->t, &r->m.head, h, B, T, r->mask, r->labels, &out);
+    FtStep s = {loss->data[0], NAN, NAN, {0, 0, 1}};
     long ok = 0;
     const int rows = r->train.kind == TASK_TAGGING ? B * T : B;
     for (int i = 0; i < rows && r->train.kind != TASK_REGRESSION; i++)
         if (r->labels[i] != TASK_IGNORE) ok += argmax_row(out.logits->data + (size_t)i * L, L) == r->labels[i];
     if (isfinite(s.loss)) {
         tape_backward(&r->t, loss, 1);
+        s.head_grad_norm = head_grad_norm(&r->m.ps);
         s.s = optim_step(&r->g);
     }
     tape_reset(&r->t);
@@ -569,6 +611,7 @@ static void log_step(FtRun *r, long completed, const FtStep *s) {
         mrec_num(&rec, "acc", s->acc);
         mrec_num(&rec, "lr", s->s.lr);
         mrec_num(&rec, "grad_norm", s->s.grad_norm);
+        mrec_num(&rec, "head_grad_norm", s->head_grad_norm);
         mrec_int(&rec, M_SKIPPED, s->s.skipped);
         mrec_num(&rec, "epoch", (double)((int64_t)completed * r->o.batch / r->train.N));
         if (metrics_write(&r->dir.log, &rec, err, sizeof err)) fatal("%s", err);
@@ -616,6 +659,7 @@ static int finish(FtRun *r) {
              r->train.kind == TASK_REGRESSION ? "Pearson" : "acc", r->best_dev);
     char fresh[128] = "";
     if (r->o.reinit_layers) snprintf(fresh, sizeof fresh, ", top %d layer%s re-initialised", r->o.reinit_layers, r->o.reinit_layers > 1 ? "s" : "");
+    if (r->m.head.kind != HEAD_TOKEN && r->o.pooler == POOL_MEAN) snprintf(fresh + strlen(fresh), sizeof fresh - strlen(fresh), ", mean pooler");
     if (r->o.layer_decay > 0 && r->o.layer_decay < 1)
         snprintf(fresh + strlen(fresh), sizeof fresh - strlen(fresh), ", layer-wise rate decay %g", r->o.layer_decay);
     snprintf(tail, sizeof tail, " | init %.4000s%s%.15s%s", r->o.init, strcmp(r->o.init, "scratch") ? " " : "",

@@ -44,11 +44,12 @@ typedef struct FinetuneOptions {
     int threads;
     double lr, weight_decay, max_grad_norm;
     int optimizer;            /* index in the optimizer registry (train/optim.h OPTIMIZERS); 0: the default, adamw */
-    double dropout;           /* the fine-tuning model's hidden_dropout_prob (default 0.1), whatever the checkpoint's */
-    double attention_dropout; /* its attention_probs_dropout_prob (default 0.1) */
+    double dropout;           /* the fine-tuning model's hidden_dropout_prob (default 0), whatever the checkpoint's */
+    double attention_dropout; /* its attention_probs_dropout_prob (default 0) */
     int reinit_layers;        /* the top N encoder layers keep their fresh init (--init CHECKPOINT only) */
     double layer_decay;       /* D in (0, 1): layer-wise rate decay (ft_layer_rate_scale); 1, or 0 (unset), one rate for all */
-    int length_groups;        /* G > 0: batches drawn G at a time and grouped by length (ft_example_order); 0: off */
+    int pooler;               /* HeadPooler: what a sequence or regression head reads ([CLS] or the mean of the tokens) */
+    int length_groups;        /* G > 0: batches drawn G at a time and grouped by length (ft_length_window); 0: off */
     long warmup;              /* < 0: 10% of steps */
     long eval_every, log_every, save_every;
     long stop_after;          /* > 0: stop (with a checkpoint) after this many steps of this invocation */
@@ -64,6 +65,9 @@ void ft_length_window(int64_t *ex, const int32_t *lens, int T, int G, int B, uin
  * whether --resume accepts it), 0 if the table has no such flag, -1 with a message ("--steps 'x' must
  * be a positive integer") on a bad value. */
 int finetune_options_set_flag(FinetuneOptions *o, const char *flag, const char *value, int *resume_ok, char *err, size_t errlen);
+/* The pooler of a fine-tuned checkpoint's config text (ft_pooler; a run from before the key: POOL_CLS), or
+ * -1 for a value that is not cls or mean. */
+int ft_config_pooler(const char *config_text);
 /* The persisted options as `ft_<key> = value` lines, and back (resume). */
 char *finetune_options_to_text(const FinetuneOptions *o);
 int finetune_options_from_text(FinetuneOptions *o, const char *text, char *err, size_t errlen);

@@ -104,9 +104,13 @@ static int task_from_files(const char *ckpt, const FtInfo *fi, int T, const char
 
 /* The model: encoder + head of the task ls, every parameter read from the checkpoint (no random
  * initialisation first).  The one place the head is built from the checkpoint's description. */
-static int model_load(const char *ckpt, const ModelConfig *cfg, const TaskSet *ls, FtModel *m, char *err, size_t errlen) {
+static int model_load(const char *ckpt, const ModelConfig *cfg, const char *config_text, const TaskSet *ls, FtModel *m, char *err,
+                      size_t errlen) {
     const HeadKind head = ls->kind == TASK_TAGGING ? HEAD_TOKEN : ls->kind == TASK_REGRESSION ? HEAD_REGRESSION : HEAD_SEQUENCE;
+    const int pooler = ft_config_pooler(config_text);
+    if (pooler < 0) return errf(err, errlen, "checkpoint %s: ft_pooler is not cls or mean (a damaged or foreign checkpoint)", ckpt);
     ft_model_register(m, cfg, head, ls->n_labels, 0);
+    m->head.pooler = (HeadPooler)pooler;
     CheckpointState st;
     memset(&st, 0, sizeof st);
     const int rc = checkpoint_load(ckpt, &m->ps, NULL, &st, err, errlen);
@@ -174,7 +178,7 @@ int predict_run(const char *ckpt, const PredictOptions *o, Predictions *out, cha
 
     /* the model, its forward over every example */
     FtModel m;
-    if (model_load(ckpt, &cfg, ls, &m, err, errlen)) goto done;
+    if (model_load(ckpt, &cfg, st.config, ls, &m, err, errlen)) goto done;
     /* the arena reserved at an upper bound of the forward's peak (pages are touched only as used), so that
      * the first batch does not overflow it and the second map it again */
     Tape t;

@@ -77,10 +77,12 @@ void task_eval_run_ordered(Encoder *enc, TaskHead *head, Tape *t, const TaskSet 
         out->computed_positions += (long long)nb * Tb;
         tape_reset(t);
         tape_nograd_begin(t);
-        /* a sequence head reads [CLS] alone, so the last layer runs only there (encoder_forward_cls) */
-        Tensor *h = tag ? encoder_forward(t, enc, NULL, ids, mask, nb, Tb, NULL) : encoder_forward_cls(t, enc, ids, mask, nb, Tb);
+        /* a [CLS] head reads [CLS] alone, so the last layer runs only there (encoder_forward_cls); a mean
+         * pooler reads every token */
+        const int all = tag || head->pooler == POOL_MEAN;
+        Tensor *h = all ? encoder_forward(t, enc, NULL, ids, mask, nb, Tb, NULL) : encoder_forward_cls(t, enc, ids, mask, nb, Tb);
         TaskHeadOut o;
-        task_head_forward(t, head, h, nb, tag ? Tb : 1, NULL, &o);
+        task_head_forward(t, head, h, nb, all ? Tb : 1, mask, NULL, &o);
         tape_nograd_end(t);
         for (int b = 0; b < nb; b++) {
             const int64_t e = ord[s + b];

@@ -87,6 +87,13 @@ static int export_finetuned(const char *src, const char *outdir, CheckpointState
     else if (!strcmp(keys.head, "sequence")) kind = HEAD_SEQUENCE;
     else if (!strcmp(keys.head, "regression")) kind = HEAD_REGRESSION;
     else fatal("checkpoint %s: ft_head is '%s', expected token, sequence or regression", src, keys.head);
+    const int pooler = ft_config_pooler(st->config);
+    if (pooler < 0) fatal("checkpoint %s: ft_pooler is not cls or mean (a damaged or foreign checkpoint)", src);
+    /* Hugging Face's ContextPooler reads [CLS] only: a mean-pooled head would load by name into
+     * DebertaV2ForSequenceClassification and silently compute another model */
+    if (kind != HEAD_TOKEN && pooler == POOL_MEAN)
+        fatal("export: checkpoint %s has a mean-pooling head (ft_pooler = mean), which no Hugging Face DebertaV2 class computes "
+              "(their ContextPooler reads [CLS]); fine-tune with --pooler cls to export it, or use deberta predict", src);
     char names[TASK_MAX_LABELS][TASK_LABEL_LEN];
     const int L = task_labels_decode(keys.labels, names);
     if (L < 0) fatal("checkpoint %s: ft_labels '%.200s' is not a list of label names (an empty or a too long name, or more than %d)", src, keys.labels, TASK_MAX_LABELS);

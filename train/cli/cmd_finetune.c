@@ -38,6 +38,8 @@ static void usage(FILE *f) {
             "  --optimizer NAME       the update rule (train/optim.h; deberta pretrain --help lists them) [%s]\n"
             "  --dropout P            hidden dropout of encoder and head (not the checkpoint's)     [%g]\n"
             "  --attention-dropout P  attention dropout of the encoder (not the checkpoint's)       [%g]\n"
+            "  --pooler cls|mean      what a sequence head reads: [CLS] (Hugging Face's ContextPooler;\n"
+            "                         export needs it) or the mean of the non-pad tokens             [%s]\n"
             "  --reinit-layers N      the checkpoint's top N encoder layers start from a fresh init [0]\n"
             "  --layer-decay D        layer-wise rate decay: layer l of L at lr*D^(L-l)             [1]\n"
             "  --eval-every N         dev evaluation every N steps (and at the end)                 [%ld]\n"
@@ -46,8 +48,8 @@ static void usage(FILE *f) {
             "  --threads N            OpenMP/BLAS threads\n"
             "  --stop-after N         stop (with a checkpoint) after N steps of this invocation\n",
             o.init_model, o.preset, o.steps, o.batch, o.length_groups, (unsigned long long)o.seed, o.lr, o.weight_decay, o.max_grad_norm,
-            OPTIMIZERS[o.optimizer]->name,
-            o.dropout, o.attention_dropout, o.eval_every, o.save_every, o.log_every);
+            OPTIMIZERS[o.optimizer]->name, o.dropout, o.attention_dropout, task_head_pooler_name((HeadPooler)o.pooler), o.eval_every,
+            o.save_every, o.log_every);
 }
 
 int cmd_finetune(int argc, char **argv) {
