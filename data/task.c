@@ -435,6 +435,13 @@ int64_t task_n_labelled(const TaskSet *ts) {
     return k;
 }
 
+int task_example_len(const TaskSet *ts, int64_t n) {
+    const int32_t *row = ts->ids + n * ts->T;
+    int len = ts->T;
+    while (len > 1 && row[len - 1] == ts->pad_id) len--;
+    return len;
+}
+
 int task_majority_label(const TaskSet *train) {
     int64_t cnt[TASK_MAX_LABELS] = {0};
     if (train->kind == TASK_REGRESSION) return 0;

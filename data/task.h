@@ -93,6 +93,9 @@ int64_t task_n_labelled(const TaskSet *ts);
 /* ---- baselines (classification and tagging) ---- */
 /* The most frequent label of train (ties: the smaller label). */
 int task_majority_label(const TaskSet *train);
+/* The length of example n: its last non-padding position + 1 (at least 1).  Evaluation and fine-tuning
+ * pad a batch only to its longest example. */
+int task_example_len(const TaskSet *ts, int64_t n);
 /* Accuracy on eval of always predicting `label`. */
 double task_constant_accuracy(const TaskSet *eval, int label);
 /* tagging: most frequent tag per word on train (a word = its sub-token ids), the majority tag for words

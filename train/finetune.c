@@ -292,14 +292,6 @@ static int64_t permuted_example(FtRun *r, int64_t q) {
     return r->perm[q % N];
 }
 
-/* The length of example e of ts: its last non-padding position + 1 (at least 1). */
-static int example_len(const TaskSet *ts, int64_t e) {
-    const int32_t *row = ts->ids + e * ts->T;
-    int len = ts->T;
-    while (len > 1 && row[len - 1] == ts->pad_id) len--;
-    return len;
-}
-
 void ft_length_window(int64_t *ex, const int32_t *lens, int T, int G, int B, uint64_t seed, int64_t w) {
     const int64_t W = (int64_t)G * B;
     int64_t *tmp = xmalloc((size_t)W * sizeof(int64_t));
@@ -497,7 +489,7 @@ static void build_model(FtRun *r, ModelConfig *cfg) {
     r->window = xmalloc((size_t)MAX(r->o.length_groups, 1) * r->o.batch * sizeof(int64_t));
     r->window_id = -1;
     r->lens = xmalloc((size_t)r->train.N * sizeof(int32_t));
-    for (int64_t e = 0; e < r->train.N; e++) r->lens[e] = example_len(&r->train, e);
+    for (int64_t e = 0; e < r->train.N; e++) r->lens[e] = task_example_len(&r->train, e);
     r->ids = xmalloc((size_t)B * T * sizeof(int32_t));
     r->mask = xmalloc((size_t)B * T * sizeof(int32_t));
     r->labels = xmalloc((size_t)B * T * sizeof(int32_t));

@@ -18,18 +18,10 @@ void task_preds_free(TaskPreds *p) {
     memset(p, 0, sizeof *p);
 }
 
-/* The length of example n: its last non-padding position + 1 (at least 1). */
-static int example_len(const TaskSet *ts, int64_t n) {
-    const int32_t *row = ts->ids + n * ts->T;
-    int len = ts->T;
-    while (len > 1 && row[len - 1] == ts->pad_id) len--;
-    return len;
-}
-
 /* The order examples are run in: by length (ties by index) when by_length, else as they are. */
 static int64_t *run_order(const TaskSet *ts, int by_length, int32_t *len) {
     int64_t *ord = xmalloc((size_t)(ts->N ? ts->N : 1) * sizeof(int64_t));
-    for (int64_t n = 0; n < ts->N; n++) { ord[n] = n; len[n] = by_length ? example_len(ts, n) : ts->T; }
+    for (int64_t n = 0; n < ts->N; n++) { ord[n] = n; len[n] = by_length ? task_example_len(ts, n) : ts->T; }
     if (!by_length) return ord;
     /* counting sort on the length: stable, so equal lengths keep their order */
     long *start = xcalloc((size_t)ts->T + 2, sizeof(long));
