@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""finetune_table.py — pretrained vs scratch on the Brown tasks, several seeds, as Markdown tables.
+"""finetune_table.py — pretrained vs scratch on the shipped tasks, several seeds, as Markdown tables.
 Run by scripts/finetune-table.sh (/usr/bin/python3, standard library only); scripts/ablate.py imports
 it for `ablate.sh finetune`.
 
@@ -7,9 +7,13 @@ it for `ablate.sh finetune`.
 
 For each task (FT_TASKS) and seed (FT_SEEDS) it fine-tunes every LABEL's pretraining checkpoint and
 the same model from scratch (--init scratch --preset FT_PRESET) with one fixed budget, then prints a
-table per task: the baselines (majority class; pos: most frequent tag per word), scratch and each
-checkpoint, with test accuracy (genre: and macro-F1) of the best-dev model and the best dev accuracy,
-mean ± sample sd (n-1) over the seeds that finished, and n.  The tables also go to FT_TABLE_DIR/table.md.
+table per task: the baselines (majority class; naive Bayes for sequence tasks; pos: most frequent tag
+per word), scratch and each checkpoint, with test accuracy (sequence tasks: and macro-F1) of the
+best-dev model and the best dev accuracy, mean ± sample sd (n-1) over the seeds that finished, and n.
+The tables also go to FT_TABLE_DIR/table.md.  pos and genre are made from the tagged Brown texts when
+missing; any other task is read from FT_TASK_DATA/<task>-T<seq len>/ as prepared beforehand (make
+demo-task for the SpamAssassin task, scripts/fetch-tasks.sh then deberta prep-task for the others), and
+fine-tuned under the task name its files hold.
 
 Runs go to FT_TABLE_DIR/<label>/<task>-seed<s>/ (their output to <task>-seed<s>.log beside them).
 Re-running the same command skips finished runs (results.txt), resumes interrupted ones
@@ -19,7 +23,7 @@ directory made with another budget.  SIGINT/SIGTERM stop the running fine-tunes 
 (deberta finetune's graceful stop); the next invocation resumes them.
 
 Environment (defaults in brackets; the budget is the same for every row):
-  FT_TASKS [pos genre]   FT_SEEDS [1 2 3]      FT_STEPS [1000]    FT_BATCH [16]   FT_LR [3e-4]
+  FT_TASKS [pos genre] (more: any prepared task folder's name)   FT_SEEDS [1 2 3]      FT_STEPS [1000]    FT_BATCH [16]   FT_LR [3e-4]
   FT_LAYER_DECAY [1] (finetune --layer-decay, every row; 1: one rate)
   FT_SEQ_LEN [128] (tokens per example, prep-task --seq-len)    FT_EVAL_EVERY [200] (dev evaluation
   and checkpoint)    FT_PRESET [tiny] (the scratch model)    FT_TABLE_DIR [runs/finetune-table]
@@ -90,8 +94,8 @@ def options_from_env():
     o = Options()
     o.tasks = (os.environ.get("FT_TASKS", "") or "pos genre").replace(",", " ").split()
     for t in o.tasks:
-        if t not in TASKS:
-            die("FT_TASKS: '%s' is not a task (pos, genre)" % t)
+        if not LABEL_RE.match(t):
+            die("FT_TASKS: '%s' is not a task name (letters, digits and . _ + -)" % t)
     seeds = (os.environ.get("FT_SEEDS", "") or "1 2 3").replace(",", " ").split()
     for s in seeds:
         if not s.isdigit():
@@ -129,6 +133,17 @@ def newer(a, b):
     return os.path.getmtime(a) > os.path.getmtime(b)
 
 
+def task_name_in_files(d):
+    """The task name train.h5 holds (its /task attribute, read with h5dump), or None."""
+    try:
+        p = subprocess.run(["h5dump", "-a", "/task", os.path.join(d, "train.h5")], capture_output=True, text=True,
+                           timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r'\(0\):\s*"([^"]*)"', p.stdout)
+    return m.group(1) if m else None
+
+
 def ensure_task_files(o, task):
     """FT_TASK_DATA/<task>-T<seq>: made by deberta prep-task when missing or older than the shards' tokenizer.
     prep-task's output is byte-for-byte deterministic, so files older than the tokenizer are made again beside
@@ -137,6 +152,11 @@ def ensure_task_files(o, task):
     d = task_dir(o, task)
     test = os.path.join(d, "test.h5")
     tok = os.path.join(o.shards, "tokenizer.bin")
+    if task not in TASKS:  # prepared beforehand: not made here
+        if not all(os.path.exists(os.path.join(d, n)) for n in ("train.h5", "dev.h5", "test.h5")):
+            die("FT_TASKS: %s has no train/dev/test.h5 (task '%s' is made from Brown only for pos and genre; "
+                "prepare it with deberta prep-task)" % (d, task))
+        return d
     if os.path.exists(test) and not (os.path.exists(tok) and newer(tok, test)):
         return d
     if not os.path.exists(tok):
@@ -246,8 +266,9 @@ def checkpoint_step(path):
     return int(m.group(1)) if m else None
 
 
-def make_job(o, label, init, task, seed, tdir):
-    return {"label": label, "init": init, "task": task, "seed": int(seed), "data": tdir,
+def make_job(o, label, init, task, seed, tdir, fname=None):
+    """fname: the task's name in its files (finetune --task), when not the folder's task name."""
+    return {"label": label, "init": init, "task": task, "name": fname or task, "seed": int(seed), "data": tdir,
             "dir": os.path.join(o.table_dir, label, "%s-seed%d" % (task, seed)),
             "log": os.path.join(o.table_dir, label, "%s-seed%d.log" % (task, seed))}
 
@@ -260,7 +281,7 @@ def check_settings(o, j, cfg):
     """None if the run directory's config.txt is this job's, else what differs."""
     def same_path(a, b):
         return os.path.realpath(a) == os.path.realpath(b)
-    want = [("ft_task", j["task"], str.__eq__), ("ft_steps", o.steps, lambda a, b: int(a) == b),
+    want = [("ft_task", j["name"], str.__eq__), ("ft_steps", o.steps, lambda a, b: int(a) == b),
             ("ft_batch", o.batch, lambda a, b: int(a) == b), ("ft_seed", j["seed"], lambda a, b: int(a) == b),
             ("ft_lr", o.lr, lambda a, b: math.isclose(float(a), float(b), rel_tol=1e-12)),
             ("ft_layer_decay", o.layer_decay, lambda a, b: math.isclose(float(a) or 1.0, float(b), rel_tol=1e-12)),
@@ -323,7 +344,7 @@ class Runner:
             return [o.deberta, "finetune", "--resume", j["dir"], "--threads", str(o.threads)]
         init = ["--init", "scratch", "--preset", o.preset] if j["init"] == "scratch" else ["--init", j["init"]]
         return [o.deberta, "finetune"] + init + [
-            "--task", j["task"], "--data", j["data"], "--out", j["dir"], "--steps", str(o.steps), "--batch", str(o.batch),
+            "--task", j["name"], "--data", j["data"], "--out", j["dir"], "--steps", str(o.steps), "--batch", str(o.batch),
             "--lr", o.lr, "--seed", str(j["seed"]), "--eval-every", str(o.eval_every), "--save-every", str(o.eval_every),
             "--threads", str(o.threads)] + ([] if float(o.layer_decay) == 1 else ["--layer-decay", o.layer_decay])
 
@@ -466,10 +487,10 @@ def task_table(o, task, rows):
     seeds = sorted({j["seed"] for _, _, js in rows for j in js})
     md.append("**%s** (test: %s %s): test accuracy of the best-dev model; fine-tuning %s; mean ± sample sd "
               "over the seeds that finished (of %s)." % (
-                  task, ", ".join("{:,}".format(n) for n in n_test) or "?", "words" if task == "pos" else "windows",
+                  task, ", ".join("{:,}".format(n) for n in n_test) or "?", {"pos": "words", "genre": "windows"}.get(task, "examples"),
                   budget_text(o), " ".join(map(str, seeds))))
     md.append("")
-    genre = task == "genre"
+    genre = task != "pos"  # a sequence task: macro-F1 and naive Bayes beside accuracy
     md.append("| model | n | test accuracy |%s best dev accuracy |" % (" test macro-F1 |" if genre else ""))
     md.append("|---|---|---|%s---|" % ("---|" if genre else ""))
     blank = " |" if genre else ""
@@ -478,6 +499,9 @@ def task_table(o, task, rows):
         if len(maj) > 1:
             note("warning: %s: the runs report different majority baselines %s (other task files?)" % (task, maj))
         md.append("| baseline: majority class (%s) | – | %.4f |%s |" % (maj[0][0], maj[0][1], blank))
+        nb = sorted({round(r["baseline_naive_bayes_acc"], 9) for r in done if r.get("baseline_naive_bayes_acc") is not None})
+        if nb:
+            md.append("| baseline: naive Bayes (bag of tokens, train split) | – | %.4f |%s |" % (nb[0], blank))
         if not genre:
             wt = sorted({round(r["baseline_word_tag_acc"], 9) for r in done if r.get("baseline_word_tag_acc") is not None})
             if wt:
@@ -533,9 +557,10 @@ def main(argv):
     specs = parse_labels(argv)
     o = options_from_env()
     tdirs = {t: (task_dir(o, t) if table_only else ensure_task_files(o, t)) for t in o.tasks}
+    names = {t: t if t in TASKS else (task_name_in_files(tdirs[t]) or t) for t in o.tasks}
     inits = [("scratch", "scratch")] + specs
     # task-major, then seed, then model: a stopped table leaves whole seeds of the first task
-    jobs = [make_job(o, label, init, t, s, tdirs[t]) for t in o.tasks for s in o.seeds for label, init in inits]
+    jobs = [make_job(o, label, init, t, s, tdirs[t], names[t]) for t in o.tasks for s in o.seeds for label, init in inits]
     rc = 0
     if not table_only:
         rc = run_jobs(o, jobs)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # scripts/finetune-table.sh and `ablate.sh finetune` end to end, with tiny budgets on the synthetic
 # tagged corpus of tests/lib-brown.sh: a 4-step pretraining -> 2 tasks x 2 seeds x (scratch, the
-# checkpoint) -> Markdown tables whose means and sds are those of the runs' metrics; a re-run skips
+# checkpoint), and a JSONL task prepared beforehand -> Markdown tables whose means and sds are those of the runs' metrics; a re-run skips
 # every finished run; a run interrupted mid-way (--stop-after) is resumed and ends equal to an
 # uninterrupted one; SIGTERM to the script stops the running fine-tune at a checkpoint (exit 143);
 # another budget in the same table directory is refused (one error line, exit 1); a checkpoint newer
@@ -58,6 +58,26 @@ for task in ("pos", "genre"):
             assert cell in row, (task, label, key, cell, row)
 EOF
 ok "2 tasks x 2 seeds x (scratch, checkpoint): tables with the baselines, n, mean ± sd of the runs' test records ($(grep -c . "$TMP/t1.out") lines)"
+
+# a task prepared beforehand (JSONL, its own name in the files): fine-tuned under that name, with the naive-Bayes
+# baseline row and macro-F1; a task folder that is not there is one error line
+awk -v d="$TMP" 'NF { n++; f = d "/mood-" (n % 5 == 1 ? "dev" : n % 5 == 2 ? "test" : "train") ".jsonl"
+    printf "{\"text\": \"%s\", \"label\": \"%s\"}\n", $0, (/ dog| cat| house/ ? "land" : "sky") > f }' \
+    "$TMP/corpus/other.txt" "$TMP/corpus/brown.txt"
+"$BIN" prep-task --format jsonl --name mood --train "$TMP/mood-train.jsonl" --dev "$TMP/mood-dev.jsonl" --test "$TMP/mood-test.jsonl" \
+    --text-field text --label-field label --shards "$TMP/shards" --out "$TMP/tasks/feel-T24" --seq-len 24 >/dev/null 2>&1 || fail "prep-task mood"
+FT_TASKS=feel FT_SEEDS=1 FT_TABLE_DIR=$TMP/tabm $T pre=$TMP/pre/checkpoint.h5 >"$TMP/tm.out" 2>"$TMP/tm.err" || { cat "$TMP/tm.err"; fail "a prepared task"; }
+grep -q '^ft_task = mood$' "$TMP/tabm/pre/feel-seed1/config.txt" || fail "the prepared task was not fine-tuned under its files' name"
+"$PY" - "$TMP/tabm" "$TMP/tm.out" <<'EOF' || { cat "$TMP/tm.out"; fail "the prepared task's table"; }
+import json, sys
+tab, out = sys.argv[1], open(sys.argv[2]).read()
+rec = [json.loads(l) for l in open(tab + "/pre/feel-seed1/metrics.jsonl") if '"kind":"test"' in l][-1]
+assert "| baseline: naive Bayes (bag of tokens, train split) | – | %.4f | |" % rec["baseline_naive_bayes_acc"] in out, out
+row = [l for l in out.splitlines() if l.startswith("| pre: ")][0]
+assert row.endswith("| 1 | %.4f | %.4f | %.4f |" % (rec["acc"], rec["macro_f1"], rec["dev_acc"])), row
+EOF
+e2e_bad "^error: finetune-table: FT_TASKS: $TMP/tasks/nothing-T24 has no train/dev/test.h5 " -- env FT_TASKS=nothing $T
+ok "a prepared task: fine-tuned under its files' name, naive Bayes and macro-F1 in its table; a missing one: one error line"
 
 n_inv=$(cat "$TMP"/tab/*/*.log | grep -c '^== .* fresh')
 $T pre=$TMP/pre/checkpoint.h5 >"$TMP/t2.out" 2>"$TMP/t2.err" || { cat "$TMP/t2.err"; fail "re-run"; }
