@@ -27,6 +27,7 @@ Environment (defaults in brackets; the budget is the same for every row):
   FT_LAYER_DECAY [1] (finetune --layer-decay, every row; 1: one rate)
   FT_SEQ_LEN [128] (tokens per example, prep-task --seq-len)    FT_EVAL_EVERY [200] (dev evaluation
   and checkpoint)    FT_PRESET [tiny] (the scratch model)    FT_TABLE_DIR [runs/finetune-table]
+  FT_SCRATCH [1] (0: no scratch row, only the checkpoints)
   FT_PARALLEL [1] (runs at a time)    THREADS [cores / FT_PARALLEL] (threads per run)
   SHARDS [data/shards] (the pretraining shards: their tokenizer)  BROWN [data/corpus/brown-tagged]
   FT_TASK_DATA [data/tasks] (task files: FT_TASK_DATA/<task>-T<seq len>/, made by deberta prep-task
@@ -108,6 +109,7 @@ def options_from_env():
     o.seq_len = _int_env("FT_SEQ_LEN", 128, 3)
     o.eval_every = _int_env("FT_EVAL_EVERY", 200)
     o.preset = os.environ.get("FT_PRESET", "").strip() or "tiny"
+    o.scratch = _int_env("FT_SCRATCH", 1, 0) != 0
     o.table_dir = os.environ.get("FT_TABLE_DIR", "").strip() or "runs/finetune-table"
     o.parallel = _int_env("FT_PARALLEL", 1)
     o.threads = _int_env("THREADS", max(1, (os.cpu_count() or 1) // o.parallel))
@@ -558,7 +560,9 @@ def main(argv):
     o = options_from_env()
     tdirs = {t: (task_dir(o, t) if table_only else ensure_task_files(o, t)) for t in o.tasks}
     names = {t: t if t in TASKS else (task_name_in_files(tdirs[t]) or t) for t in o.tasks}
-    inits = [("scratch", "scratch")] + specs
+    inits = ([("scratch", "scratch")] if o.scratch else []) + specs
+    if not inits:
+        die("FT_SCRATCH=0 and no LABEL=CHECKPOINT: nothing to fine-tune")
     # task-major, then seed, then model: a stopped table leaves whole seeds of the first task
     jobs = [make_job(o, label, init, t, s, tdirs[t], names[t]) for t in o.tasks for s in o.seeds for label, init in inits]
     rc = 0

@@ -77,7 +77,11 @@ row = [l for l in out.splitlines() if l.startswith("| pre: ")][0]
 assert row.endswith("| 1 | %.4f | %.4f | %.4f |" % (rec["acc"], rec["macro_f1"], rec["dev_acc"])), row
 EOF
 e2e_bad "^error: finetune-table: FT_TASKS: $TMP/tasks/nothing-T24 has no train/dev/test.h5 " -- env FT_TASKS=nothing $T
-ok "a prepared task: fine-tuned under its files' name, naive Bayes and macro-F1 in its table; a missing one: one error line"
+FT_SCRATCH=0 FT_TASKS=feel FT_SEEDS=1 FT_TABLE_DIR=$TMP/tabn $T pre=$TMP/pre/checkpoint.h5 >"$TMP/tn.out" 2>"$TMP/tn.err" &&
+    [ ! -e "$TMP/tabn/scratch" ] && [ -s "$TMP/tabn/pre/feel-seed1/results.txt" ] && ! grep -q '^| scratch' "$TMP/tn.out" ||
+    { cat "$TMP/tn.err" "$TMP/tn.out"; fail "FT_SCRATCH=0: a scratch run or row"; }
+e2e_bad "^error: finetune-table: FT_SCRATCH=0 and no LABEL=CHECKPOINT: nothing to fine-tune$" -- env FT_SCRATCH=0 $T
+ok "a prepared task: fine-tuned under its files' name, naive Bayes and macro-F1 in its table; a missing one: one error line; FT_SCRATCH=0"
 
 n_inv=$(cat "$TMP"/tab/*/*.log | grep -c '^== .* fresh')
 $T pre=$TMP/pre/checkpoint.h5 >"$TMP/t2.out" 2>"$TMP/t2.err" || { cat "$TMP/t2.err"; fail "re-run"; }
