@@ -4,6 +4,7 @@
  * JSONL (\u escapes and surrogate pairs, integer and real labels, token lists); the label set (numbers
  * with a fraction refused as class names, --labels, --labels-file); and the split draw. */
 #include "data/task_build.h"
+#include "data/task_format.h"
 #include "data/task_input.h"
 #include "autograd/base/util.h"
 #include "tests/testutil.h"
@@ -36,6 +37,13 @@ static void test_utf8(void **state) {
     }
 }
 
+/* The registered format called name (the test fails when there is none). */
+static const TaskFormat *format_of(const char *name) {
+    const TaskFormat *f = task_format_find(name);
+    if (!f) fail_msg("no input format '%s' in the registry", name);
+    return f;
+}
+
 static TaskExamples read_ok(const char *text, const TaskInputSpec *sp) {
     TaskExamples ex;
     char err[512];
@@ -52,7 +60,7 @@ static void read_bad(const char *text, const TaskInputSpec *sp, const char *need
 
 static void test_csv(void **state) {
     (void)state;
-    TaskInputSpec sp = {.format = TI_CSV, .need_labels = 1, .text_field = "text", .label_field = "label"};
+    TaskInputSpec sp = {.format = format_of("csv"), .need_labels = 1, .text_field = "text", .label_field = "label"};
     const char *in = "\xef\xbb\xbfid,text,label\r\n"
                      "1,\"a, b\",x\r\n"
                      "2,\"say \"\"hi\"\"\nand go\",y\r\n"
@@ -86,7 +94,7 @@ static void test_csv(void **state) {
 
 static void test_tsv(void **state) {
     (void)state;
-    TaskInputSpec sp = {.format = TI_TSV, .need_labels = 1, .text_field = "a", .text_pair_field = "b", .label_field = "y"};
+    TaskInputSpec sp = {.format = format_of("tsv"), .need_labels = 1, .text_field = "a", .text_pair_field = "b", .label_field = "y"};
     TaskExamples ex = read_ok("y\ta\tb\r\n1\tone \"q\"\ttwo\n0\tthree\tfour\n", &sp);
     assert_int_equal(ex.n, 2);
     assert_string_equal(ex.ex[0].text, "one \"q\"");  /* no quoting in TSV */
@@ -100,7 +108,7 @@ static void test_tsv(void **state) {
 
 static void test_conll(void **state) {
     (void)state;
-    TaskInputSpec sp = {.format = TI_CONLL, .tagging = 1, .need_labels = 1};
+    TaskInputSpec sp = {.format = format_of("conll"), .tagging = 1, .need_labels = 1};
     const char *in = "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects\tVBZ\tB-VP\tO\n\n\n-DOCSTART- O\nPeter NNP B-NP B-PER\r\n";
     TaskExamples ex = read_ok(in, &sp);
     assert_int_equal(ex.n, 2);
@@ -123,7 +131,7 @@ static void test_conll(void **state) {
 
 static void test_jsonl(void **state) {
     (void)state;
-    TaskInputSpec sp = {.format = TI_JSONL, .need_labels = 1, .text_field = "t", .label_field = "l"};
+    TaskInputSpec sp = {.format = format_of("jsonl"), .need_labels = 1, .text_field = "t", .label_field = "l"};
     TaskExamples ex = read_ok("{\"t\": \"caf\\u00e9 \\ud83d\\ude00\", \"l\": 7}\n\n  \n{\"t\": \"x\", \"l\": 0.25, \"other\": [1]}\n", &sp);
     assert_int_equal(ex.n, 2);
     assert_string_equal(ex.ex[0].text, "caf\xc3\xa9 \xf0\x9f\x98\x80");
@@ -135,7 +143,7 @@ static void test_jsonl(void **state) {
     read_bad("{\"t\": 5, \"l\": 1}\n", &sp, "mem:1: the value at key 't' is not a string");
     read_bad("{\"t\": \"a\\u0000b\", \"l\": 1}\n", &sp, "mem:1: not JSON");
     read_bad("{\"t\": \"a\", \"t\": \"b\", \"l\": 1}\n", &sp, "mem:1: not JSON: duplicate object key");
-    TaskInputSpec tg = {.format = TI_JSONL, .tagging = 1, .need_labels = 1};
+    TaskInputSpec tg = {.format = format_of("jsonl"), .tagging = 1, .need_labels = 1};
     ex = read_ok("{\"tokens\": [\"A\", \"b\"], \"tags\": [3, \"O\"]}\n", &tg);
     assert_int_equal(ex.ex[0].n_words, 2);
     assert_string_equal(ex.ex[0].tags[0], "3");
@@ -148,8 +156,8 @@ static void test_jsonl(void **state) {
 /* the label set (data/task_build.c task_label_set): numbers with a fraction are refused without
  * --regression in every format (JSONL reals and CSV text alike), kept as class names when named with
  * --labels; --labels-file (one per line) takes ',' and labels train lacks, and names its bad lines */
-static int label_set(const char *text, TaskInputFormat f, TaskKind kind, const char *order, const char *file, TaskSet *ls, char *err, size_t errlen) {
-    TaskInputSpec sp = {.format = f, .tagging = kind == TASK_TAGGING, .need_labels = 1, .text_field = kind == TASK_TAGGING ? NULL : "t",
+static int label_set(const char *text, const char *f, TaskKind kind, const char *order, const char *file, TaskSet *ls, char *err, size_t errlen) {
+    TaskInputSpec sp = {.format = format_of(f), .tagging = kind == TASK_TAGGING, .need_labels = 1, .text_field = kind == TASK_TAGGING ? NULL : "t",
                         .label_field = kind == TASK_TAGGING ? NULL : "l"};
     TaskExamples ex = read_ok(text, &sp);
     TaskBuildSpec bs = {.kind = kind, .T = 16, .label_order = order, .labels_file = file, .label_field = "l"};
@@ -158,7 +166,7 @@ static int label_set(const char *text, TaskInputFormat f, TaskKind kind, const c
     task_examples_free(&ex);
     return rc;
 }
-static void label_set_bad(const char *text, TaskInputFormat f, TaskKind kind, const char *order, const char *file, const char *needle) {
+static void label_set_bad(const char *text, const char *f, TaskKind kind, const char *order, const char *file, const char *needle) {
     TaskSet ls;
     char err[1024];
     if (label_set(text, f, kind, order, file, &ls, err, sizeof err) == 0) fail_msg("label set accepted; expected '%s'", needle);
@@ -170,16 +178,16 @@ static void test_label_set(void **state) {
     TaskSet ls;
     char err[1024];
     const char *reals = "{\"t\": \"a\", \"l\": 1.5}\n{\"t\": \"b\", \"l\": 0.5}\n";
-    label_set_bad(reals, TI_JSONL, TASK_CLASSIFICATION, NULL, NULL, "mem:2: label '0.5' is a number that is not an integer (a number label needs --regression");
-    label_set_bad("t,l\na,1\nb,2.75\n", TI_CSV, TASK_CLASSIFICATION, NULL, NULL, "mem:3: label '2.75' is a number that is not an integer");
-    label_set_bad("t\tl\na\tneg\nb\t-1e-3\n", TI_TSV, TASK_CLASSIFICATION, NULL, NULL, "mem:3: label '-1e-3' is a number");
-    assert_int_equal(label_set(reals, TI_JSONL, TASK_REGRESSION, NULL, NULL, &ls, err, sizeof err), 0);
+    label_set_bad(reals, "jsonl", TASK_CLASSIFICATION, NULL, NULL, "mem:2: label '0.5' is a number that is not an integer (a number label needs --regression");
+    label_set_bad("t,l\na,1\nb,2.75\n", "csv", TASK_CLASSIFICATION, NULL, NULL, "mem:3: label '2.75' is a number that is not an integer");
+    label_set_bad("t\tl\na\tneg\nb\t-1e-3\n", "tsv", TASK_CLASSIFICATION, NULL, NULL, "mem:3: label '-1e-3' is a number");
+    assert_int_equal(label_set(reals, "jsonl", TASK_REGRESSION, NULL, NULL, &ls, err, sizeof err), 0);
     assert_int_equal(ls.n_labels, 1);
-    assert_int_equal(label_set(reals, TI_JSONL, TASK_CLASSIFICATION, "0.5,1.5", NULL, &ls, err, sizeof err), 0); /* named: class names */
+    assert_int_equal(label_set(reals, "jsonl", TASK_CLASSIFICATION, "0.5,1.5", NULL, &ls, err, sizeof err), 0); /* named: class names */
     assert_int_equal(ls.n_labels, 2);
-    assert_int_equal(label_set("t,l\na,10\nb,9\nc,1.\n", TI_CSV, TASK_CLASSIFICATION, NULL, NULL, &ls, err, sizeof err), -1);
-    assert_int_equal(label_set("t,l\na,10\nb,9\nc,v1.5\n", TI_CSV, TASK_CLASSIFICATION, NULL, NULL, &ls, err, sizeof err), 0);
-    assert_int_equal(label_set("t,l\na,10\nb,-9\n", TI_CSV, TASK_CLASSIFICATION, NULL, NULL, &ls, err, sizeof err), 0);
+    assert_int_equal(label_set("t,l\na,10\nb,9\nc,1.\n", "csv", TASK_CLASSIFICATION, NULL, NULL, &ls, err, sizeof err), -1);
+    assert_int_equal(label_set("t,l\na,10\nb,9\nc,v1.5\n", "csv", TASK_CLASSIFICATION, NULL, NULL, &ls, err, sizeof err), 0);
+    assert_int_equal(label_set("t,l\na,10\nb,-9\n", "csv", TASK_CLASSIFICATION, NULL, NULL, &ls, err, sizeof err), 0);
     assert_string_equal(ls.label_names[0], "-9");  /* integers: numeric order */
     /* --labels-file: ',' is a label, 'fw-wps' only in the file, CRLF and blank lines */
     char path[] = "/tmp/test_task_input-XXXXXX";
@@ -189,22 +197,22 @@ static void test_label_set(void **state) {
     fputs("NN\r\n,\n\nfw-wps\nVB\n", f);
     fclose(f);
     const char *conll = "the NN\n, ,\nruns VB\n";
-    assert_int_equal(label_set(conll, TI_CONLL, TASK_TAGGING, NULL, path, &ls, err, sizeof err), 0);
+    assert_int_equal(label_set(conll, "conll", TASK_TAGGING, NULL, path, &ls, err, sizeof err), 0);
     assert_int_equal(ls.n_labels, 4);
     assert_string_equal(ls.label_names[0], "NN");
     assert_string_equal(ls.label_names[1], ",");
     assert_string_equal(ls.label_names[2], "fw-wps");
-    label_set_bad("the NN\nx JJ\n", TI_CONLL, TASK_TAGGING, NULL, path, "mem:1: label 'JJ' is not one of the labels of --labels-file");
+    label_set_bad("the NN\nx JJ\n", "conll", TASK_TAGGING, NULL, path, "mem:1: label 'JJ' is not one of the labels of --labels-file");
     f = fopen(path, "w");
     fputs("NN\n,\nNN\n", f);
     fclose(f);
-    label_set_bad(conll, TI_CONLL, TASK_TAGGING, NULL, path, ":3: 'NN' twice");
+    label_set_bad(conll, "conll", TASK_TAGGING, NULL, path, ":3: 'NN' twice");
     f = fopen(path, "w");
     fputs("NN\n\xff\n", f);
     fclose(f);
-    label_set_bad(conll, TI_CONLL, TASK_TAGGING, NULL, path, ":2: invalid UTF-8");
+    label_set_bad(conll, "conll", TASK_TAGGING, NULL, path, ":2: invalid UTF-8");
     unlink(path);
-    label_set_bad(conll, TI_CONLL, TASK_TAGGING, NULL, path, "cannot read (No such file or directory)");
+    label_set_bad(conll, "conll", TASK_TAGGING, NULL, path, "cannot read (No such file or directory)");
 }
 
 /* the split: a partition of the records, sizes round(n * fraction), each list ascending, and the
