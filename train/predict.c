@@ -167,7 +167,7 @@ int predict_run(const char *ckpt, const PredictOptions *o, Predictions *out, cha
         errf(err, errlen, "the task %s text pairs: %s --text-pair-field", ls->pair ? "takes" : "does not take", ls->pair ? "give" : "leave out");
         goto done;
     }
-    if (spec.tagging && (spec.text_field || spec.text_pair_field)) { errf(err, errlen, "%s", "a tagging task reads --tokens-field/--tags-field or --token-column/--tag-column"); goto done; }
+    if (spec.tagging && (spec.text_field || spec.text_pair_field)) { errf(err, errlen, "%s", "a tagging task reads --tokens-field/--tags-field (jsonl) or CoNLL columns"); goto done; }
     rc = PREDICT_ERROR;
 
     /* the examples */
