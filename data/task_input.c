@@ -104,6 +104,15 @@ int tr_line_utf8(TaskReader *r, const TaskLine *l) {
     return errf(r->err, r->errlen, "%s:%ld: invalid UTF-8 (byte 0x%02x at column %zu)", r->name, l->no, (unsigned char)l->p[bad], bad + 1);
 }
 
+int tr_each_line(TaskReader *r, const char *buf, size_t len, int (*line)(TaskReader *r, const TaskLine *l)) {
+    size_t pos = 0;
+    long no = 0;
+    TaskLine l;
+    while (tr_next_line(buf, len, &pos, &no, &l))
+        if (!tr_blank(&l) && (tr_line_utf8(r, &l) || line(r, &l))) return -1;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- entry points */
 
 int task_input_read_mem(const char *buf, size_t len, const char *name, const TaskInputSpec *spec, TaskExamples *out, char *err,

@@ -82,22 +82,17 @@ static int jsonl_record(TaskReader *r, const TaskLine *l, json_t *obj) {
     return 0;
 }
 
-static int read_jsonl(TaskReader *r, const char *buf, size_t len) {
-    size_t pos = 0;
-    long no = 0;
-    TaskLine l;
-    while (tr_next_line(buf, len, &pos, &no, &l)) {
-        if (tr_blank(&l)) continue;
-        if (tr_line_utf8(r, &l)) return -1;
-        json_error_t je;
-        json_t *obj = json_loadb(l.p, l.n, JSON_REJECT_DUPLICATES, &je);
-        if (!obj) return errf(r->err, r->errlen, "%s:%ld: not JSON: %s (column %d)", r->name, l.no, je.text, je.column);
-        int rc = json_is_object(obj) ? jsonl_record(r, &l, obj) : errf(r->err, r->errlen, "%s:%ld: not a JSON object", r->name, l.no);
-        json_decref(obj);
-        if (rc) return -1;
-    }
-    return 0;
+/* One line: a JSON object, one example. */
+static int jsonl_line(TaskReader *r, const TaskLine *l) {
+    json_error_t je;
+    json_t *obj = json_loadb(l->p, l->n, JSON_REJECT_DUPLICATES, &je);
+    if (!obj) return errf(r->err, r->errlen, "%s:%ld: not JSON: %s (column %d)", r->name, l->no, je.text, je.column);
+    int rc = json_is_object(obj) ? jsonl_record(r, l, obj) : errf(r->err, r->errlen, "%s:%ld: not a JSON object", r->name, l->no);
+    json_decref(obj);
+    return rc ? -1 : 0;
 }
+
+static int read_jsonl(TaskReader *r, const char *buf, size_t len) { return tr_each_line(r, buf, len, jsonl_line); }
 
 const TaskFormat task_format_jsonl = {"jsonl", "a JSON object per line: a text [+ pair] and its label, or lists of words and tags",
                                       TASK_HOLDS_SEQUENCES | TASK_HOLDS_TOKENS, 0, read_jsonl};

@@ -39,4 +39,7 @@ int tr_next_line(const char *buf, size_t len, size_t *pos, long *no, TaskLine *l
 int tr_blank(const TaskLine *l);
 /* 0 when the whole line is UTF-8, else -1 with "NAME:LINE: invalid UTF-8 (byte 0x.. at column C)". */
 int tr_line_utf8(TaskReader *r, const TaskLine *l);
+/* A format of one record per line: line(r, l) for every line that is not blank, each checked to be
+ * UTF-8 first (tr_line_utf8); the first -1 stops.  0, or -1. */
+int tr_each_line(TaskReader *r, const char *buf, size_t len, int (*line)(TaskReader *r, const TaskLine *l));
 #endif

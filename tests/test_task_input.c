@@ -316,33 +316,27 @@ static void test_format_registry(void **state) {
  * checks, the example list, has_labels, the format recorded); built into task examples whose
  * input_format is its name; and a bad tag's line: the sentence's line for this format
  * (word_per_line 0), the word's own line for conll (word_per_line 1). */
-static int read_slash(TaskReader *r, const char *buf, size_t len) {
-    size_t pos = 0;
-    long no = 0;
-    TaskLine l;
-    while (tr_next_line(buf, len, &pos, &no, &l)) {
-        if (tr_blank(&l)) continue;
-        if (tr_line_utf8(r, &l)) return -1;
-        TaskExample *e = tr_push(r, l.no);
-        const char **w = tr_alloc(r, l.n * sizeof(char *)), **t = tr_alloc(r, l.n * sizeof(char *));
-        int n = 0;
-        for (size_t a = 0; a < l.n;) {
-            size_t b = a;
-            while (b < l.n && l.p[b] != ' ') b++;
-            const char *slash = memchr(l.p + a, '/', b - a);
-            if (!slash) return errf(r->err, r->errlen, "%s:%ld: a word without /TAG", r->name, l.no);
-            w[n] = tr_str(r, l.p + a, (size_t)(slash - l.p - a));
-            t[n] = tr_str(r, slash + 1, (size_t)(l.p + b - slash - 1));
-            if (tr_label(r, l.no, t[n], "")) return -1;
-            n++;
-            a = b + 1;
-        }
-        e->n_words = n;
-        e->words = w;
-        e->tags = t;
+static int slash_line(TaskReader *r, const TaskLine *l) {
+    TaskExample *e = tr_push(r, l->no);
+    const char **w = tr_alloc(r, l->n * sizeof(char *)), **t = tr_alloc(r, l->n * sizeof(char *));
+    int n = 0;
+    for (size_t a = 0; a < l->n;) {
+        size_t b = a;
+        while (b < l->n && l->p[b] != ' ') b++;
+        const char *slash = memchr(l->p + a, '/', b - a);
+        if (!slash) return errf(r->err, r->errlen, "%s:%ld: a word without /TAG", r->name, l->no);
+        w[n] = tr_str(r, l->p + a, (size_t)(slash - l->p - a));
+        t[n] = tr_str(r, slash + 1, (size_t)(l->p + b - slash - 1));
+        if (tr_label(r, l->no, t[n], "")) return -1;
+        n++;
+        a = b + 1;
     }
+    e->n_words = n;
+    e->words = w;
+    e->tags = t;
     return 0;
 }
+static int read_slash(TaskReader *r, const char *buf, size_t len) { return tr_each_line(r, buf, len, slash_line); }
 static const TaskFormat slash_format = {"slash", "a sentence per line, each word/TAG", TASK_HOLDS_TOKENS, 0, read_slash};
 
 static void test_format_interface(void **state) {
