@@ -48,7 +48,7 @@ typedef struct TaskSet {
     int32_t *example;              /* [N] source record (Brown: the text, an index into doc_names) */
     int64_t *line;                 /* [N] 1-based line of the source file where the record starts (Brown: 0) */
     char source[512];              /* the input file (Brown: "brown:DIR") */
-    char input_format[8];          /* "jsonl" "csv" "tsv" "conll" "brown" */
+    char input_format[8];          /* the name of its format (data/task_format.h), or "brown" */
     int64_t split_seed;            /* -1: the split came from its own file (or the Brown split) */
     double split_dev_fraction, split_test_fraction;
     int64_t n_truncated, n_windows;

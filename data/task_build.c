@@ -1,5 +1,6 @@
 /* task_build.c — task examples from the readers' examples.  See task_build.h and docs/FORMATS.md. */
 #include "data/task_build.h"
+#include "data/task_format.h"
 #include "autograd/base/rng.h"
 #include "autograd/base/util.h"
 #include <errno.h>
@@ -259,9 +260,8 @@ static int64_t new_row(Rows *r, int32_t example, int64_t line) {
     return n;
 }
 
-int task_build_examples(const TaskExamples *ex, const size_t *sel, size_t n_sel, const char *path, const char *format,
-                        const TaskBuildSpec *spec, const TaskSet *ls, const TokFile *tk, const char *split, TaskSet *out,
-                        char *err, size_t errlen) {
+int task_build_examples(const TaskExamples *ex, const size_t *sel, size_t n_sel, const char *path, const TaskBuildSpec *spec,
+                        const TaskSet *ls, const TokFile *tk, const char *split, TaskSet *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     const int T = spec->T, tag = spec->kind == TASK_TAGGING, reg = spec->kind == TASK_REGRESSION;
     if (T < (spec->pair ? 4 : 3)) return errf(err, errlen, "task: sequence length %d is too short", T);
@@ -283,7 +283,7 @@ int task_build_examples(const TaskExamples *ex, const size_t *sel, size_t n_sel,
     snprintf(out->tokenizer_hash, sizeof out->tokenizer_hash, "%s", tk->hash);
     out->vocab_size = tk->vocab_size;
     snprintf(out->source, sizeof out->source, "%s", path);
-    snprintf(out->input_format, sizeof out->input_format, "%s", format);
+    snprintf(out->input_format, sizeof out->input_format, "%s", ex->format->name);
     out->split_seed = -1;
 
     NameId *ix = reg ? NULL : label_index(ls);
@@ -351,7 +351,7 @@ int task_build_examples(const TaskExamples *ex, const size_t *sel, size_t n_sel,
             if (x->tags && (l = label_find(ix, ls->n_labels, x->tags[w])) < 0) {
                 char list[512];
                 label_list(ls, list, sizeof list);
-                rc = errf(err, errlen, "%s:%ld: tag '%s' (word %d) is not among the %s (%s)%s%s%s", path, x->line + (strcmp(format, "conll") ? 0 : w),
+                rc = errf(err, errlen, "%s:%ld: tag '%s' (word %d) is not among the %s (%s)%s%s%s", path, x->line + (ex->format->word_per_line ? w : 0),
                           x->tags[w], w + 1, label_set_name(spec), list, spec->unseen_hint ? " (" : "", spec->unseen_hint ? spec->unseen_hint : "",
                           spec->unseen_hint ? ")" : "");
                 break;

@@ -37,12 +37,11 @@ int task_label_set(const TaskExamples *train, const char *path, const TaskBuildS
 void task_split_draw(size_t n, uint64_t seed, double dev_fraction, double test_fraction, int want_dev, int want_test,
                      size_t *sel[3], size_t n_sel[3]);
 
-/* The examples ex[sel[i]] (all of ex when sel is NULL) of the file path (format its name) as the
- * split `split` of a task, with the labels of ls (task_label_set of train) and tokenizer tk.  An
- * example without its label gets TASK_IGNORE labels (regression: NaN) — such a set is for predict,
+/* The examples ex[sel[i]] (all of ex when sel is NULL) of the file path (input_format: the name of
+ * ex->format) as the split `split` of a task, with the labels of ls (task_label_set of train) and
+ * tokenizer tk.  An example without its label gets TASK_IGNORE labels (regression: NaN) — such a set is for predict,
  * not for task_write.  0, or -1 with "PATH:LINE: ..." (a label not in ls, a regression label that
  * is not a finite number, a word that encodes to no token). */
-int task_build_examples(const TaskExamples *ex, const size_t *sel, size_t n_sel, const char *path, const char *format,
-                        const TaskBuildSpec *spec, const TaskSet *ls, const TokFile *tk, const char *split, TaskSet *out,
-                        char *err, size_t errlen);
+int task_build_examples(const TaskExamples *ex, const size_t *sel, size_t n_sel, const char *path, const TaskBuildSpec *spec,
+                        const TaskSet *ls, const TokFile *tk, const char *split, TaskSet *out, char *err, size_t errlen);
 #endif

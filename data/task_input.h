@@ -1,21 +1,11 @@
-/* task_input.h — labelled (or unlabelled) text examples read from the common formats: JSON Lines,
- * CSV and TSV with a header row, CoNLL.  Used by `deberta prep-task` (labels required) and by
- * `deberta predict` (labels optional).  The readers know nothing of tokenizers or task files: they
- * yield in-memory examples, each with the line of the file it starts on (docs/FORMATS.md, "Task
- * inputs").
+/* task_input.h — labelled (or unlabelled) text examples read from the user's files in one of the
+ * task-input formats (data/task_format.h: the registry, one module per format; today JSON Lines, CSV,
+ * TSV, CoNLL).  Used by `deberta prep-task` (labels required) and by `deberta predict` (labels
+ * optional).  The readers know nothing of tokenizers or task files: they yield in-memory examples,
+ * each with the line of the file it starts on (docs/FORMATS.md, "Task inputs").  This file is the
+ * reader core: what every format shares (the checks of the spec against the format, a byte-order
+ * mark, the arena, the example list); each format's rules are in its module's header comment.
  *
- * Formats:
- *   JSONL  one JSON object per non-blank line (libjansson).  Sequence examples: the string at key
- *          text_field (and text_pair_field); the label at label_field, a string, an integer or a real
- *          (kept as its text: integers in decimal, reals as %.17g).  Token examples: a list of strings at
- *          tokens_field and a list of labels (strings or integers) of the same length at tags_field.
- *   CSV    RFC 4180 (libcsv, strict): comma-separated, fields in double quotes may hold commas, quotes
- *          ("") and line breaks; the first record is the header naming the columns.
- *   TSV    tab-separated, the first line the header; no quoting (GLUE's .tsv files): a field is the
- *          bytes between tabs.  A line with another number of fields than the header is an error.
- *   CoNLL  one token per line, columns separated by runs of spaces or tabs; token_column and
- *          tag_column are 1-based (tag_column 0 = the last column of each line); a blank line ends a
- *          sentence; a line whose first column is -DOCSTART- is skipped (and ends the sentence).
  * Every byte of every text, label and key is checked to be UTF-8 (RFC 3629); a UTF-8 byte-order mark
  * at the start of the file is skipped.  Line ends: \n or \r\n.
  *
@@ -32,10 +22,10 @@
 #define DEBERTA_TASK_INPUT_H
 #include <stddef.h>
 
-typedef enum { TI_JSONL = 1, TI_CSV, TI_TSV, TI_CONLL } TaskInputFormat;
+struct TaskFormat;
 
 typedef struct TaskInputSpec {
-    TaskInputFormat format;
+    const struct TaskFormat *format;  /* task_format_find("jsonl") ... */
     int tagging;                  /* 0: sequence examples (text [+ pair] + label); 1: token examples */
     int need_labels;              /* 1: a missing label is an error; 0: labels optional (predict) */
     /* sequence examples (JSONL keys, CSV/TSV header names) */
@@ -65,11 +55,9 @@ typedef struct TaskExamples {
     TaskExample *ex;
     size_t n;
     int has_labels;               /* every example has its label(s) */
+    const struct TaskFormat *format;  /* the format they were read from */
     void *arena_;                 /* owns every string and array (task_examples_free) */
 } TaskExamples;
-
-/* "jsonl" "csv" "tsv" "conll" -> format; 0, or -1 for another name. */
-int task_input_format_parse(const char *s, TaskInputFormat *f);
 
 /* Reads every example of the file at path (named `path` in messages).  0, or -1 with one line. */
 int task_input_read(const char *path, const TaskInputSpec *spec, TaskExamples *out, char *err, size_t errlen);

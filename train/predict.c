@@ -10,6 +10,7 @@
 #include "autograd/base/keytable.h"
 #include "autograd/base/util.h"
 #include "data/task_build.h"
+#include "data/task_format.h"
 #include "data/tokfile.h"
 #include "train/checkpoint.h"
 #include "train/finetune.h"
@@ -128,8 +129,9 @@ int predict_run(const char *ckpt, const PredictOptions *o, Predictions *out, cha
     TaskInputSpec spec = {.text_field = or_null(o->text_field), .text_pair_field = or_null(o->text_pair_field),
                           .label_field = or_null(o->label_field), .tokens_field = or_null(o->tokens_field),
                           .tags_field = or_null(o->tags_field), .token_column = o->token_column, .tag_column = o->tag_column};
-    if (!o->format[0] || task_input_format_parse(o->format, &spec.format)) {
-        errf(err, errlen, "%s", "--format jsonl|csv|tsv|conll is required");
+    if (!(spec.format = task_format_find(o->format))) {
+        char names[128];
+        errf(err, errlen, "--format %s is required", task_format_names(names, sizeof names, TASK_HOLDS_ANY, "|", "|"));
         return PREDICT_USAGE;
     }
     /* the output: not an input nor a sealed file (the task files), writable; checked before anything is read */
@@ -173,7 +175,7 @@ int predict_run(const char *ckpt, const PredictOptions *o, Predictions *out, cha
     if (!(tk = tokfile_from_bytes(st.tokenizer, st.n_tokenizer, ckpt, err, errlen))) goto done;
     TaskBuildSpec bs = {.kind = ls->kind, .name = ls->name, .T = ls->T, .pair = ls->pair, .label_field = ls->label_names[0],
                         .unseen_hint = "the model knows only these; leave the labels out to predict without scores"};
-    if (task_build_examples(&out->ex, NULL, 0, o->input, o->format, &bs, ls, tk, "test", &out->ts, err, errlen)) goto done;
+    if (task_build_examples(&out->ex, NULL, 0, o->input, &bs, ls, tk, "test", &out->ts, err, errlen)) goto done;
     if (!out->ts.N) { errf(err, errlen, "predict: %s holds no example", o->input); goto done; }
 
     /* the model, its forward over every example */

@@ -21,7 +21,7 @@
 
 typedef struct PredictOptions {
     char input[4096];          /* the records (required) */
-    char format[16];           /* jsonl, csv, tsv, conll (required) */
+    char format[16];           /* a name of data/task_format.h (required) */
     char data[4096];           /* "" or the task files the model was fine-tuned on (a check; old checkpoints' task) */
     char output[4096];         /* "" = stdout */
     char text_field[256], text_pair_field[256], label_field[256], tokens_field[256], tags_field[256]; /* "" = not given */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "data/task_build.h"
+#include "data/task_format.h"
 #include "data/task_input.h"
 #include "data/tokenizer.h"
 #include "data/tokfile.h"
@@ -66,7 +67,7 @@ static void fuzz_task_input(const uint8_t *data, size_t n, const TaskInputSpec *
             TaskSet ls, ts;
             memset(&ls, 0, sizeof ls);
             if (task_label_set(&ex, "fuzz", &bs, &ls, err, sizeof err) == 0 &&
-                task_build_examples(&ex, NULL, 0, "fuzz", "fuzz", &bs, &ls, fuzz_tokfile(), "train", &ts, err, sizeof err) == 0) {
+                task_build_examples(&ex, NULL, 0, "fuzz", &bs, &ls, fuzz_tokfile(), "train", &ts, err, sizeof err) == 0) {
                 for (int64_t r = 0; r < ts.N; r++)
                     if (ts.ids[r * ts.T] != ts.cls_id) abort();
                 task_free(&ts);

@@ -4,19 +4,24 @@
 #include <stdio.h>
 #include <string.h>
 #include "autograd/base/util.h"
+#include "data/task_format.h"
 #include "train/predict.h"
 #include "train/cli/cli.h"
 
 static void usage(FILE *f) {
+    char all[128];
+    task_format_names(all, sizeof all, TASK_HOLDS_ANY, "|", "|");
     fprintf(f,
-            "usage: deberta predict RUN/best.h5 --input FILE --format jsonl|csv|tsv|conll [fields] [options]\n"
+            "usage: deberta predict RUN/best.h5 --input FILE --format %s [fields] [options]\n"
             "\n"
             "The fine-tuned model on new text, read as prep-task reads it (labels optional): one JSON line per\n"
             "record (label and its probability; tagging: per word), the scores when labels are present.\n"
             "The checkpoint holds the task (its kind, labels, pairing, length) and the tokenizer.\n"
             "\n"
             "  --input FILE           the examples                                              (required)\n"
-            "  --format F             jsonl, csv, tsv, conll                                     (required)\n"
+            "  --format F             the file's format, one of                                  (required)\n", all);
+    task_format_help(f, "                           ");
+    fprintf(f,
             "  --text-field NAME --text-pair-field NAME --label-field NAME   as prep-task (label optional)\n"
             "  --tokens-field K --tags-field K --token-column N --tag-column N   tagging, as prep-task\n"
             "  --data TASKDIR         the task files the model was fine-tuned on, checked against it (needed\n"

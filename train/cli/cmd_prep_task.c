@@ -1,8 +1,8 @@
 /* cmd_prep_task.c — `deberta prep-task`: labelled text -> the task files of a fine-tuning task
  * (data/task.h, docs/FORMATS.md "Task files"), tokenised with the tokenizer of a `deberta prep`
  * output (ours or a SentencePiece model).  Two sources:
- *   --format jsonl|csv|tsv|conll --train FILE [--dev FILE] [--test FILE]   the user's files (data/task_input.h,
- *                                                                         data/task_build.h)
+ *   --format F --train FILE [--dev FILE] [--test FILE]   the user's files in one of the formats of
+ *                                                       data/task_format.h (data/task_input.h, task_build.h)
  *   --task pos|genre --brown DIR   the tagged Brown texts (data/brown.h), after checking that none of the
  *                                  task's dev and test texts is in the shards' train split.
  * Every split is built in memory first; the files are written into TASKDIR.tmp-PID and that folder is
@@ -20,6 +20,7 @@
 #include "data/shard.h"
 #include "data/task.h"
 #include "data/task_build.h"
+#include "data/task_format.h"
 #include "data/task_input.h"
 #include "data/tokenizer.h"
 #include "data/tokfile.h"
@@ -27,8 +28,12 @@
 #include "train/outpath.h"
 
 static void usage(FILE *f) {
+    char all[128], seq[128], tok[128];
+    task_format_names(all, sizeof all, TASK_HOLDS_ANY, "|", "|");
+    task_format_names(seq, sizeof seq, TASK_HOLDS_SEQUENCES, ", ", " or ");
+    task_format_names(tok, sizeof tok, TASK_HOLDS_TOKENS, ", ", " or ");
     fprintf(f,
-            "usage: deberta prep-task --format jsonl|csv|tsv|conll --train FILE [--dev FILE] [--test FILE] --shards DATA --out TASKDIR [options]\n"
+            "usage: deberta prep-task --format %s --train FILE [--dev FILE] [--test FILE] --shards DATA --out TASKDIR [options]\n"
             "       deberta prep-task --task pos|genre --brown DIR --shards DATA --out TASKDIR [--seq-len T]\n"
             "\n"
             "Labelled text -> TASKDIR/train.h5, dev.h5, test.h5 (inputs: docs/FORMATS.md \"Task inputs\"; files: \"Task files\").\n"
@@ -38,19 +43,21 @@ static void usage(FILE *f) {
             "  --out TASKDIR        output folder (replaced as a whole at the end; nothing is written on an error)\n"
             "  --seq-len T          tokens per example, [CLS] and [SEP] included                        [128]\n"
             "Your files:\n"
-            "  --format F           jsonl, csv, tsv (a header row names the columns) or conll (token per line)\n"
+            "  --format F           the files' format:\n", all);
+    task_format_help(f, "                         ");
+    fprintf(f,
             "  --train FILE         the labelled examples; the label set is taken from them\n"
             "  --dev FILE --test FILE  optional: a split not given is drawn from --train (seeded, recorded)\n"
             "  --split-seed S --dev-fraction X --test-fraction X                               [1 0.1 0.1]\n"
             "  --name NAME          the task's name, checked by finetune --task           [the kind's name]\n"
-            "  sequence classification (jsonl with --text-field, csv, tsv):\n"
-            "  --text-field NAME    the text (JSONL key or header column)\n"
+            "  sequence classification (--format %s, with --text-field):\n"
+            "  --text-field NAME    the text (a key or a header column)\n"
             "  --text-pair-field NAME  a second text: [CLS] a [SEP] b [SEP], the longer side cut first\n"
             "  --label-field NAME   the label: a string or an integer                                [label]\n"
             "  --regression         the label is a number (a float label, MSE loss)\n"
-            "  token classification (conll, or jsonl without --text-field):\n"
-            "  --tokens-field K --tags-field K   JSONL lists of words and of their tags     [tokens tags]\n"
-            "  --token-column N --tag-column N   CoNLL columns, 1-based                 [1, the last one]\n"
+            "  token classification (--format %s; a format of both kinds without --text-field):\n"
+            "  --tokens-field K --tags-field K   keys of the lists of words and of their tags   [tokens tags]\n"
+            "  --token-column N --tag-column N   columns of the word and of its tag, 1-based [1, the last one]\n"
             "  --labels A,B,...     the label ids in this order (default: the train labels sorted, numerically for integers)\n"
             "  --labels-file FILE   the same, one label per line (a label may hold ','): the whole set, also\n"
             "                       labels only dev or test hold\n"
@@ -58,7 +65,7 @@ static void usage(FILE *f) {
             "  --task pos|genre     pos: a universal tag per word; genre: the text's genre per window\n"
             "  --brown DIR          the tagged texts ca01 ... cr09 (scripts/fetch-corpus.sh: CORPUS/brown-tagged);\n"
             "                       the train shards of DATA must not hold any dev or test text\n"
-            "                       (prep --holdout-brown DIR).  Split by text number: ..2 dev, ..3 test.\n");
+            "                       (prep --holdout-brown DIR).  Split by text number: ..2 dev, ..3 test.\n", seq, tok);
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -245,13 +252,16 @@ typedef struct {
 } UserArgs;
 
 static int prep_files(const UserArgs *u, const char *data, const char *out, long T) {
-    TaskInputFormat fmt;
-    if (task_input_format_parse(u->format, &fmt)) return cli_usage_error("prep-task", "--format must be jsonl, csv, tsv or conll (got '%s')", u->format);
+    const TaskFormat *fmt = task_format_find(u->format);
+    char names[128];
+    if (!fmt) return cli_usage_error("prep-task", "--format must be %s (got '%s')", task_format_names(names, sizeof names, TASK_HOLDS_ANY, ", ", " or "), u->format);
     if (!u->files[0]) return cli_usage_error("prep-task", "%s", "--train FILE is required with --format");
-    const int tagging = fmt == TI_CONLL || (fmt == TI_JSONL && !u->text);
+    /* token examples from a format that holds only them, or from one of both kinds without a text field */
+    const int both = (fmt->holds & TASK_HOLDS_ANY) == TASK_HOLDS_ANY;
+    const int tagging = !(fmt->holds & TASK_HOLDS_SEQUENCES) || (both && !u->text);
     if (!tagging && !u->text) return cli_usage_error("prep-task", "--text-field NAME is required with --format %s", u->format);
     if (tagging && (u->pair || u->regression)) return cli_usage_error("prep-task", "%s", "--text-pair-field and --regression are for sequence examples (--text-field)");
-    if (tagging && fmt == TI_JSONL && u->label) return cli_usage_error("prep-task", "%s", "token examples take --tags-field, not --label-field");
+    if (tagging && both && u->label) return cli_usage_error("prep-task", "%s", "token examples take --tags-field, not --label-field");
     if (!(u->dev_frac >= 0 && u->test_frac >= 0 && u->dev_frac + u->test_frac < 1))
         return cli_usage_error("prep-task", "%s", "--dev-fraction and --test-fraction must be >= 0 with a sum below 1");
     if (u->regression && (u->labels || u->labels_file)) return cli_usage_error("prep-task", "%s", "--labels and --labels-file are for classification and tagging, not --regression");
@@ -284,8 +294,8 @@ static int prep_files(const UserArgs *u, const char *data, const char *out, long
     for (int k = 0; k < 3; k++) {
         const int from_train = k == 0 || !u->files[k];
         const int src = from_train ? 0 : k;
-        if (task_build_examples(&ex[src], from_train ? sel[k] : NULL, from_train ? n_sel[k] : 0, u->files[src], u->format, &bs, &ls, tk,
-                                SPLITS[k], &ts[k], err, sizeof err))
+        if (task_build_examples(&ex[src], from_train ? sel[k] : NULL, from_train ? n_sel[k] : 0, u->files[src], &bs, &ls, tk, SPLITS[k], &ts[k],
+                                err, sizeof err))
             fatal("%s%s", err, from_train && k ? " (drawn from --train; give --dev/--test files or other fractions)" : "");
         if ((draw_dev || draw_test) && from_train) {
             ts[k].split_seed = u->seed;
@@ -373,6 +383,9 @@ int cmd_prep_task(int argc, char **argv) {
         if (!brown) return cli_usage_error("prep-task", "%s", "--brown DIR is required with --task");
         return prep_brown(task, brown, data, out, T);
     }
-    if (!u.format) return cli_usage_error("prep-task", "%s", "--format jsonl|csv|tsv|conll (your files) or --task pos|genre --brown DIR is required");
+    if (!u.format) {
+        char names[128];
+        return cli_usage_error("prep-task", "--format %s (your files) or --task pos|genre --brown DIR is required", task_format_names(names, sizeof names, TASK_HOLDS_ANY, "|", "|"));
+    }
     return prep_files(&u, data, out, T);
 }
