@@ -10,7 +10,7 @@
 #include <string.h>
 #include "autograd/base/rng.h"
 #include "data/loader.h"
-#include "train/evaluate.h"
+#include "train/eval/evaluate.h"
 
 enum { VOCAB = 300, B = 4, T = 32, BATCHES = 3, DOC = 900 };
 static char g_dir[64];

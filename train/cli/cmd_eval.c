@@ -7,9 +7,9 @@
 #include "train/cli/cli.h"
 #include "train/cli/model_source.h"
 #include "data/tokenizer.h"
-#include "train/evaluate.h"
+#include "train/eval/evaluate.h"
 #include "train/pretrain.h"
-#include "train/yardstick.h"
+#include "train/eval/yardstick.h"
 
 int cmd_eval(int argc, char **argv) {
     const char *ckpt = NULL, *data = NULL;
