@@ -28,6 +28,8 @@ ROWS="
 4 train/eval
 5 train
 5 train/interop
+6 train/infer
+6 train/parity
 7 train/bench
 8 train/cli
 "
@@ -88,6 +90,10 @@ plant "data/ including model/ (one row)" data/loader.c '#include "model/electra.
     '^data/loader.c:[0-9]*: data includes "model/electra.h" of model, a room of its own row 3'
 plant "train/ including train/cli/" train/pretrain.c '#include "train/cli/cli.h"' \
     'train/pretrain.c:[0-9]*: train (row 5) includes "train/cli/cli.h" of the higher room train/cli'
+plant "train/ including train/infer/" train/finetune.c '#include "train/infer/predict.h"' \
+    'train/finetune.c:[0-9]*: train (row 5) includes "train/infer/predict.h" of the higher room train/infer (row 6)'
+plant "train/infer/ including train/parity/ (one row)" train/infer/fill_mask.c '#include "train/parity/dump.h"' \
+    'includes "train/parity/dump.h" of train/parity, a room of its own row 6'
 plant "train/eval/ including the loop beyond the exception" train/eval/evaluate.c '#include "train/pretrain.h"' \
     'train/eval/evaluate.c:[0-9]*: train/eval (row 4) includes "train/pretrain.h" of the higher room train (row 5)'
 plant "train/interop/ including train/ (one row)" train/interop/hf_config.c '#include "train/options.h"' \

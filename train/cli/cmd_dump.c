@@ -15,7 +15,7 @@
 #include "train/outpath.h"
 #include "train/cli/h5io.h"
 #include "train/cli/model_source.h"
-#include "train/dump.h"
+#include "train/parity/dump.h"
 
 static void usage(FILE *f) {
     fprintf(f,
