@@ -10,13 +10,11 @@
 # including a train/ header outside the exception, an exception no include uses), so it cannot pass
 # by checking nothing.
 # Exit 0 pass, 1 fail.
-cd "$(dirname "$0")/.." || exit 1
+. "$(dirname "$0")/lib-e2e.sh"
 export LC_ALL=C
-T=$(mktemp -d /tmp/deberta-e2e-layering.XXXXXX) || exit 1
-trap 'rm -rf "$T"' EXIT INT TERM
+e2e_tmpdir T deberta-e2e-layering
 bad=0
-ok() { echo "ok   $*"; }
-no() { echo "FAIL: $*"; bad=1; }
+no() { echo "FAIL: $*"; bad=1; } # a failed check; the next ones still run
 
 # row room: a room includes only its own room and rooms of a lower row.
 ROWS="
