@@ -13,8 +13,8 @@
 #include "train/checkpoint.h"
 #include "train/cli/cli.h"
 #include "train/outpath.h"
-#include "train/cli/h5io.h"
-#include "train/cli/model_source.h"
+#include "train/h5io.h"
+#include "train/model_source.h"
 #include "train/dump.h"
 
 static void usage(FILE *f) {

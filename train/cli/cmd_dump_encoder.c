@@ -27,7 +27,7 @@
 #include "model/init.h"
 #include "model/task_head.h"
 #include "train/cli/cli.h"
-#include "train/cli/h5io.h"
+#include "train/h5io.h"
 #include "train/outpath.h"
 #include "train/dump_encoder.h"
 

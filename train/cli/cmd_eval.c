@@ -5,7 +5,7 @@
 #include "autograd/gemm.h"
 #include "autograd/base/util.h"
 #include "train/cli/cli.h"
-#include "train/cli/model_source.h"
+#include "train/model_source.h"
 #include "data/tokenizer.h"
 #include "train/evaluate.h"
 #include "train/pretrain.h"
