@@ -34,12 +34,9 @@ static const KeyRow KEYS[] = {
 #define N_KEYS ((int)(sizeof(KEYS) / sizeof(KEYS[0])))
 
 int prep_options_set_flag(PrepOptions *o, const char *flag, const char *value, char *err, size_t errlen) {
-    const KeyRow *k = key_find(KEYS, N_KEYS, flag, 1);
-    if (!k) return 0;
-    if (key_set(k, o, value, 1))
-        return k->type == KEY_STR ? errf(err, errlen, "--%s: value too long", k->flag) : errf(err, errlen, "--%s '%s' must be %s", k->flag, value, k->want);
-    if (!strcmp(k->flag, "vocab-size")) o->vocab_given = 1;
-    return 1;
+    const int c = key_set_flag(KEYS, N_KEYS, o, flag, value, err, errlen);
+    if (c > 0 && !strcmp(flag, "vocab-size")) o->vocab_given = 1;
+    return c;
 }
 
 /* ---------------------------------------------------------------- the run */

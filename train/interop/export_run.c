@@ -46,12 +46,7 @@ static const KeyRow KEYS[] = {
 #define N_KEYS ((int)(sizeof(KEYS) / sizeof(KEYS[0])))
 
 int export_options_set_flag(ExportOptions *o, const char *flag, const char *value, char *err, size_t errlen) {
-    const KeyRow *k = key_find(KEYS, N_KEYS, flag, 1);
-    if (!k) return 0;
-    if (k->type == KEY_BOOL) return key_set(k, o, "true", 1), 2; /* a switch */
-    if (!value) return errf(err, errlen, "--%s needs a value", k->flag);
-    if (key_set(k, o, value, 1)) return errf(err, errlen, "--%s takes %s, not '%s'", k->flag, k->want, value);
-    return 1;
+    return key_set_flag(KEYS, N_KEYS, o, flag, value, err, errlen);
 }
 
 /* ---------------------------------------------------------------- the export */

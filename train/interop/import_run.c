@@ -29,11 +29,7 @@ static const KeyRow KEYS[] = {
 #define N_KEYS ((int)(sizeof(KEYS) / sizeof(KEYS[0])))
 
 int import_options_set_flag(ImportOptions *o, const char *flag, const char *value, char *err, size_t errlen) {
-    const KeyRow *k = key_find(KEYS, N_KEYS, flag, 1);
-    if (!k) return 0;
-    if (key_set(k, o, value, 1))
-        return k->type == KEY_STR ? errf(err, errlen, "--%s: value too long", k->flag) : errf(err, errlen, "--%s '%s' must be %s", k->flag, value, k->want);
-    return 1;
+    return key_set_flag(KEYS, N_KEYS, o, flag, value, err, errlen);
 }
 
 /* ---------------------------------------------------------------- the import */
