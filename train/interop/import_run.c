@@ -79,12 +79,7 @@ static void open_generator(const char *gen_dir, const char *hf, HfFolder *g, Mod
 static void write_run(const char *out, const Electra *m, const ModelConfig *cfg, uint64_t seed, const TokFile *tok) {
     char err[1600];
     if (run_check_fresh(out, err, sizeof err) || run_mkdir(out, err, sizeof err)) fatal("%s", err);
-    char *text = NULL;
-    size_t tlen = 0;
-    FILE *mf = open_memstream(&text, &tlen);
-    if (!mf) fatal("import: out of memory");
-    config_write(cfg, mf);
-    fclose(mf);
+    char *text = config_to_text(cfg);
     CheckpointState st;
     memset(&st, 0, sizeof st);
     st.step = 0;
