@@ -25,7 +25,7 @@ ROWS="
 3 data
 4 train/eval
 5 train
-5 train/interop
+6 train/interop
 6 train/infer
 6 train/parity
 7 train/bench
@@ -94,8 +94,10 @@ plant "train/infer/ including train/parity/ (one row)" train/infer/fill_mask.c '
     'includes "train/parity/dump.h" of train/parity, a room of its own row 6'
 plant "train/eval/ including the loop beyond the exception" train/eval/evaluate.c '#include "train/pretrain.h"' \
     'train/eval/evaluate.c:[0-9]*: train/eval (row 4) includes "train/pretrain.h" of the higher room train (row 5)'
-plant "train/interop/ including train/ (one row)" train/interop/hf_config.c '#include "train/options.h"' \
-    'includes "train/options.h" of train, a room of its own row 5'
+plant "train/ including train/interop/" train/checkpoint.c '#include "train/interop/safetensors.h"' \
+    'train/checkpoint.c:[0-9]*: train (row 5) includes "train/interop/safetensors.h" of the higher room train/interop (row 6)'
+plant "train/parity/ including train/interop/ (one row)" train/parity/dump.c '#include "train/interop/hf_config.h"' \
+    'includes "train/interop/hf_config.h" of train/interop, a room of its own row 6'
 plant "a directory without a row" train/newroom/x.c '#include "autograd/base/util.h"' \
     '^train/newroom/x.c:[0-9]*: train/newroom is no room of the table'
 plant "an include of no room" train/run.c '#include "nowhere/x.h"' \

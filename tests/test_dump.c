@@ -139,11 +139,31 @@ static void joint_gradients(void **state) { dump_case(TRAIN_JOINT, SHARE_GDES); 
 /* the discriminator's backward reaches the shared table: decoupled keeps the MLM gradient there */
 static void es_decoupled_gradients(void **state) { dump_case(TRAIN_DECOUPLED, SHARE_ES); }
 
+/* the option table of `deberta dump`: the four files; a config key is not its flag (the command keeps
+ * those for the config); a file flag without its value is refused with one line */
+static void dump_options(void **state) {
+    DumpOptions o;
+    char err[256];
+    dump_options_default(&o);
+    assert_int_equal(dump_options_set_flag(&o, "weights", "w.h5", err, sizeof err), 1);
+    assert_int_equal(dump_options_set_flag(&o, "batch", "b.h5", err, sizeof err), 1);
+    assert_int_equal(dump_options_set_flag(&o, "out", "d.h5", err, sizeof err), 1);
+    assert_int_equal(dump_options_set_flag(&o, "config", "c.txt", err, sizeof err), 1);
+    assert_string_equal(o.weights, "w.h5");
+    assert_string_equal(o.batch, "b.h5");
+    assert_string_equal(o.out, "d.h5");
+    assert_string_equal(o.config, "c.txt");
+    assert_int_equal(dump_options_set_flag(&o, "training_mode", "joint", err, sizeof err), 0);
+    assert_int_equal(dump_options_set_flag(&o, "out", NULL, err, sizeof err), -1);
+    assert_string_equal(err, "--out needs a value");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(decoupled_gradients),
         cmocka_unit_test(joint_gradients),
         cmocka_unit_test(es_decoupled_gradients),
+        cmocka_unit_test(dump_options),
     };
     return test_exit(cmocka_run_group_tests_name("dump", tests, NULL, NULL));
 }

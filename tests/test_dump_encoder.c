@@ -106,10 +106,35 @@ static void pass_case(int with_head) {
 static void loss_weight_pass(void **state) { pass_case(0); }
 static void token_head_pass(void **state) { pass_case(1); }
 
+/* the option table of `deberta dump-encoder`: the switches take no value, the files and the head one,
+ * --num-labels and --seed are checked; the seed defaults to 1 */
+static void dump_encoder_options(void **state) {
+    DumpEncoderOptions o;
+    char err[256];
+    dump_encoder_options_default(&o);
+    assert_true(o.seed == 1 && !o.init && !o.perturb && !o.head[0]);
+    assert_int_equal(dump_encoder_options_set_flag(&o, "init", "--out", err, sizeof err), 2);
+    assert_int_equal(dump_encoder_options_set_flag(&o, "perturb", NULL, err, sizeof err), 2);
+    assert_true(o.init && o.perturb);
+    assert_int_equal(dump_encoder_options_set_flag(&o, "head", "sequence", err, sizeof err), 1);
+    assert_int_equal(dump_encoder_options_set_flag(&o, "num-labels", "3", err, sizeof err), 1);
+    assert_int_equal(dump_encoder_options_set_flag(&o, "seed", "42", err, sizeof err), 1);
+    assert_int_equal(dump_encoder_options_set_flag(&o, "out", "w.h5", err, sizeof err), 1);
+    assert_string_equal(o.head, "sequence");
+    assert_int_equal(o.num_labels, 3);
+    assert_true(o.seed == 42);
+    assert_string_equal(o.out, "w.h5");
+    assert_int_equal(dump_encoder_options_set_flag(&o, "num-labels", "0", err, sizeof err), -1);
+    assert_string_equal(err, "--num-labels '0' must be a positive integer");
+    assert_int_equal(dump_encoder_options_set_flag(&o, "seed", "x", err, sizeof err), -1);
+    assert_int_equal(dump_encoder_options_set_flag(&o, "hidden_size", "8", err, sizeof err), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(loss_weight_pass),
         cmocka_unit_test(token_head_pass),
+        cmocka_unit_test(dump_encoder_options),
     };
     return test_exit(cmocka_run_group_tests_name("dump_encoder", tests, NULL, NULL));
 }

@@ -3,13 +3,17 @@
  * all-original baseline differ by exactly what the flagged tokens contribute
  * (acc − baseline = flagged·(2·precision − 1) / n_tokens), the two extreme classifiers (bias ±100:
  * nothing / everything flagged) give the values they must, and evaluating twice gives the same
- * numbers and leaves the parameters untouched. */
+ * numbers and leaves the parameters untouched.  eval_checkpoint (train/eval_checkpoint.h, `deberta
+ * eval`) on a checkpoint of the same model prints the numbers evaluate gives (its seed the
+ * checkpoint's), for the batches asked. */
 #include "tests/shardutil.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "autograd/base/rng.h"
 #include "data/loader.h"
+#include "train/checkpoint.h"
+#include "train/eval_checkpoint.h"
 #include "train/eval/evaluate.h"
 
 enum { VOCAB = 300, B = 4, T = 32, BATCHES = 3, DOC = 900 };
@@ -115,10 +119,62 @@ static void test_extreme_classifiers(void **state) {
     fixture_close(&f);
 }
 
+static void test_eval_checkpoint(void **state) {
+    (void)state;
+    Fixture f;
+    fixture_open(&f);
+    char err[512], rundir[128];
+    CheckpointState st;
+    memset(&st, 0, sizeof st);
+    st.step = 7;
+    st.seed = 9;
+    st.config = config_to_text(&f.cfg);
+    checkpoint_set_group_step(&st, "generator", 7);
+    checkpoint_set_group_step(&st, "discriminator", 7);
+    snprintf(rundir, sizeof rundir, "%s/run", g_dir);
+    assert_int_equal(mkdir_p(rundir), 0);
+    if (checkpoint_save(rundir, &f.m.ps, NULL, &st, 0, err, sizeof err)) fail_msg("%s", err);
+    free(st.config);
+    EvalOptions o;
+    eval_options_default(&o);
+    assert_int_equal(eval_options_set_flag(&o, "batches", "0", err, sizeof err), -1);
+    assert_string_equal(err, "--batches '0' must be a positive integer");
+    assert_int_equal(eval_options_set_flag(&o, "batch", "4", err, sizeof err), 1);
+    assert_int_equal(eval_options_set_flag(&o, "batches", "3", err, sizeof err), 1);
+    assert_int_equal(eval_options_set_flag(&o, "data", g_dir, err, sizeof err), 1);
+    snprintf(o.ckpt, sizeof o.ckpt, "%s/checkpoint.h5", rundir);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_int_equal(eval_checkpoint(&o, out), 0);
+    fclose(out);
+    /* the same model, loader seed and sampling seed (the checkpoint's, 9) evaluated here */
+    loader_close(f.val);
+    LoaderConfig lc;
+    loader_config_default(&lc);
+    lc.T = T, lc.B = B, lc.seed = 9;
+    f.val = loader_open_err(g_dir, "val", &lc, err, sizeof err);
+    if (!f.val) fail_msg("%s", err);
+    const EvalResult e = evaluate(&f.m, f.val, &f.t, B, T, BATCHES, 9);
+    char want[512];
+    snprintf(want, sizeof want, "(step 7), %d val batches, %ld masked tokens, %ld tokens (", BATCHES, e.n_masked, e.n_tokens);
+    if (!strstr(text, want)) fail_msg("no '%s' in:\n%s", want, text);
+    snprintf(want, sizeof want, "generator      MLM loss %.4f  accuracy %.4f   (most-frequent-token baseline %.4f)\n", e.mlm_loss, e.mlm_acc,
+             e.baseline_mlm_acc);
+    if (!strstr(text, want)) fail_msg("no '%s' in:\n%s", want, text);
+    snprintf(want, sizeof want, "discriminator  RTD loss %.4f  accuracy %.4f   (all-original baseline %.4f)  AUC %.4f\n", e.rtd_loss, e.rtd_acc,
+             e.baseline_rtd_acc, e.rtd_auc);
+    if (!strstr(text, want)) fail_msg("no '%s' in:\n%s", want, text);
+    assert_non_null(strstr(text, "  layer 1  entropy/log(n) "));
+    free(text);
+    fixture_close(&f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_metrics_consistent),
         cmocka_unit_test(test_extreme_classifiers),
+        cmocka_unit_test(test_eval_checkpoint),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,4 +1,4 @@
-/* test_export.c — `deberta export` from a checkpoint written by checkpoint_save (an Electra's
+/* test_export.c — export_run (train/interop/export_run.h, `deberta export`) from a checkpoint written by checkpoint_save (an Electra's
  * ParamSet + config text + tokenizer bytes), for GDES, ES and NES: the safetensors files are read
  * back by a separate minimal reader written here (not the writer's code): header length, JSON
  * entries, F32 dtype, shapes, contiguous in-range offsets, byte-exact values (the discriminator's
@@ -18,7 +18,7 @@
 #include "data/tokenizer.h"
 #include "model/electra.h"
 #include "train/checkpoint.h"
-#include "train/cli/cli.h"
+#include "train/interop/export_run.h"
 
 static char dir[256];
 static int keep;
@@ -173,6 +173,21 @@ static void small_config(ModelConfig *c, int sharing, int vocab) {
     if (config_validate(c, err, sizeof err)) fail_msg("%s", err);
 }
 
+/* export_run as `deberta export CKPT OUT [--mlm-head HEAD] [--rtd-head]` sets it up: through the option table */
+static void run_export(const char *ckpt, const char *out, const char *head, int rtd) {
+    ExportOptions o;
+    ExportResult r;
+    char err[256];
+    export_options_default(&o);
+    snprintf(o.src, sizeof o.src, "%s", ckpt);
+    snprintf(o.outdir, sizeof o.outdir, "%s", out);
+    if (head) assert_int_equal(export_options_set_flag(&o, "mlm-head", head, err, sizeof err), 1);
+    if (rtd) assert_int_equal(export_options_set_flag(&o, "rtd-head", NULL, err, sizeof err), 2);
+    assert_int_equal(export_run(&o, &r), 0);
+    assert_int_equal(r.finetuned, 0);
+    assert_int_equal(r.checkpoint, 1);
+}
+
 static void export_one(int sharing) {
     char text[] = "the quick brown fox jumps over the lazy dog. the dog sleeps; the fox runs far away again and again.";
     char err[512];
@@ -209,8 +224,7 @@ static void export_one(int sharing) {
     if (checkpoint_save(rundir, &m.ps, NULL, &st, 0, err, sizeof err)) fail_msg("%s", err);
     snprintf(ckpt, sizeof ckpt, "%s/checkpoint.h5", rundir);
     snprintf(out, sizeof out, "%s/export-%s", dir, config_sharing_str(sharing));
-    char *argv[] = {"export", ckpt, out, "--mlm-head", "both", "--rtd-head", NULL};
-    assert_int_equal(cmd_export(6, argv), 0);
+    run_export(ckpt, out, "both", 1);
 
     St g, d;
     snprintf(path, sizeof path, "%s/generator/model.safetensors", out);
@@ -286,8 +300,7 @@ static void export_one(int sharing) {
     for (int k = 0; k < 2; k++) {
         char out2[520];
         snprintf(out2, sizeof out2, "%s-%s", out, k ? "official" : "default");
-        char *argv2[] = {"export", ckpt, out2, "--mlm-head", "official", NULL};
-        assert_int_equal(cmd_export(k ? 5 : 3, argv2), 0);
+        run_export(ckpt, out2, k ? "official" : NULL, 0);
         snprintf(path, sizeof path, "%s/generator/model.safetensors", out2);
         st_read(&g, path);
         snprintf(path, sizeof path, "%s/discriminator/model.safetensors", out2);
@@ -318,12 +331,30 @@ static void export_one(int sharing) {
     electra_free(&m);
 }
 
+/* the option table: --mlm-head's three values, a bad one refused with its message; the switches */
+static void export_options(void **s) {
+    ExportOptions o;
+    char err[256];
+    export_options_default(&o);
+    assert_true(o.heads.mlm_cls && !o.heads.mlm_official && !o.heads.rtd && !o.allow_no_c2c);
+    assert_int_equal(export_options_set_flag(&o, "mlm-head", "official", err, sizeof err), 1);
+    assert_true(!o.heads.mlm_cls && o.heads.mlm_official);
+    assert_int_equal(export_options_set_flag(&o, "mlm-head", "both", err, sizeof err), 1);
+    assert_true(o.heads.mlm_cls && o.heads.mlm_official);
+    assert_int_equal(export_options_set_flag(&o, "mlm-head", "lm", err, sizeof err), -1);
+    assert_string_equal(err, "--mlm-head 'lm' must be cls, official or both");
+    assert_int_equal(export_options_set_flag(&o, "allow-no-c2c", "x", err, sizeof err), 2);
+    assert_true(o.allow_no_c2c);
+    assert_int_equal(export_options_set_flag(&o, "bogus", "x", err, sizeof err), 0);
+}
+
 static void export_gdes(void **s) { export_one(SHARE_GDES); }
 static void export_es(void **s) { export_one(SHARE_ES); }
 static void export_nes(void **s) { export_one(SHARE_NES); }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(export_options),
         cmocka_unit_test(export_gdes),
         cmocka_unit_test(export_es),
         cmocka_unit_test(export_nes),

@@ -4,6 +4,7 @@
 #include "data/brown.h"
 #include "data/task.h"
 #include "data/prep.h"
+#include "data/prep_options.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
 #include "autograd/base/util.h"
@@ -596,6 +597,54 @@ static void test_prep_holdout(void **state) {
     free(bt);
 }
 
+/* prep_corpus (data/prep_options.h, `deberta prep`): the option table, --holdout-brown read from the
+ * tagged texts (the same split as the list above), its marker file written with the counts; a prep
+ * without it removes a marker left in the folder; the summary names the shards. */
+static void test_prep_corpus(void **state) {
+    (void)state;
+    char tagged[256], corpus[256], path[4200], err[1024];
+    snprintf(tagged, sizeof tagged, "%s/brown-tagged", g_dir); /* written by test_prep_holdout */
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", g_dir);
+    PrepOptions o;
+    prep_options_default(&o);
+    assert_int_equal(prep_options_set_flag(&o, "vocab-size", "100", err, sizeof err), -1);
+    assert_string_equal(err, "--vocab-size '100' must be an integer in [262, 16777216]");
+    assert_int_equal(prep_options_set_flag(&o, "val-fraction", "1", err, sizeof err), -1);
+    assert_int_equal(prep_options_set_flag(&o, "input", "x", err, sizeof err), 0);
+    assert_int_equal(prep_options_set_flag(&o, "vocab-size", "300", err, sizeof err), 1);
+    assert_int_equal(prep_options_set_flag(&o, "val-fraction", "0", err, sizeof err), 1);
+    assert_int_equal(prep_options_set_flag(&o, "seed", "1", err, sizeof err), 1);
+    assert_int_equal(prep_options_set_flag(&o, "holdout-brown", tagged, err, sizeof err), 1);
+    snprintf(o.out, sizeof o.out, "%s/shards-corpus", g_dir);
+    const char *inputs[1] = {corpus};
+    PrepResult r;
+    size_t n_holdout = 0;
+    assert_int_equal(prep_corpus(&o, inputs, 1, NULL, &r, &n_holdout), 0);
+    assert_int_equal(n_holdout, 2);
+    assert_int_equal(r.n_held_out, 2);
+    assert_int_equal(r.n_val, 2);
+    assert_int_equal(r.vocab_size, 300);
+    snprintf(path, sizeof path, "%s/holdout-brown.txt", o.out);
+    size_t n;
+    char *m = read_file(path, &n);
+    assert_non_null(m);
+    assert_non_null(strstr(m, "holdout_texts = 2\nholdout_in_inputs = 2\n"));
+    free(m);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    prep_report(&o, &r, n_holdout, 1.5, f);
+    fclose(f);
+    assert_non_null(strstr(text, "prep: 2 documents are dev/test texts of the Brown tasks"));
+    assert_non_null(strstr(text, "prep: 1 files, 34 docs (32 train, 2 val)"));
+    assert_non_null(strstr(text, "vocab 300, tokenizer "));
+    free(text);
+    o.holdout_brown[0] = 0; /* again without: the marker goes */
+    assert_int_equal(prep_corpus(&o, inputs, 1, NULL, &r, &n_holdout), 0);
+    assert_int_equal(r.n_val, 0);
+    assert_int_equal(access(path, F_OK), -1);
+}
+
 static int setup(void **state) {
     (void)state;
     return test_tmpdir(g_dir, sizeof g_dir, "task");
@@ -619,6 +668,7 @@ int main(void) {
         cmocka_unit_test(test_check_same),
         cmocka_unit_test(test_baselines),
         cmocka_unit_test(test_prep_holdout),
+        cmocka_unit_test(test_prep_corpus),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

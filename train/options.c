@@ -103,6 +103,9 @@ static const KeyRow KEYS[] = {
     {"ranks", NULL, NULL, KEY_LONG, F(ranks), 0, 0, "", KEY_SKIP_ZERO | KEY_NO_FLAG, NULL},
     {"zero", "zero", NULL, KEY_LONG, F(zero), 0, 1, "0 or 1", KEY_SKIP_ZERO, NULL},
     /* not persisted: */
+    {NULL, "data", NULL, KEY_STR, F(data), 0, 0, "a path shorter than 4096 bytes", KEY_RESUME_OK, NULL},
+    {NULL, "out", NULL, KEY_STR, F(out), 0, 0, "a path shorter than 4096 bytes", 0, NULL},
+    {NULL, "init-from", NULL, KEY_STR, F(init_from), 0, 0, "a path shorter than 4096 bytes", 0, NULL},
     {NULL, "minutes", NULL, KEY_DOUBLE, F(minutes), 1e-3, 0, "a positive number", 0, NULL},
     {NULL, "threads", NULL, KEY_INT, F(threads), 1, 0, "a positive integer", KEY_RESUME_OK, NULL},
     {NULL, "stop-after", NULL, KEY_LONG, F(stop_after), 1, 0, "a positive integer", KEY_RESUME_OK, NULL},

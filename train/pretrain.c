@@ -22,6 +22,32 @@
 #include "train/signals.h"
 #include "train/step.h"
 
+int pretrain_model_config(const char *init_from, char **flags, int n_flags, ModelConfig *cfg, PretrainInit *init, char *err, size_t errlen) {
+    char msg[1024];
+    config_defaults(cfg);
+    memset(init, 0, sizeof *init);
+    if (init_from[0]) { /* its model config first, the model flags then change it */
+        if (!(init->ck = checkpoint_open(init_from, &init->st, msg, sizeof msg))) fatal("--init-from: %s", msg);
+        if (config_from_text(cfg, init->st.config, init_from, msg, sizeof msg)) fatal("--init-from: %s", msg);
+    }
+    for (int i = 0; i + 1 < n_flags; i++) {
+        if (!strcmp(flags[i], "--config")) {
+            if (config_load(cfg, flags[++i], err, errlen)) return 1;
+            continue;
+        }
+        const int c = config_parse_flag(cfg, n_flags, flags, &i, msg, sizeof msg);
+        if (c <= 0) return errf(err, errlen, "pretrain: %s", c < 0 ? msg : "a model flag expected"), 2;
+    }
+    if (config_validate(cfg, err, errlen)) return 2;
+    return 0;
+}
+
+void pretrain_init_close(PretrainInit *init) {
+    checkpoint_close(init->ck);
+    checkpoint_state_free(&init->st);
+    memset(init, 0, sizeof *init);
+}
+
 int config_check_data(const ModelConfig *c, const Loader *L, char *err, size_t errlen) {
     const int V = loader_vocab_size(L);
     if (V > c->vocab_size) return errf(err, errlen, "a vocabulary of %d ids, but the model has %d", V, c->vocab_size);

@@ -21,6 +21,15 @@ typedef struct PretrainInit {
     CheckpointState st;
 } PretrainInit;
 
+/* The model config of a fresh run: the defaults, or the config of the checkpoint init_from (opened
+ * into init, which the run then reads; "" = none), then the model flags in their order: "--config",
+ * FILE and "--KEY", VALUE pairs (model/config.h; --preset too), then validated.  0; 1 (a --config file
+ * that cannot be read) or 2 (a bad key or value, a config that does not validate) with one line in
+ * err.  An --init-from checkpoint that cannot be read is fatal. */
+int pretrain_model_config(const char *init_from, char **flags, int n_flags, ModelConfig *cfg, PretrainInit *init, char *err, size_t errlen);
+/* Closes --init-from's checkpoint (a no-op when none was opened). */
+void pretrain_init_close(PretrainInit *init);
+
 /* Runs (or resumes) a pretraining run: threads and the wait policy's name from env, init NULL or
  * --init-from's checkpoint.  argc/argv are recorded in RUNDIR/cmdline.txt.  Returns the process exit
  * code. */

@@ -101,6 +101,16 @@ int key_set(const KeyRow *r, void *base, const char *value, int checked) {
     return -1;
 }
 
+int key_set_flag(const KeyRow *rows, int n, void *base, const char *flag, const char *value, char *err, size_t errlen) {
+    const KeyRow *k = key_find(rows, n, flag, 1);
+    if (!k) return 0;
+    if (k->type == KEY_BOOL) return key_set(k, base, "true", 1), 2;
+    if (!value) return errf(err, errlen, "--%s needs a value", k->flag);
+    if (key_set(k, base, value, 1))
+        return k->type == KEY_STR ? errf(err, errlen, "--%s: value too long", k->flag) : errf(err, errlen, "--%s '%s' must be %s", k->flag, value, k->want);
+    return 1;
+}
+
 int key_is_zero(const KeyRow *r, const void *base) {
     const void *p = (const char *)base + r->off;
     switch (r->type) {

@@ -47,6 +47,11 @@ const KeyRow *key_find(const KeyRow *rows, int n, const char *name, int by_flag)
 /* Sets the row's field of base from text: 0, or -1 when the text is not a value of the type (or,
  * checked, outside [lo, hi]). */
 int key_set(const KeyRow *r, void *base, const char *value, int checked);
+/* A command's `--flag value` (flag without "--") through its table, checked: 1 when value was taken,
+ * 2 when the row is a KEY_BOOL switch (set to true; value unused, may be NULL), 0 when no row has the
+ * flag, -1 with "--flag 'value' must be <want>" (or "--flag needs a value", "--flag: value too long")
+ * in err. */
+int key_set_flag(const KeyRow *rows, int n, void *base, const char *flag, const char *value, char *err, size_t errlen);
 /* 1 when the row's field is 0 (KEY_SKIP_ZERO). */
 int key_is_zero(const KeyRow *r, const void *base);
 /* --resume: the fields of the KEY_RESUME_OK rows that the command line gave (src: not 0, not "") are

@@ -13,8 +13,8 @@
 #include "train/checkpoint.h"
 #include "train/cli/cli.h"
 #include "train/outpath.h"
-#include "train/cli/h5io.h"
-#include "train/cli/model_source.h"
+#include "train/h5io.h"
+#include "train/model_source.h"
 #include "train/parity/dump.h"
 
 static void usage(FILE *f) {
@@ -41,53 +41,47 @@ static void usage(FILE *f) {
 }
 
 typedef struct DumpArgs {
-    const char *weights, *batch, *out, *config;
+    DumpOptions o;
+    char **keys;           /* the --KEY VALUE config flags, in order (pairs), applied after the weights' config */
+    int n_keys;
     double dropout_was[2]; /* the config's hidden and attention dropout, before they are forced to 0 */
 } DumpArgs;
 
-/* Pass 1: the files and --help (0; -1: help printed; else a usage error's status); the config
- * flags are applied in pass 2 (dump_config), after the weights' attributes. */
-static int parse_files(int argc, char **argv, DumpArgs *a) {
-    *a = (DumpArgs){0};
+/* The flags: the files through dump_options_set_flag, the config flags kept for dump_config.  0; -1:
+ * help printed; else a usage error's status. */
+static int parse(int argc, char **argv, DumpArgs *a) {
+    dump_options_default(&a->o);
+    a->keys = xcalloc((size_t)argc, sizeof(char *));
+    a->n_keys = 0;
+    char err[1024];
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) return usage(stdout), -1;
-        const char **dst = !strcmp(f, "--weights") ? &a->weights
-                           : !strcmp(f, "--batch") ? &a->batch
-                           : !strcmp(f, "--out")   ? &a->out
-                           : !strcmp(f, "--config") ? &a->config
-                                                    : NULL;
-        if (dst) {
-            if (i + 1 >= argc) return cli_usage_error("dump", "flag needs a value: %s", f);
-            *dst = argv[++i];
-            continue;
-        }
-        if (strncmp(f, "--", 2) || i + 1 >= argc) return cli_usage_error("dump", "unknown argument %s", f);
-        i++; /* a --key value pair, checked in pass 2 */
+        const int c = strncmp(f, "--", 2) ? 0 : dump_options_set_flag(&a->o, f + 2, i + 1 < argc ? argv[i + 1] : NULL, err, sizeof err);
+        if (c < 0) return cli_usage_error("dump", "%s", err);
+        if (c == 0 && (strncmp(f, "--", 2) || i + 1 >= argc)) return cli_usage_error("dump", "unknown argument %s", f);
+        if (c == 0) a->keys[a->n_keys++] = argv[i], a->keys[a->n_keys++] = argv[i + 1]; /* checked in dump_config */
+        i++;
     }
-    if (!a->weights) return cli_usage_error("dump", "--weights is required");
-    if (!a->batch) return cli_usage_error("dump", "--batch is required");
-    if (!a->out) return cli_usage_error("dump", "--out is required");
+    if (!a->o.weights[0]) return cli_usage_error("dump", "--weights is required");
+    if (!a->o.batch[0]) return cli_usage_error("dump", "--batch is required");
+    if (!a->o.out[0]) return cli_usage_error("dump", "--out is required");
     return 0;
 }
 
-/* Pass 2: the config of the weights, --config, the --key value flags; dropout forced to 0.  0, or a
- * usage error's status. */
-static int dump_config(int argc, char **argv, DumpArgs *a, ModelSource *src, ModelConfig *cfg) {
+/* The config of the weights, --config, the --KEY VALUE flags; dropout forced to 0.  0, or a usage
+ * error's status. */
+static int dump_config(DumpArgs *a, ModelSource *src, ModelConfig *cfg) {
     char err[1024];
-    model_source_config(src, a->weights, 1, cfg);
+    model_source_config(src, a->o.weights, 1, cfg);
     if (!src->is_checkpoint && src->n_full < 5)
         warn("dump: weights %s lacks some full-model attributes (gen_num_hidden_layers, embedding_sharing, rtd_lambda, use_emd, "
              "training_mode); the defaults or --config/flags fill them",
-             a->weights);
-    if (a->config && config_load(cfg, a->config, err, sizeof err)) fatal("%s", err);
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i];
-        if (!strcmp(f, "--weights") || !strcmp(f, "--batch") || !strcmp(f, "--out") || !strcmp(f, "--config")) {
-            i++;
-            continue;
-        }
-        int r = config_parse_flag(cfg, argc, argv, &i, err, sizeof err);
+             a->o.weights);
+    if (a->o.config[0] && config_load(cfg, a->o.config, err, sizeof err)) fatal("%s", err);
+    for (int i = 0; i < a->n_keys; i++) {
+        const char *f = a->keys[i];
+        int r = config_parse_flag(cfg, a->n_keys, a->keys, &i, err, sizeof err);
         if (r < 0) fatal("dump: %s", err);
         if (r == 0) return cli_usage_error("dump", "unknown flag %s", f);
     }
@@ -118,14 +112,16 @@ static void read_batch(const char *path, const ModelConfig *cfg, Batch *b, int32
 
 int cmd_dump(int argc, char **argv) {
     DumpArgs a;
-    int rc = parse_files(argc, argv, &a);
-    if (rc) return rc < 0 ? 0 : rc;
+    int rc = parse(argc, argv, &a);
+    if (rc) return free(a.keys), rc < 0 ? 0 : rc;
     ModelConfig cfg;
     ModelSource src;
     char err[1024];
-    const char *ins[3] = {a.weights, a.batch, a.config};
-    if (out_path_check("--out", a.out, OUT_FILE, ins, 3, err, sizeof err)) fatal("dump: %s", err);
-    if ((rc = dump_config(argc, argv, &a, &src, &cfg))) return rc;
+    const char *ins[3] = {a.o.weights, a.o.batch, a.o.config[0] ? a.o.config : NULL};
+    if (out_path_check("--out", a.o.out, OUT_FILE, ins, 3, err, sizeof err)) fatal("dump: %s", err);
+    rc = dump_config(&a, &src, &cfg);
+    free(a.keys);
+    if (rc) return rc;
     /* ES under decoupled training: the official trainer's semantics (the shared table gets MLM
      * gradients only); electra_build insists on joint for training, so build as joint */
     ModelConfig build_cfg = cfg;
@@ -139,14 +135,14 @@ int cmd_dump(int argc, char **argv) {
     model_source_free(&src);
     Batch b;
     int32_t *replaced;
-    read_batch(a.batch, &cfg, &b, &replaced);
+    read_batch(a.o.batch, &cfg, &b, &replaced);
     if (a.dropout_was[0] != 0 || a.dropout_was[1] != 0)
         fprintf(stderr, "dump: note: dropout forced to 0 (config has hidden %g, attention %g)\n", a.dropout_was[0], a.dropout_was[1]);
     DumpResult r;
-    if (dump_pair(&m, &cfg, &b, replaced, a.out, &r, err, sizeof err)) fatal("%s", err);
+    if (dump_pair(&m, &cfg, &b, replaced, a.o.out, &r, err, sizeof err)) fatal("%s", err);
     printf("dump: %s/%s emd=%d  mlm_loss=%.9g  rtd_loss=%.9g  masked=%d  (%d tensors, dropout 0) -> %s\n",
            config_sharing_str(cfg.embedding_sharing), config_mode_str(cfg.training_mode), cfg.use_emd, r.mlm_loss, r.rtd_loss, r.n_masked,
-           m.ps.n, a.out);
+           m.ps.n, a.o.out);
     free(replaced);
     batch_free(&b);
     electra_free(&m);

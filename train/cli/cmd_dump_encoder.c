@@ -27,7 +27,7 @@
 #include "model/init.h"
 #include "model/task_head.h"
 #include "train/cli/cli.h"
-#include "train/cli/h5io.h"
+#include "train/h5io.h"
 #include "train/outpath.h"
 #include "train/parity/dump_encoder.h"
 
@@ -209,10 +209,8 @@ static int init_weights(ModelConfig *cfg, const char *out, const char *head, int
 }
 
 int cmd_dump_encoder(int argc, char **argv) {
-    const char *weights = NULL, *inputs = NULL, *out = NULL;
-    int init = 0, perturb = 0, n_labels = 0;
-    const char *head = NULL;
-    unsigned long long seed = 1;
+    DumpEncoderOptions o;
+    dump_encoder_options_default(&o);
     ModelConfig cfg;
     config_defaults(&cfg);
     char err[1024];
@@ -227,29 +225,23 @@ int cmd_dump_encoder(int argc, char **argv) {
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(a, "--init")) init = 1;
-        else if (!strcmp(a, "--perturb")) perturb = 1;
-        else if (!strcmp(a, "--head") && i + 1 < argc) head = argv[++i];
-        else if (!strcmp(a, "--num-labels") && i + 1 < argc) n_labels = atoi(argv[++i]);
-        else if (!strcmp(a, "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(a, "--weights") && i + 1 < argc) weights = argv[++i];
-        else if (!strcmp(a, "--inputs") && i + 1 < argc) inputs = argv[++i];
-        else if (!strcmp(a, "--out") && i + 1 < argc) out = argv[++i];
-        else {
-            return cli_usage_error("dump-encoder", "unknown or incomplete argument '%s'", a);
         }
+        r = strncmp(a, "--", 2) ? 0 : dump_encoder_options_set_flag(&o, a + 2, i + 1 < argc ? argv[i + 1] : NULL, err, sizeof err);
+        if (r < 0) return cli_usage_error("dump-encoder", "%s", err);
+        if (r == 0) return cli_usage_error("dump-encoder", "unknown or incomplete argument '%s'", a);
+        i += r == 1;
     }
-    if (!out) {
+    if (!o.out[0]) {
         return cli_usage_error("dump-encoder", "--out is required");
     }
-    const char *ins[2] = {weights, inputs};
-    if (out_path_check("--out", out, OUT_FILE, ins, 2, err, sizeof err)) fatal("dump-encoder: %s", err);
-    if (!init) {
-        if (!weights || !inputs) {
+    const char *ins[2] = {o.weights[0] ? o.weights : NULL, o.inputs[0] ? o.inputs : NULL};
+    if (out_path_check("--out", o.out, OUT_FILE, ins, 2, err, sizeof err)) fatal("dump-encoder: %s", err);
+    if (!o.init) {
+        if (!o.weights[0] || !o.inputs[0]) {
             fprintf(stderr, "error: dump-encoder: --weights and --inputs are required (or --init)\n");
             return 2;
         }
-        return run_encoder(weights, inputs, out);
+        return run_encoder(o.weights, o.inputs, o.out);
     }
-    return init_weights(&cfg, out, head, n_labels, seed, perturb);
+    return init_weights(&cfg, o.out, o.head[0] ? o.head : NULL, o.num_labels, o.seed, o.perturb);
 }

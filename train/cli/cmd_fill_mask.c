@@ -11,7 +11,7 @@
 #include "data/tokfile.h"
 #include "model/electra.h"
 #include "train/cli/cli.h"
-#include "train/cli/model_source.h"
+#include "train/model_source.h"
 #include "train/infer/fill_mask.h"
 
 static void usage(FILE *f) {

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "autograd/base/util.h"
-#include "train/checkpoint.h"
 #include "train/cli/cli.h"
 #include "train/outpath.h"
 #include "train/dist.h"
@@ -73,104 +72,69 @@ static void usage(FILE *f) {
             TRAIN_GENERATOR_LR, TRAIN_JOINT_LR, TRAIN_D_LR_FACTOR, o.opt.beta1, o.opt.beta2, o.opt.eps, o.opt.weight_decay, o.opt.max_grad_norm);
 }
 
+/* 1 if argv[*i] is a model flag (--config FILE, --preset, a config key; its value checked here, where
+ * it stands, and *i moved to the value), 0 if not, -1 with a message on a bad value, -2 for --config
+ * without its file. */
+static int model_flag(int argc, char **argv, int *i, char *err, size_t errlen) {
+    if (!strcmp(argv[*i], "--config")) return *i + 1 < argc ? (++*i, 1) : -2;
+    ModelConfig scratch;
+    config_defaults(&scratch);
+    return config_parse_flag(&scratch, argc, argv, i, err, errlen); /* -1, 0 or 1 */
+}
+
 int cmd_pretrain(int argc, char **argv) {
-    ModelConfig cfg;
     TrainOptions o;
-    config_defaults(&cfg);
     train_options_default(&o);
-    char err[1024];
-    int have_data = 0, have_out = 0, model_flags = 0, resume_extra = 0;
     const char *omp_threads = getenv("OMP_NUM_THREADS");
     if (omp_threads) o.threads = atoi(omp_threads);
-    /* --init-from: the checkpoint's model config comes first, the model flags then change it; the run
-     * reads the same open checkpoint on (its tokenizer, its parameters) */
-    PretrainInit init;
-    memset(&init, 0, sizeof init);
-    for (int i = 1; i + 1 < argc; i++) {
-        if (strcmp(argv[i], "--init-from")) continue;
-        snprintf(o.init_from, sizeof o.init_from, "%s", argv[i + 1]);
-        checkpoint_close(init.ck);
-        checkpoint_state_free(&init.st);
-        if (!(init.ck = checkpoint_open(o.init_from, &init.st, err, sizeof err))) fatal("--init-from: %s", err);
-        if (config_from_text(&cfg, init.st.config, o.init_from, err, sizeof err)) fatal("--init-from: %s", err);
-    }
-    for (int i = 1; i < argc; i++) {
+    char err[1024], **model = xcalloc((size_t)argc, sizeof(char *)); /* the model flags, in order */
+    int n_model = 0, have_out = 0, resume_extra = 0, preset = 0, rc = 0;
+    for (int i = 1; i < argc && !rc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--preset") && o.init_from[0])
-            return cli_usage_error("pretrain", "--preset replaces the model of --init-from; give single model keys instead");
-        if (!strcmp(a, "--config")) {
-            if (i + 1 >= argc) return cli_usage_error("pretrain", "%s needs a value", a);
-            if (config_load(&cfg, argv[++i], err, sizeof err)) { /* a file that cannot be read: bad input, exit 1 */
-                fprintf(stderr, "error: %s\n", err);
-                return 1;
-            }
-            model_flags = 1;
-            continue;
-        }
-        int c = config_parse_flag(&cfg, argc, argv, &i, err, sizeof err);
-        if (c < 0) {
-            fprintf(stderr, "error: pretrain: %s\n", err);
-            return 2;
-        }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); free(model); return 0; }
+        const int first = i;
+        int c = model_flag(argc, argv, &i, err, sizeof err);
+        if (c < 0) { rc = c == -2 ? cli_usage_error("pretrain", "%s needs a value", a) : (fprintf(stderr, "error: pretrain: %s\n", err), 2); break; }
         if (c > 0) {
-            model_flags = 1;
+            model[n_model++] = argv[first], model[n_model++] = argv[i];
+            preset |= !strcmp(a, "--preset");
             continue;
         }
         if (strncmp(a, "--", 2) || i + 1 >= argc) {
-            if (!strncmp(a, "--", 2)) return cli_usage_error("pretrain", "%s needs a value", a);
-            return cli_usage_error("pretrain", "unexpected argument '%s'", a);
+            rc = strncmp(a, "--", 2) ? cli_usage_error("pretrain", "unexpected argument '%s'", a) : cli_usage_error("pretrain", "%s needs a value", a);
+            break;
         }
         const char *v = argv[++i];
-        const char *k = a + 2;
         int resume_ok = 0;
-        if (!strcmp(k, "data")) {
-            snprintf(o.data, sizeof o.data, "%s", v);
-            have_data = 1;
-            continue;
-        }
-        if (!strcmp(k, "init-from")) {
-            resume_extra = 1;
-            continue;
-        }
-        if (!strcmp(k, "resume")) {
+        if (!strcmp(a, "--resume")) {
             snprintf(o.out, sizeof o.out, "%s", v);
-            o.resume = 1;
-            continue;
+            o.resume = resume_ok = 1;
+        } else if ((c = train_options_set_flag(&o, a + 2, v, &resume_ok, err, sizeof err)) <= 0) {
+            rc = c < 0 ? cli_usage_error("pretrain", "%s", err) : cli_usage_error("pretrain", "unknown option '%s'", a);
         }
-        if (!strcmp(k, "out")) {
-            snprintf(o.out, sizeof o.out, "%s", v);
-            have_out = 1;
-            resume_extra = 1;
-            continue;
-        }
-        c = train_options_set_flag(&o, k, v, &resume_ok, err, sizeof err);
-        if (c < 0) return cli_usage_error("pretrain", "%s", err);
-        if (c == 0) return cli_usage_error("pretrain", "unknown option '%s'", a);
-        if (!resume_ok) resume_extra = 1;
+        have_out |= !strcmp(a, "--out");
+        resume_extra |= !resume_ok;
     }
-    if (!have_data) return cli_usage_error("pretrain", "--data DIR is required");
-    if (o.resume) {
-        if (have_out || model_flags || resume_extra)
-            return cli_usage_error("pretrain", "--resume continues a run with its saved settings; only --data, --threads and --stop-after may be given");
-    } else {
-        if (!have_out) return cli_usage_error("pretrain", "--out RUNDIR is required (or --resume RUNDIR)");
-        if (config_validate(&cfg, err, sizeof err)) {
-            fprintf(stderr, "error: %s\n", err);
-            return 2;
-        }
-        const char *ins[2] = {o.data, o.init_from[0] ? o.init_from : NULL};
-        if (out_path_check("--out", o.out, OUT_RUN, ins, 2, err, sizeof err)) fatal("%s", err);
-    }
+    if (!rc && preset && o.init_from[0])
+        rc = cli_usage_error("pretrain", "--preset replaces the model of --init-from; give single model keys instead");
+    if (!rc && !o.data[0]) rc = cli_usage_error("pretrain", "--data DIR is required");
+    if (!rc && o.resume && (have_out || n_model || resume_extra))
+        rc = cli_usage_error("pretrain", "--resume continues a run with its saved settings; only --data, --threads and --stop-after may be given");
+    if (!rc && !o.resume && !have_out) rc = cli_usage_error("pretrain", "--out RUNDIR is required (or --resume RUNDIR)");
+    ModelConfig cfg;
+    config_defaults(&cfg);
+    PretrainInit init;
+    memset(&init, 0, sizeof init);
+    if (!rc && !o.resume && (rc = pretrain_model_config(o.init_from, model, n_model, &cfg, &init, err, sizeof err))) fprintf(stderr, "error: %s\n", err);
+    free(model);
+    if (rc) return pretrain_init_close(&init), rc;
+    const char *ins[2] = {o.data, o.init_from[0] ? o.init_from : NULL};
+    if (!o.resume && out_path_check("--out", o.out, OUT_RUN, ins, 2, err, sizeof err)) fatal("%s", err);
     dist_init(&argc, &argv); /* under mpirun: one rank of a data-parallel run (train/dist.h) */
     char wait[160];
     const RunEnv env = {o.threads, omp_wait_describe(wait, sizeof wait)};
-    const int rc = pretrain_run(&cfg, &o, &env, o.init_from[0] ? &init : NULL, argc, argv);
-    checkpoint_close(init.ck);
-    checkpoint_state_free(&init.st);
+    rc = pretrain_run(&cfg, &o, &env, o.init_from[0] ? &init : NULL, argc, argv);
+    pretrain_init_close(&init);
     dist_finalize();
     return rc;
 }

@@ -4,9 +4,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include "autograd/tape.h"
+#include "autograd/base/keytable.h"
 #include "autograd/base/util.h"
 #include "data/h5util.h"
 #include "train/step.h"
+
+void dump_options_default(DumpOptions *o) { memset(o, 0, sizeof *o); }
+
+#define STR(fl) {NULL, #fl, NULL, KEY_STR, KEY_FIELD(DumpOptions, fl), 0, 0, "", 0, NULL}
+static const KeyRow KEYS[] = {STR(weights), STR(batch), STR(out), STR(config)};
+#undef STR
+
+int dump_options_set_flag(DumpOptions *o, const char *flag, const char *value, char *err, size_t errlen) {
+    return key_set_flag(KEYS, (int)(sizeof KEYS / sizeof KEYS[0]), o, flag, value, err, errlen);
+}
 
 static void write_enc(H5Out *w, const char *who, const EncoderOut *e, int n_layers) {
     char name[128];

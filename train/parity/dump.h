@@ -12,6 +12,19 @@
 #include "data/batch.h"
 #include "model/electra.h"
 
+/* `deberta dump`'s files; its --KEY VALUE config flags are the model config's (model/config.h). */
+typedef struct DumpOptions {
+    char weights[4096];   /* a parity weights file or a training checkpoint (required) */
+    char batch[4096];     /* the batch file (required) */
+    char out[4096];       /* the output file (required) */
+    char config[4096];    /* "" or a config file applied over the weights' config */
+} DumpOptions;
+
+void dump_options_default(DumpOptions *o);
+/* One `--flag value` of the option table (flag without "--"): 1 if it was one, 0 if the table has no
+ * such flag (a config key, or unknown), -1 with a message ("--out needs a value"). */
+int dump_options_set_flag(DumpOptions *o, const char *flag, const char *value, char *err, size_t errlen);
+
 typedef struct DumpResult {
     double mlm_loss, rtd_loss;
     int n_masked;

@@ -1,8 +1,31 @@
 /* dump_encoder.c — one encoder parity pass; see dump_encoder.h. */
 #include "train/parity/dump_encoder.h"
 #include <stdio.h>
+#include <string.h>
 #include "autograd/tape.h"
+#include "autograd/base/keytable.h"
 #include "data/h5util.h"
+
+void dump_encoder_options_default(DumpEncoderOptions *o) {
+    memset(o, 0, sizeof *o);
+    o->seed = 1;
+}
+
+#define F(m) KEY_FIELD(DumpEncoderOptions, m)
+#define STR(fl, m) {NULL, fl, NULL, KEY_STR, F(m), 0, 0, "", 0, NULL}
+static const KeyRow KEYS[] = {
+    {NULL, "init", NULL, KEY_BOOL, F(init), 0, 0, "", 0, NULL},
+    {NULL, "perturb", NULL, KEY_BOOL, F(perturb), 0, 0, "", 0, NULL},
+    STR("weights", weights), STR("inputs", inputs), STR("out", out), STR("head", head),
+    {NULL, "num-labels", NULL, KEY_INT, F(num_labels), 1, 0, "a positive integer", 0, NULL},
+    {NULL, "seed", NULL, KEY_U64, F(seed), 0, 0, "a non-negative integer", 0, NULL},
+};
+#undef STR
+#undef F
+
+int dump_encoder_options_set_flag(DumpEncoderOptions *o, const char *flag, const char *value, char *err, size_t errlen) {
+    return key_set_flag(KEYS, (int)(sizeof KEYS / sizeof KEYS[0]), o, flag, value, err, errlen);
+}
 
 int dump_encoder_pass(Encoder *e, ParamSet *ps, TaskHead *head, const DumpEncoderInput *in, const char *path, long double *loss, char *err,
                       size_t errlen) {

@@ -1,10 +1,10 @@
 /* model_source.h — where `deberta dump`, `export` and `eval` get their model from: a training
  * checkpoint (train/checkpoint.h: the config text inside) or a parity weights file
- * (train/cli/h5io.h: the config as root attributes).  First the config (the command may then
+ * (train/h5io.h: the config as root attributes).  First the config (the command may then
  * change it), then the pair built from it with the parameters loaded.  Errors are fatal, one line
  * naming the file. */
-#ifndef DEBERTA_CLI_MODEL_SOURCE_H
-#define DEBERTA_CLI_MODEL_SOURCE_H
+#ifndef DEBERTA_TRAIN_MODEL_SOURCE_H
+#define DEBERTA_TRAIN_MODEL_SOURCE_H
 #include "model/electra.h"
 #include "train/checkpoint.h"
 

@@ -1,5 +1,5 @@
 /* h5io.c — plain-HDF5 parity files: weights and the full-model batch.  See h5io.h. */
-#include "train/cli/h5io.h"
+#include "train/h5io.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

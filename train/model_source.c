@@ -1,9 +1,9 @@
 /* model_source.c — checkpoint or weights file -> config -> model; see model_source.h. */
-#include "train/cli/model_source.h"
+#include "train/model_source.h"
 #include <stdio.h>
 #include <string.h>
 #include "autograd/base/util.h"
-#include "train/cli/h5io.h"
+#include "train/h5io.h"
 
 void model_source_config(ModelSource *s, const char *path, int allow_weights, ModelConfig *cfg) {
     memset(s, 0, sizeof *s);
