@@ -36,18 +36,19 @@ CFLAGS  += $(OPT) -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror=format -Wno-un
 LDLIBS  += -L$(BLASDIR) -Wl,-rpath,$(BLASDIR) -lopenblas $(DNNL_LIBS) $(HDF5_LIBS) -ljansson -lcsv -lz -lm -fopenmp $(EXTRA_LDFLAGS)
 
 # The library (build/libdeberta.a): autograd/ (the engine, its base/ and gradcheck/ rooms), model/, data/,
-# the training library train/*.c and the Hugging Face interop room train/interop/ (safetensors,
-# config.json, the import / export tensor maps).
+# the training library train/*.c, its evaluations train/eval/, the inference train/infer/ (predict,
+# fill-mask), the parity passes train/parity/ (dump, dump-encoder) and the Hugging Face interop room
+# train/interop/ (safetensors, config.json, the import / export tensor maps).
 # The command line (train/cli/) and the benchmarks (train/bench/) are linked only into build/deberta;
 # train/bench/bench_data.c and bench_gemm_libs.c are programs of their own: $(BUILD)/bench_data (below, for
 # scripts/bench-tokenizer.sh) and the one scripts/bench-gemm-libs.sh links (make bench-gemm-libs).
-LIB_SRC  := $(wildcard autograd/*.c autograd/base/*.c autograd/gradcheck/*.c model/*.c data/*.c train/*.c train/interop/*.c)
+LIB_SRC  := $(wildcard autograd/*.c autograd/base/*.c autograd/gradcheck/*.c model/*.c data/*.c train/*.c train/eval/*.c train/infer/*.c train/parity/*.c train/interop/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_SRC  := $(filter-out train/cli/main.c,$(wildcard train/cli/*.c))
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_SRC := $(filter-out train/bench/bench_data.c train/bench/bench_gemm_libs.c,$(wildcard train/bench/*.c))
 BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
-HDRS     := $(wildcard autograd/*.h autograd/base/*.h autograd/gradcheck/*.h model/*.h data/*.h train/*.h train/interop/*.h train/cli/*.h train/bench/*.h)
+HDRS     := $(wildcard autograd/*.h autograd/base/*.h autograd/gradcheck/*.h model/*.h data/*.h train/*.h train/eval/*.h train/infer/*.h train/parity/*.h train/interop/*.h train/cli/*.h train/bench/*.h)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_metrics.py — recomputes the fine-tuning metrics of train/task_metrics.c with plain Python
+"""check_metrics.py — recomputes the fine-tuning metrics of train/eval/task_metrics.c with plain Python
 formulas (no numpy, no sklearn) and compares them with the numbers the C code wrote.
 
     check_metrics.py CASES.jsonl     # lines from `test_task_metrics --dump` (gold, pred, C results)

@@ -7,7 +7,7 @@
 # config.txt's tokenizer_hash is not data/shards') cannot continue on them: each RUNDIR given that holds
 # such a run is moved to RUNDIR-no-holdout, with a message, so that the demo starts it again.  Beside the
 # shards it makes data/shards/rtd-fixed.h5 (scripts/rtd_fixed.py) and data/shards/probe-pos/ (the POS
-# task files of the probe), which every evaluation scores (train/yardstick.h).
+# task files of the probe), which every evaluation scores (train/eval/yardstick.h).
 # Usage (by demo.sh and demo-finetune.sh, after the build and the corpus):  sh scripts/demo-prep.sh [RUNDIR...]
 set -e
 cd "$(dirname "$0")/.."
@@ -25,7 +25,7 @@ if [ ! -f $S/holdout-brown.txt ]; then
     fi
     ./build/deberta prep --input data/corpus --out $S --vocab-size 8192 --val-fraction 0.02 --holdout-brown data/corpus/brown-tagged
 fi
-# the yardsticks every evaluation scores when they are beside the shards (train/yardstick.h): the fixed
+# the yardsticks every evaluation scores when they are beside the shards (train/eval/yardstick.h): the fixed
 # corruption of the val split (docs/FORMATS.md) and the POS probe's task files
 if [ ! -f $S/rtd-fixed.h5 ]; then
     /usr/bin/python3 scripts/rtd_fixed.py $S || echo "note: scripts/rtd_fixed.py failed: evaluations go without the fixed-corruption figures"

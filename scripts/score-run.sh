@@ -1,6 +1,6 @@
 #!/bin/sh
 # score-run.sh BIN RUNDIR...: `BIN eval --data data/shards` (16 live batches, the fixed corruption and
-# the POS probe: train/yardstick.h) of each kept checkpoint-STEP.h5 (pretrain --keep-every) at steps
+# the POS probe: train/eval/yardstick.h) of each kept checkpoint-STEP.h5 (pretrain --keep-every) at steps
 # 200, 400, ... of each RUNDIR, for runs made before the in-run yardsticks; a finished score is kept.
 # Output: RUNDIR/score-STEP.txt (read by scripts/recipe_report.py).  SLOT (default /tmp/train.slot):
 # the lock file the evaluations take turns on with training runs; THREADS (default 2).

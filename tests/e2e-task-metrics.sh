@@ -1,5 +1,5 @@
 #!/bin/sh
-# The fine-tuning metrics (train/task_metrics.c) against an independent computation: the cmocka suite
+# The fine-tuning metrics (train/eval/task_metrics.c) against an independent computation: the cmocka suite
 # writes 100 seeded random cases (classification with 2-5 labels, regression with and without ties,
 # BIO entities over several sequences with stray I- tags) and its C results; scripts/check_metrics.py
 # recomputes each value with plain Python formulas (conlleval's chunk state machine for entities).

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The yardsticks end to end (train/yardstick.h) on the synthetic Brown-format corpus: prep with the
+# The yardsticks end to end (train/eval/yardstick.h) on the synthetic Brown-format corpus: prep with the
 # hold-out, scripts/rtd_fixed.py (twice: the same bytes; the count detector's attributes in range) and
 # prep-task pos into DATA/probe-pos/; a 3-step pretraining whose evaluations write the fx_* and probe_*
 # keys; deberta eval prints both beside the count detector; a corrupt fixed file is one error line

@@ -1,4 +1,4 @@
-/* test_dump.c — train/dump.h called directly on a tiny pair and a batch built here: the file holds
+/* test_dump.c — train/parity/dump.h called directly on a tiny pair and a batch built here: the file holds
  * the losses and, per training mode, the gradients that separate forward/backward passes computed
  * here give (decoupled: the generator's of the MLM loss alone, bit for bit, also for the table ES
  * shares, and the discriminator's of its loss; joint: the generator's of both). */
@@ -13,7 +13,7 @@
 #include "autograd/base/rng.h"
 #include "autograd/base/util.h"
 #include "model/electra.h"
-#include "train/dump.h"
+#include "train/parity/dump.h"
 #include "train/step.h"
 
 enum { B = 2, T = 8 };

@@ -1,4 +1,4 @@
-/* test_dump_encoder.c — train/dump_encoder.h called directly on a test-preset encoder and inputs built
+/* test_dump_encoder.c — train/parity/dump_encoder.h called directly on a test-preset encoder and inputs built
  * here: the written loss, activations and every gradient against a forward and backward run in the
  * test (loss Σ last ⊙ loss_weight summed here in long double; with a token head, the head's loss and
  * logits). */
@@ -13,7 +13,7 @@
 #include "autograd/base/util.h"
 #include "data/h5util.h"
 #include "model/init.h"
-#include "train/dump_encoder.h"
+#include "train/parity/dump_encoder.h"
 
 enum { B = 2, T = 7, L = 3 };
 

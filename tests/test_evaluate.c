@@ -14,7 +14,7 @@
 #include "data/loader.h"
 #include "train/checkpoint.h"
 #include "train/eval_checkpoint.h"
-#include "train/evaluate.h"
+#include "train/eval/evaluate.h"
 
 enum { VOCAB = 300, B = 4, T = 32, BATCHES = 3, DOC = 900 };
 static char g_dir[64];

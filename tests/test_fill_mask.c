@@ -1,4 +1,4 @@
-/* test_fill_mask.c — train/fill_mask.h called directly on a tiny model and tokenizer built here:
+/* test_fill_mask.c — train/infer/fill_mask.h called directly on a tiny model and tokenizer built here:
  * the query's ids ([CLS] pieces [MASK] pieces [SEP]) and its errors, each [MASK]'s ranked
  * probabilities against a softmax of the generator's logits computed here in long double, and the
  * text and JSON lines fill_mask_write prints. */
@@ -12,7 +12,7 @@
 #include "autograd/base/util.h"
 #include "data/tokenizer.h"
 #include "model/electra.h"
-#include "train/fill_mask.h"
+#include "train/infer/fill_mask.h"
 
 static TokFile *TK;
 static Electra M;

@@ -4,7 +4,7 @@
  * the labelled positions, evaluation by length equal to the full-length pass, and the mean pooler
  * (the mean of the non-pad tokens, in training and in evaluation alike). */
 #include "train/finetune.h"
-#include "train/task_eval.h"
+#include "train/eval/task_eval.h"
 #include "train/checkpoint.h"
 #include "train/pretrain.h"
 #include "model/electra.h"

@@ -21,7 +21,7 @@
 #include "model/electra.h"
 #include "train/finetune.h"
 #include "train/memory.h"
-#include "train/task_eval.h"
+#include "train/eval/task_eval.h"
 #include "train/optim.h"
 #include "train/step.h"
 

@@ -1,4 +1,4 @@
-/* test_predict.c — train/predict.h called directly on a tiny fine-tuned model and tokenizer made here
+/* test_predict.c — train/infer/predict.h called directly on a tiny fine-tuned model and tokenizer made here
  * (a sequence head of three labels, ',' and '#' in one of them): the checkpoint alone is the task (no
  * task files); one row per record in file order, each record's ids [CLS] text [SEP] with the
  * checkpoint's tokenizer, each row's label and probability equal to the model's own forward over that
@@ -14,7 +14,7 @@
 #include "autograd/base/rng.h"
 #include "train/checkpoint.h"
 #include "train/finetune.h"
-#include "train/predict.h"
+#include "train/infer/predict.h"
 
 static char g_dir[128];
 static TokFile *TK;

@@ -1,9 +1,9 @@
-/* test_task_metrics.c — train/task_metrics.h on cases worked out by hand (macro-F1 over present
+/* test_task_metrics.c — train/eval/task_metrics.h on cases worked out by hand (macro-F1 over present
  * labels, MCC and positive F1, Pearson/Spearman with ties, conlleval entities with an I- that starts
  * an entity).  `test_task_metrics --dump FILE` instead writes seeded random cases with the C results
  * as JSON lines, which scripts/check_metrics.py recomputes with its own formulas
  * (tests/e2e-task-metrics.sh). */
-#include "train/task_metrics.h"
+#include "train/eval/task_metrics.h"
 #include "autograd/base/util.h"
 #include "tests/testutil.h"
 #include <string.h>

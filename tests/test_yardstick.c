@@ -1,5 +1,5 @@
-/* test_yardstick.c — the fixed-corruption RTD evaluation (train/rtd_fixed.c) and the linear POS probe
- * (train/probe.c) on synthetic files beside a directory, test preset model.
+/* test_yardstick.c — the fixed-corruption RTD evaluation (train/eval/rtd_fixed.c) and the linear POS probe
+ * (train/eval/probe.c) on synthetic files beside a directory, test preset model.
  *   fixed:  rtd_fixed_eval (B = 2 over 5 sequences: a partial last batch) against the test's own
  *           figures from one forward of each sequence alone, with the AUC counted over all pairs;
  *           the extreme classifiers (bias ±100); a file whose labels disagree with its ids is refused
@@ -17,7 +17,7 @@
 #include "autograd/base/rng.h"
 #include "data/h5util.h"
 #include "data/task.h"
-#include "train/yardstick.h"
+#include "train/eval/yardstick.h"
 
 enum { VOCAB = 300, T = 16, NSEQ = 5 };
 static char g_dir[64];

@@ -5,10 +5,10 @@
 #include "autograd/base/keytable.h"
 #include "autograd/base/util.h"
 #include "data/tokenizer.h"
-#include "train/evaluate.h"
+#include "train/eval/evaluate.h"
 #include "train/model_source.h"
 #include "train/pretrain.h"
-#include "train/yardstick.h"
+#include "train/eval/yardstick.h"
 
 /* ---------------------------------------------------------------- the option table */
 

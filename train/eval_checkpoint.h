@@ -1,6 +1,6 @@
 /* eval_checkpoint.h — `deberta eval` as a library call: a checkpoint's held-out metrics on the val split
- * of a shard folder (train/evaluate.h: MLM and RTD with their baselines, the discriminator's attention
- * per layer), then the yardsticks beside the shards (train/yardstick.h), as text. */
+ * of a shard folder (train/eval/evaluate.h: MLM and RTD with their baselines, the discriminator's attention
+ * per layer), then the yardsticks beside the shards (train/eval/yardstick.h), as text. */
 #ifndef DEBERTA_TRAIN_EVAL_CHECKPOINT_H
 #define DEBERTA_TRAIN_EVAL_CHECKPOINT_H
 #include <stddef.h>

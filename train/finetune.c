@@ -19,7 +19,7 @@
 #include "train/optim.h"
 #include "train/run.h"
 #include "train/signals.h"
-#include "train/task_eval.h"
+#include "train/eval/task_eval.h"
 
 #define FT_STATE_VERSION 1
 #define FT_STATE_LEN 4 /* /loader_state of a fine-tuning checkpoint: version, best step, best dev score bits, N */

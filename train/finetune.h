@@ -28,7 +28,7 @@
 #include "model/task_head.h"
 #include "train/checkpoint.h"
 #include "train/run.h"
-#include "train/task_metrics.h"
+#include "train/eval/task_metrics.h"
 
 typedef struct FinetuneOptions {
     char init[4096];          /* RUN/checkpoint.h5, or "scratch" */
@@ -104,10 +104,10 @@ typedef struct FtEval {
     double loss, acc, macro_f1;
     long n;                   /* labelled positions (tagging) or examples */
     double score;             /* what the best dev model maximises (task_eval.h task_metrics_score) */
-    TaskMetrics m;            /* every score (train/task_metrics.h) */
+    TaskMetrics m;            /* every score (train/eval/task_metrics.h) */
 } FtEval;
 
-/* Metrics on a whole split (no gradients, no dropout), in batches of B (train/task_eval.h). */
+/* Metrics on a whole split (no gradients, no dropout), in batches of B (train/eval/task_eval.h). */
 FtEval ft_evaluate(FtModel *m, Tape *t, const TaskSet *ts, int B);
 
 /* Runs (or resumes) a fine-tuning run, with the threads of env.  argc/argv go to RUNDIR/cmdline.txt.

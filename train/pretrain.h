@@ -1,5 +1,5 @@
 /* pretrain.h — the ELECTRA-style pretraining run (spec §4.6): a fresh run or a resumed one, the
- * loop over train/step.c's step, metrics, evaluation (train/evaluate.c) and checkpoints.
+ * loop over train/step.c's step, metrics, evaluation (train/eval/evaluate.c) and checkpoints.
  *
  * Randomness is addressed by (seed, step): dropout streams by step·64 + 2·micro + phase, sampling
  * streams by step·64 + micro, masking by the loader's own (seed, epoch, sequence).  With the loader

@@ -15,7 +15,7 @@
 #include "train/outpath.h"
 #include "train/h5io.h"
 #include "train/model_source.h"
-#include "train/dump.h"
+#include "train/parity/dump.h"
 
 static void usage(FILE *f) {
     fprintf(f,

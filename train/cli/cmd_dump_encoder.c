@@ -29,7 +29,7 @@
 #include "train/cli/cli.h"
 #include "train/h5io.h"
 #include "train/outpath.h"
-#include "train/dump_encoder.h"
+#include "train/parity/dump_encoder.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: deberta dump-encoder --init --out W.h5 [--preset tiny|xsmall|test] [--KEY VALUE ...] [--seed N] [--perturb]\n"

@@ -12,7 +12,7 @@
 #include "model/electra.h"
 #include "train/cli/cli.h"
 #include "train/model_source.h"
-#include "train/fill_mask.h"
+#include "train/infer/fill_mask.h"
 
 static void usage(FILE *f) {
     fprintf(f,

@@ -5,7 +5,7 @@
 #include <string.h>
 #include "autograd/base/util.h"
 #include "data/task_format.h"
-#include "train/predict.h"
+#include "train/infer/predict.h"
 #include "train/cli/cli.h"
 
 static void usage(FILE *f) {

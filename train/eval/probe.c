@@ -1,5 +1,5 @@
 /* probe.c — the linear POS probe of the frozen discriminator; see probe.h. */
-#include "train/probe.h"
+#include "train/eval/probe.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* task_eval.c — predictions, scores and baselines of a task set; see task_eval.h. */
-#include "train/task_eval.h"
+#include "train/eval/task_eval.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

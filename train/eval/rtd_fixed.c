@@ -1,5 +1,5 @@
 /* rtd_fixed.c — the fixed-corruption RTD evaluation; see rtd_fixed.h. */
-#include "train/rtd_fixed.h"
+#include "train/eval/rtd_fixed.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <math.h>
@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include "autograd/base/util.h"
 #include "data/h5util.h"
-#include "train/evaluate.h"
+#include "train/eval/evaluate.h"
 
 static int fail(char *err, size_t len, const char *path, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static int fail(char *err, size_t len, const char *path, const char *fmt, ...) {

@@ -1,5 +1,5 @@
 /* task_eval.h — a fine-tuned model (an encoder and its task head) run over a task set, its predictions
- * and scores (train/task_metrics.h), and the baselines beside them.  Used by `deberta finetune`
+ * and scores (train/eval/task_metrics.h), and the baselines beside them.  Used by `deberta finetune`
  * (dev and test) and `deberta predict`.
  *
  * Rows: one per example (classification, regression), or one per word (tagging: the word's first
@@ -24,7 +24,7 @@
 #include "data/task.h"
 #include "model/encoder.h"
 #include "model/task_head.h"
-#include "train/task_metrics.h"
+#include "train/eval/task_metrics.h"
 
 typedef struct TaskPreds {
     long n;                  /* rows */

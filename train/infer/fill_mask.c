@@ -1,5 +1,5 @@
 /* fill_mask.c — the generator fills every [MASK] of a query; see fill_mask.h. */
-#include "train/fill_mask.h"
+#include "train/infer/fill_mask.h"
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>

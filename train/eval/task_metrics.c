@@ -1,5 +1,5 @@
 /* task_metrics.c — classification, regression and entity scores; see task_metrics.h. */
-#include "train/task_metrics.h"
+#include "train/eval/task_metrics.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

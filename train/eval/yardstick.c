@@ -1,5 +1,5 @@
 /* yardstick.c — see yardstick.h. */
-#include "train/yardstick.h"
+#include "train/eval/yardstick.h"
 #include <string.h>
 #include "autograd/base/util.h"
 

@@ -1,5 +1,5 @@
 /* dump.c — the dump of the pair on one batch; see dump.h. */
-#include "train/dump.h"
+#include "train/parity/dump.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* predict.c — a fine-tuned model on new text; see predict.h. */
-#include "train/predict.h"
+#include "train/infer/predict.h"
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>

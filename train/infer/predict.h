@@ -1,6 +1,6 @@
 /* predict.h — a fine-tuned model on new text (`deberta predict`): the records of a file read as
  * prep-task reads them (data/task_input.h; labels optional), encoded with the checkpoint's own
- * tokenizer, run through the encoder and its head (train/task_eval.h), one prediction per record.
+ * tokenizer, run through the encoder and its head (train/eval/task_eval.h), one prediction per record.
  *
  * The task comes from the checkpoint alone: ft_task, ft_head (the kind), ft_labels, ft_pair (text
  * pairs) and max_seq_len (T).  A checkpoint from before ft_pair falls back to the task files it was
@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include "data/task.h"
 #include "data/task_input.h"
-#include "train/task_eval.h"
+#include "train/eval/task_eval.h"
 
 typedef struct PredictOptions {
     char input[4096];          /* the records (required) */
@@ -53,7 +53,7 @@ int predict_run(const char *ckpt, const PredictOptions *o, Predictions *out, cha
  * when output is NULL or "".  0, or -1 with one line in err (nothing left behind). */
 int predict_write(const Predictions *pr, const char *output, char *err, size_t errlen);
 /* The speed lines (examples/s, tokens/s; the batches after the first) and, when the records had
- * labels, the scores (train/task_metrics.h), to f.  wait: the OpenMP wait policy, as logs name it. */
+ * labels, the scores (train/eval/task_metrics.h), to f.  wait: the OpenMP wait policy, as logs name it. */
 void predict_report(const Predictions *pr, const char *input, const char *wait, FILE *f);
 void predictions_free(Predictions *pr);
 #endif

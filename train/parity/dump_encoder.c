@@ -1,5 +1,5 @@
 /* dump_encoder.c — one encoder parity pass; see dump_encoder.h. */
-#include "train/dump_encoder.h"
+#include "train/parity/dump_encoder.h"
 #include <stdio.h>
 #include <string.h>
 #include "autograd/tape.h"

@@ -1,5 +1,5 @@
 /* evaluate.c — held-out evaluation and the RTD AUC; see evaluate.h. */
-#include "train/evaluate.h"
+#include "train/eval/evaluate.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,13 +1,13 @@
-/* yardstick.h — the evaluations that rank recipes, run beside train/evaluate.c's live figures by every
+/* yardstick.h — the evaluations that rank recipes, run beside train/eval/evaluate.c's live figures by every
  * in-run evaluation of `deberta pretrain` and by `deberta eval`: the discriminator on the fixed
- * corruption (train/rtd_fixed.h) and the linear POS probe of its frozen features (train/probe.h).
+ * corruption (train/eval/rtd_fixed.h) and the linear POS probe of its frozen features (train/eval/probe.h).
  * Each runs when its files are beside the shards (scripts/demo-prep.sh makes both). */
 #ifndef DEBERTA_TRAIN_YARDSTICK_H
 #define DEBERTA_TRAIN_YARDSTICK_H
 #include <stdio.h>
 #include "train/metrics.h"
-#include "train/probe.h"
-#include "train/rtd_fixed.h"
+#include "train/eval/probe.h"
+#include "train/eval/rtd_fixed.h"
 
 typedef struct Yardsticks {
     int have_fx, have_probe;
