@@ -1,4 +1,4 @@
-/* cmd_dump.c — `deberta dump`: flags, the config, the model and the batch, then train/dump.h (every
+/* cmd_dump.c — `deberta dump`: flags, the config, the model and the batch, then train/parity/dump.h (every
  * intermediate, both losses and every parameter gradient of the pair on the batch into an HDF5 file).
  *
  * Config: defaults < the weights file's root attributes (or a checkpoint's config text) < --config FILE

@@ -1,7 +1,7 @@
 /* cmd_dump_encoder.c — `deberta dump-encoder`: the encoder half of the parity contract
  * (docs/FORMATS.md "Parity and dump files", encoder parity), compared against
  * scripts/reference/deberta_ref.py by tests/e2e-parity-encoder.sh.  The pass itself (forward, loss,
- * backward, the output file) is train/dump_encoder.h; this file reads the weights and inputs files.
+ * backward, the output file) is train/parity/dump_encoder.h; this file reads the weights and inputs files.
  *
  *   deberta dump-encoder --init --out W.h5 [--preset P] [--KEY VALUE ...] [--seed N] [--perturb]
  *       a bare encoder ("deberta." names) initialised per spec §4.8 (--perturb also randomises

@@ -12,7 +12,7 @@ static void usage(void) {
            "  (the first N batches, default 64, of B sequences, default 16), next to the baselines:\n"
            "  the most frequent masked token (MLM) and \"every token is original\" (RTD).  With DIR/rtd-fixed.h5\n"
            "  (scripts/rtd_fixed.py) also the discriminator on that fixed corruption, beside the count detector; with\n"
-           "  DIR/probe-pos/ (deberta prep-task --task pos) a linear POS probe of its frozen features (train/probe.h).\n");
+           "  DIR/probe-pos/ (deberta prep-task --task pos) a linear POS probe of its frozen features (train/eval/probe.h).\n");
 }
 
 int cmd_eval(int argc, char **argv) {

@@ -1,5 +1,5 @@
 /* cmd_fill_mask.c — `deberta fill-mask RUN/checkpoint.h5 "text with [MASK]"` (or --input FILE, one
- * query per line): flags, the generator and its tokenizer from the checkpoint, then train/fill_mask.h
+ * query per line): flags, the generator and its tokenizer from the checkpoint, then train/infer/fill_mask.h
  * (the queries read and checked before any output, then each filled and printed).
  */
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* cmd_predict.c — `deberta predict RUN/best.h5 --input FILE`: flags -> PredictOptions -> predict_run()
- * (train/predict.c); the JSON lines to --output or stdout, the speed and scores on stderr. */
+ * (train/infer/predict.c); the JSON lines to --output or stdout, the speed and scores on stderr. */
 #include <omp.h>
 #include <stdio.h>
 #include <string.h>
